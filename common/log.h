@@ -1,0 +1,9 @@
+/* esbx: one-line diagnostics on stderr for the daemons and the CLI.  */
+#ifndef ESBX_LOG_H
+#define ESBX_LOG_H
+
+void esbx_log_set_prog (const char *prog);
+void esbx_warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+void esbx_info (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+#endif

@@ -1,0 +1,40 @@
+/* esbx CLI: one verb per file (cmd_<verb>.c), dispatched from main.c.  */
+#ifndef ESBX_CLI_H
+#define ESBX_CLI_H
+
+#include "error.h"
+#include "layerstore.h"
+
+#include <stdbool.h>
+
+struct esbx_cli
+{
+  const char *root;  /* --root or $ESBX_ROOT */
+  const char *host;  /* --host or $ESBX_HOST: gateway mode */
+  bool json;         /* --json */
+  esbx_store_t *store;
+};
+
+/* A verb: returns an exit status >= 0, or < 0 with *err filled.  argv[0] is
+   the verb itself.  */
+typedef int (*esbx_cmd_fn) (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+
+/* The store, opened on first use.  */
+esbx_store_t *cli_store (struct esbx_cli *cli, esbx_error_t *err);
+/* A usage error (exit status 2).  */
+int cli_usage (esbx_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* Print a JSON document followed by a newline on stdout.  */
+void cli_print_json (const json_t *j);
+
+int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_rebase (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_discard (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_fsck (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+
+#endif

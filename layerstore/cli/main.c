@@ -1,0 +1,147 @@
+/* esbx: the command-line front-end.  Embedded mode: every verb works on the
+   store directly, no daemon needed.  */
+#include "cli.h"
+#include "log.h"
+#include "utils.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <string.h>
+
+struct verb
+{
+  const char *name;
+  esbx_cmd_fn fn;
+  const char *usage;
+};
+
+static const struct verb verbs[] = {
+  { "project", cmd_project, "project create NAME [--from SRC] | list | log NAME | rm NAME | squash NAME" },
+  { "session", cmd_session, "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host] | list [--project P] | inspect S | path S" },
+  { "blame", cmd_blame, "blame PROJECT PATH" },
+  { "diff", cmd_diff, "diff S [--json | --patch]" },
+  { "publish", cmd_publish, "publish S [-m MESSAGE]" },
+  { "rebase", cmd_rebase, "rebase S" },
+  { "discard", cmd_discard, "discard S" },
+  { "export", cmd_export, "export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer]" },
+  { "fsck", cmd_fsck, "fsck [PROJECT]" },
+  { "gc", cmd_gc, "gc" },
+};
+
+esbx_store_t *
+cli_store (struct esbx_cli *cli, esbx_error_t *err)
+{
+  if (cli->store == NULL && esbx_store_open (cli->root, &cli->store, err) < 0)
+    return NULL;
+  return cli->store;
+}
+
+int
+cli_usage (esbx_error_t *err, const char *fmt, ...)
+{
+  _cleanup_free_ char *msg = NULL;
+  va_list ap;
+
+  va_start (ap, fmt);
+  if (vasprintf (&msg, fmt, ap) < 0)
+    abort ();
+  va_end (ap);
+  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "%s", msg);
+}
+
+void
+cli_print_json (const json_t *j)
+{
+  _cleanup_free_ char *s = json_serialize (j, true, NULL);
+  printf ("%s\n", s);
+}
+
+static void
+usage (FILE *out)
+{
+  size_t i;
+
+  fprintf (out, "usage: esbx [--root DIR] [--host unix:///PATH] [--json] COMMAND ...\n");
+  for (i = 0; i < ARRAY_SIZE (verbs); i++)
+    fprintf (out, "  esbx %s\n", verbs[i].usage);
+}
+
+int
+main (int argc, char **argv)
+{
+  struct esbx_cli cli = { 0 };
+  esbx_error_t err = NULL;
+  int i, ret;
+
+  esbx_log_set_prog ("esbx");
+  cli.root = getenv ("ESBX_ROOT");
+  cli.host = getenv ("ESBX_HOST");
+
+  /* Global options come before the verb.  */
+  for (i = 1; i < argc && argv[i][0] == '-'; i++)
+    {
+      if (strcmp (argv[i], "--root") == 0 && i + 1 < argc)
+        cli.root = argv[++i];
+      else if (strncmp (argv[i], "--root=", 7) == 0)
+        cli.root = argv[i] + 7;
+      else if (strcmp (argv[i], "--host") == 0 && i + 1 < argc)
+        cli.host = argv[++i];
+      else if (strncmp (argv[i], "--host=", 7) == 0)
+        cli.host = argv[i] + 7;
+      else if (strcmp (argv[i], "--json") == 0)
+        cli.json = true;
+      else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
+        {
+          usage (stdout);
+          return ESBX_EXIT_OK;
+        }
+      else if (strcmp (argv[i], "--version") == 0)
+        {
+          printf ("esbx 0.1.0\n");
+          return ESBX_EXIT_OK;
+        }
+      else
+        {
+          fprintf (stderr, "esbx: unknown global option `%s`\n", argv[i]);
+          usage (stderr);
+          return ESBX_EXIT_USAGE;
+        }
+    }
+  if (i >= argc)
+    {
+      usage (stderr);
+      return ESBX_EXIT_USAGE;
+    }
+
+  for (size_t v = 0; v < ARRAY_SIZE (verbs); v++)
+    {
+      if (strcmp (verbs[v].name, argv[i]) != 0)
+        continue;
+      /* Verbs accept --json after their own name too.  */
+      for (int k = i + 1; k < argc; k++)
+        {
+          if (strcmp (argv[k], "--") == 0)
+            break;
+          if (strcmp (argv[k], "--json") == 0)
+            cli.json = true;
+        }
+      optind = 1;
+      ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
+      if (ret < 0)
+        {
+          if (err && err->code == ESBX_EXIT_USAGE)
+            {
+              ret = esbx_error_report (&err, stderr, "esbx");
+              fprintf (stderr, "usage: esbx %s\n", verbs[v].usage);
+            }
+          else
+            ret = esbx_error_report (&err, stderr, "esbx");
+        }
+      esbx_store_close (cli.store);
+      fflush (stdout);
+      return ret;
+    }
+  fprintf (stderr, "esbx: unknown command `%s`\n", argv[i]);
+  usage (stderr);
+  return ESBX_EXIT_USAGE;
+}

@@ -1,0 +1,236 @@
+/* liblayerstore: the public interface of the LayerStack.
+ *
+ * A store (default /var/lib/esbx) holds projects and sessions:
+ *
+ *   ROOT/projects/P/stack        layer ids bottom to top, one per line
+ *   ROOT/projects/P/layers/ID/   diff/ (overlayfs format) + record.json
+ *   ROOT/projects/P/lock         flock: serialises check-and-append
+ *   ROOT/projects/P/tmp/         layers being written (gc removes leftovers)
+ *   ROOT/sessions/S/             session.json, upper/, work/, merged/, lock,
+ *                                and the shim's holder and event files
+ *   ROOT/tmp/                    sessions and projects being created
+ *
+ * Every function returns < 0 (or NULL) on failure and fills *err; the CLI
+ * maps err->code to its exit status (3 for conflicts).  */
+#ifndef ESBX_LAYERSTORE_H
+#define ESBX_LAYERSTORE_H
+
+#include "error.h"
+#include "json.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ESBX_DEFAULT_ROOT "/var/lib/esbx"
+/* overlayfs stacks at most this many lower layers.  */
+#define ESBX_MAX_LAYERS 500
+
+typedef struct esbx_store
+{
+  char *root;
+  int rootfd;
+} esbx_store_t;
+
+/* Open (creating if needed) the store at ROOT; NULL means $ESBX_ROOT or the
+   default.  */
+int esbx_store_open (const char *root, esbx_store_t **out, esbx_error_t *err);
+void esbx_store_close (esbx_store_t *store);
+static inline void
+cleanup_storep (esbx_store_t **s)
+{
+  esbx_store_close (*s);
+}
+#define _cleanup_store_ __attribute__ ((cleanup (cleanup_storep)))
+
+/* ---- change sets ------------------------------------------------------ */
+
+enum esbx_change_kind
+{
+  ESBX_ADDED,
+  ESBX_MODIFIED,
+  ESBX_DELETED,
+};
+
+enum esbx_file_type
+{
+  ESBX_TYPE_NONE = 0,
+  ESBX_TYPE_FILE,
+  ESBX_TYPE_DIR,
+  ESBX_TYPE_SYMLINK,
+  ESBX_TYPE_FIFO,
+};
+
+struct esbx_change
+{
+  char *path; /* absolute within the tree: "/src/main.c" */
+  enum esbx_change_kind kind;
+  enum esbx_file_type type; /* for deletions: the type that was deleted */
+  mode_t mode;              /* permission bits (07777) */
+  int64_t size;
+  char sha256[65];          /* regular files; "" otherwise */
+  char *target;             /* symlinks */
+  bool opaque;              /* a directory whose old contents were all removed */
+  bool stripped;            /* setuid/setgid bits were removed */
+};
+
+struct esbx_changeset
+{
+  struct esbx_change *v;
+  size_t n;
+  size_t cap;
+};
+
+void esbx_changeset_free (struct esbx_changeset *cs);
+const char *esbx_change_kind_name (enum esbx_change_kind k);
+const char *esbx_file_type_name (enum esbx_file_type t);
+int esbx_file_type_parse (const char *s, enum esbx_file_type *t);
+json_t *esbx_change_to_json (const struct esbx_change *c);
+int esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err);
+
+/* ---- layers and projects ---------------------------------------------- */
+
+struct esbx_layer
+{
+  char *id;
+  char *parent; /* NULL for layer 0 */
+  int64_t index;
+  char *created;
+  char *session; /* NULL for imported layers */
+  json_t *labels; /* object, may be empty */
+  char *message;
+  struct esbx_changeset changes; /* sorted by path */
+};
+
+void esbx_layer_free (struct esbx_layer *l);
+int esbx_layer_load (esbx_store_t *store, const char *project, const char *id,
+                     struct esbx_layer **out, esbx_error_t *err);
+/* Layer ids of PROJECT, bottom to top.  */
+int esbx_project_stack (esbx_store_t *store, const char *project, char ***ids, size_t *n,
+                        esbx_error_t *err);
+/* Resolve a layer reference: an id, a unique id prefix, or "head".  */
+int esbx_layer_resolve (esbx_store_t *store, const char *project, const char *ref, char **id,
+                        esbx_error_t *err);
+/* Absolute path of a layer's diff directory.  */
+char *esbx_layer_diff_path (esbx_store_t *store, const char *project, const char *id);
+
+/* FROM: NULL (empty project), a directory, a tarball (tar, tar.gz, tar.zst,
+   zip) or a `docker save` archive.  */
+int esbx_project_create (esbx_store_t *store, const char *name, const char *from,
+                         esbx_error_t *err);
+bool esbx_project_exists (esbx_store_t *store, const char *name);
+char **esbx_project_list (esbx_store_t *store, esbx_error_t *err);
+int esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* Flatten the stack into one layer; refused while sessions of it exist.  */
+int esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_error_t *err);
+/* The newest layer whose change list names PATH (or a directory above it
+   that it deleted or replaced).  */
+int esbx_blame (esbx_store_t *store, const char *project, const char *path,
+                struct esbx_layer **out, esbx_error_t *err);
+
+/* ---- sessions --------------------------------------------------------- */
+
+struct esbx_session_opts
+{
+  const char *name;      /* NULL: generated "<project>-<hex>" */
+  const char *base;      /* layer reference; NULL: head */
+  char **labels;         /* NULL-terminated "K=V" */
+  const char *network;   /* "none" (default) or "host" */
+  const char *workspace; /* path inside the holder; default "/workspace" */
+  uint64_t memory;       /* bytes, 0 = unlimited */
+  uint64_t pids;         /* 0 = unlimited */
+  const char *cpus;      /* e.g. "1.5", NULL = unlimited */
+};
+
+struct esbx_session
+{
+  char *name;
+  char *project;
+  char *base;        /* layer id the session started from */
+  char **published;  /* ids of layers published from this session, in order */
+  char *network;
+  char *workspace;
+  char *created;
+  json_t *labels;    /* object */
+  uint64_t memory;
+  uint64_t pids;
+  char *cpus;
+  json_t *record;    /* the whole session.json */
+};
+
+int esbx_session_create (esbx_store_t *store, const char *project,
+                         const struct esbx_session_opts *opts, char **name, esbx_error_t *err);
+int esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **out,
+                       esbx_error_t *err);
+void esbx_session_free (struct esbx_session *s);
+bool esbx_session_exists (esbx_store_t *store, const char *name);
+/* Sessions (of PROJECT when not NULL), sorted.  */
+char **esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* ROOT/sessions/NAME and its merged/ and upper/ directories.  */
+char *esbx_session_dir (esbx_store_t *store, const char *name);
+char *esbx_session_merged (esbx_store_t *store, const char *name);
+char *esbx_session_upper (esbx_store_t *store, const char *name);
+/* Mount the merged view if it is not mounted (idempotent).  */
+int esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err);
+bool esbx_session_is_mounted (esbx_store_t *store, const char *name);
+int esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* Unmount and delete the session's private state.  The holder (shim/) must
+   be stopped first: esbx_sandbox_discard does both.  */
+int esbx_session_discard (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* Take the session's lock (exclusive); returns the fd holding it.  */
+int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* The change set of a session against its base (and what it published).  */
+int esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
+                          esbx_error_t *err);
+
+struct esbx_conflict
+{
+  char *path;
+  char *layer;   /* upstream layer that touched the path */
+  char *session; /* and the session it came from (may be NULL) */
+};
+
+struct esbx_publish_result
+{
+  char *layer; /* new layer id; NULL when nothing changed or on conflict */
+  struct esbx_conflict *conflicts;
+  size_t n_conflicts;
+  size_t n_changes;
+};
+void esbx_publish_result_free (struct esbx_publish_result *r);
+
+/* Publish: returns 0 with r->layer set, or < 0 with err->code
+   ESBX_EXIT_CONFLICT and r->conflicts filled.  A session with no changes
+   publishes nothing (r->layer NULL, return 0).  */
+int esbx_session_publish (esbx_store_t *store, const char *name, const char *message,
+                          struct esbx_publish_result *r, esbx_error_t *err);
+/* Move the session's base to the head (remounting it); conflicts as above.  */
+int esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
+                         esbx_error_t *err);
+
+/* ---- import/export (import.c, export.c) --------------------------------- */
+
+/* Fill the empty directory DESTFD from FROM (directory, archive, docker save).
+   Runs the extraction in a child process that cannot write outside DESTFD.  */
+int esbx_import_tree (const char *from, int destfd, esbx_error_t *err);
+
+enum esbx_export_format
+{
+  ESBX_EXPORT_TAR,
+  ESBX_EXPORT_OCI_LAYER,
+};
+/* REF is a session name or PROJECT[@LAYER].  */
+int esbx_export (esbx_store_t *store, const char *ref, const char *file,
+                 enum esbx_export_format format, esbx_error_t *err);
+
+/* ---- maintenance -------------------------------------------------------- */
+
+/* Verify every layer of PROJECT (or of every project when NULL) against its
+   record; problems are printed to REPORT, the return is < 0 if any.  */
+int esbx_fsck (esbx_store_t *store, const char *project, FILE *report, esbx_error_t *err);
+/* Remove leftovers of crashed operations: temp dirs, unreferenced layers,
+   half-created sessions.  Safe at any time and concurrently.  */
+int esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+
+#endif
