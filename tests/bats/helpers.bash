@@ -1,0 +1,62 @@
+# Shared helpers for the bats suites.  Each test gets its own store under a
+# fresh temporary root; teardown removes every mount, holder and cgroup it
+# left, pass or fail.
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+load '/usr/lib/bats/bats-file/load'
+
+ESBX_SRC=${ESBX_SRC:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
+ESBX_BUILD=${ESBX_BUILD:-$ESBX_SRC/build}
+ESBX=${ESBX:-$ESBX_BUILD/layerstore/esbx}
+export ESBX_SRC ESBX_BUILD ESBX
+
+# Run esbx and check its exit status: `esbx_ok ARGS`, `esbx_fails N ARGS`.
+esbx_ok() {
+  run "$ESBX" "$@"
+  if [ "$status" -ne 0 ]; then
+    echo "esbx $* exited $status: $output" >&2
+    return 1
+  fi
+}
+
+esbx_fails() {
+  local want=$1
+  shift
+  run "$ESBX" "$@"
+  if [ "$status" -ne "$want" ]; then
+    echo "esbx $* exited $status, wanted $want: $output" >&2
+    return 1
+  fi
+}
+
+# A fresh store root for this test.
+setup_store() {
+  ESBX_ROOT=$(mktemp -d /tmp/esbx-test.XXXXXX)
+  export ESBX_ROOT
+}
+
+# Everything the test left: holders, mounts, cgroups, the root itself.
+teardown_store() {
+  [ -n "${ESBX_ROOT:-}" ] && [ -d "$ESBX_ROOT" ] || return 0
+  local s pidfile
+  for s in "$ESBX_ROOT"/sessions/*/; do
+    [ -d "$s" ] || continue
+    "$ESBX" discard "$(basename "$s")" >/dev/null 2>&1 || true
+  done
+  # Whatever discard could not take down: unmount deepest first.
+  grep -F "$ESBX_ROOT" /proc/self/mountinfo | awk '{print $5}' | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  rm -rf "$ESBX_ROOT"
+  unset ESBX_ROOT
+}
+
+# A small source tree for `project create --from`.
+make_tree() {
+  local dir=$1
+  mkdir -p "$dir/src" "$dir/docs"
+  printf 'int main (void) { return 0; }\n' >"$dir/src/main.c"
+  printf 'hello\n' >"$dir/README"
+  printf 'line1\nline2\n' >"$dir/docs/guide.txt"
+  ln -s README "$dir/link"
+}
