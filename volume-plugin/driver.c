@@ -1,0 +1,638 @@
+#include "driver.h"
+#include "fs.h"
+#include "log.h"
+#include "sandbox.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+
+struct esbx_driver
+{
+  esbx_store_t *store;
+  struct esbx_volumes *vols;
+  /* Create with from=PATH: two volumes of a new project arriving together
+     must not both import it.  */
+  pthread_mutex_t project_mutex;
+};
+
+struct esbx_driver *
+esbx_driver_new (esbx_store_t *store, struct esbx_volumes *vols)
+{
+  struct esbx_driver *d = xmalloc0 (sizeof *d);
+
+  d->store = store;
+  d->vols = vols;
+  pthread_mutex_init (&d->project_mutex, NULL);
+  return d;
+}
+
+void
+esbx_driver_free (struct esbx_driver *d)
+{
+  if (d == NULL)
+    return;
+  pthread_mutex_destroy (&d->project_mutex);
+  free (d);
+}
+
+/* Error classes become HTTP statuses; dockerd only looks at Err, but curl
+   users and logs read the status.  */
+enum
+{
+  NOT_FOUND = ENOENT,
+};
+
+static int
+no_such_volume (esbx_error_t *err, const char *name)
+{
+  esbx_make_error (err, 0, "volume `%s` does not exist", name);
+  (*err)->status = NOT_FOUND;
+  return -1;
+}
+
+/* A request that can never succeed as sent.  */
+#define bad_request(err, ...) esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, __VA_ARGS__)
+
+static const char *const known_options[] = { "project", "base", "network", "from" };
+#define LABEL_PREFIX "label."
+#define OPTIONS_HELP "project, base, label.KEY, network, from"
+
+static int
+check_options (const json_t *opts, esbx_error_t *err)
+{
+  const char *key, *value;
+  size_t i, k;
+
+  if (opts == NULL || opts->type == JSON_NULL)
+    return 0;
+  if (opts->type != JSON_OBJECT)
+    return bad_request (err, "%s: Opts must be an object of strings", "Create");
+  for (i = 0; i < opts->n; i++)
+    {
+      key = opts->keys[i];
+      if (opts->items[i]->type != JSON_STRING)
+        return bad_request (err, "option `%s`: value must be a string", key);
+      value = opts->items[i]->text;
+      for (k = 0; k < ARRAY_SIZE (known_options); k++)
+        if (strcmp (key, known_options[k]) == 0)
+          break;
+      if (k == ARRAY_SIZE (known_options))
+        {
+          if (esbx_has_prefix (key, LABEL_PREFIX) && key[strlen (LABEL_PREFIX)] != '\0')
+            continue;
+          return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                       "unknown option `%s` (known: " OPTIONS_HELP ")", key);
+        }
+      if (strcmp (key, "project") == 0 && esbx_check_name ("project", value, err) < 0)
+        return -1;
+      if (strcmp (key, "network") == 0 && strcmp (value, "none") != 0
+          && strcmp (value, "host") != 0)
+        return bad_request (err, "option `network`: `%s` is not one of none, host", value);
+      if (strcmp (key, "from") == 0 && value[0] != '/')
+        return bad_request (err, "option `from`: `%s` is not an absolute path", value);
+    }
+  return 0;
+}
+
+static bool
+options_equal (const json_t *a, const json_t *b)
+{
+  const char *v;
+  size_t i;
+
+  if (a->n != b->n)
+    return false;
+  for (i = 0; i < a->n; i++)
+    {
+      v = json_get_string (b, a->keys[i]);
+      if (v == NULL || a->items[i]->type != JSON_STRING || strcmp (v, a->items[i]->text) != 0)
+        return false;
+    }
+  return true;
+}
+
+static int
+ensure_project (struct esbx_driver *d, const char *project, const char *from, esbx_error_t *err)
+{
+  int ret = 0;
+
+  if (esbx_project_exists (d->store, project))
+    return 0;
+  if (from == NULL)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                 "project `%s` does not exist (add -o from=PATH to create it)",
+                                 project);
+  pthread_mutex_lock (&d->project_mutex);
+  if (!esbx_project_exists (d->store, project))
+    {
+      ret = esbx_project_create (d->store, project, from, err);
+      /* The CLI may have created it in the meantime.  */
+      if (ret < 0 && esbx_project_exists (d->store, project))
+        {
+          esbx_error_free (err);
+          ret = 0;
+        }
+    }
+  pthread_mutex_unlock (&d->project_mutex);
+  if (ret < 0)
+    return esbx_error_wrap (err, "create project `%s` from `%s`", project, from);
+  return 0;
+}
+
+/* A session made with the CLI becomes a volume when Docker asks for its
+   name; the options, if any, must describe that session.  */
+static int
+check_adoption (struct esbx_driver *d, const char *name, const json_t *opts, esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  _cleanup_free_ char *base = NULL;
+  const char *project, *want, *have;
+  size_t i;
+  int ret = -1;
+
+  if (esbx_session_load (d->store, name, &s, err) < 0)
+    return -1;
+  project = json_get_string (opts, "project");
+  if (project && strcmp (project, s->project) != 0)
+    {
+      esbx_make_error (err, 0, "session `%s` exists in project `%s`, not `%s`", name, s->project,
+                       project);
+      goto out;
+    }
+  want = json_get_string (opts, "base");
+  if (want)
+    {
+      if (esbx_layer_resolve (d->store, s->project, want, &base, err) < 0)
+        goto out;
+      if (strcmp (base, s->base) != 0)
+        {
+          esbx_make_error (err, 0, "session `%s` exists with base `%s`, not `%s`", name, s->base,
+                           want);
+          goto out;
+        }
+    }
+  want = json_get_string (opts, "network");
+  if (want && strcmp (want, s->network ? s->network : "none") != 0)
+    {
+      esbx_make_error (err, 0, "session `%s` exists with network `%s`, not `%s`", name,
+                       s->network ? s->network : "none", want);
+      goto out;
+    }
+  for (i = 0; i < opts->n; i++)
+    {
+      if (!esbx_has_prefix (opts->keys[i], LABEL_PREFIX))
+        continue;
+      have = json_get_string (s->labels, opts->keys[i] + strlen (LABEL_PREFIX));
+      if (have == NULL || strcmp (have, opts->items[i]->text) != 0)
+        {
+          esbx_make_error (err, 0, "session `%s` exists without label `%s=%s`", name,
+                           opts->keys[i] + strlen (LABEL_PREFIX), opts->items[i]->text);
+          goto out;
+        }
+    }
+  ret = 0;
+out:
+  esbx_session_free (s);
+  return ret;
+}
+
+static int
+create_session (struct esbx_driver *d, const char *name, const json_t *opts, esbx_error_t *err)
+{
+  struct esbx_session_opts so = { .name = name };
+  _cleanup_strv_ char **labels = NULL;
+  _cleanup_free_ char *created = NULL;
+  const char *project = json_get_string (opts, "project");
+  size_t i, n = 0;
+
+  if (project == NULL)
+    return bad_request (err, "option `project` is required (-o project=NAME) for volume `%s`",
+                        name);
+  if (ensure_project (d, project, json_get_string (opts, "from"), err) < 0)
+    return -1;
+
+  labels = xmalloc0 ((opts->n + 1) * sizeof (char *));
+  for (i = 0; i < opts->n; i++)
+    if (esbx_has_prefix (opts->keys[i], LABEL_PREFIX))
+      labels[n++]
+          = xasprintf ("%s=%s", opts->keys[i] + strlen (LABEL_PREFIX), opts->items[i]->text);
+  so.labels = labels;
+  so.base = json_get_string (opts, "base");
+  so.network = json_get_string (opts, "network");
+  if (esbx_session_create (d->store, project, &so, &created, err) < 0)
+    return -1;
+  return 0;
+}
+
+static json_t *
+do_create (struct esbx_driver *d, const char *name, const json_t *req, esbx_error_t *err)
+{
+  _cleanup_volume_ struct esbx_volume *vol = NULL;
+  _cleanup_json_ json_t *empty = json_new (JSON_OBJECT);
+  const json_t *opts = json_get (req, "Opts");
+  struct esbx_session *s = NULL;
+  _cleanup_free_ char *created = NULL;
+
+  if (check_options (opts, err) < 0)
+    return NULL;
+  if (opts == NULL || opts->type != JSON_OBJECT)
+    opts = empty;
+
+  if (esbx_volume_load (d->vols, name, &vol, err) < 0)
+    return NULL;
+  if (vol && esbx_session_exists (d->store, name))
+    {
+      /* `docker run --volume-driver` creates with no options: that means
+         "this volume", whatever it was made with.  */
+      if (opts->n == 0 || options_equal (opts, vol->opts))
+        return json_new (JSON_OBJECT);
+      esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                            "volume `%s` already exists with other options", name);
+      return NULL;
+    }
+
+  if (esbx_session_exists (d->store, name))
+    {
+      if (check_adoption (d, name, opts, err) < 0)
+        return NULL;
+      if (esbx_session_load (d->store, name, &s, err) < 0)
+        return NULL;
+      created = s->created ? xstrdup (s->created) : NULL;
+      esbx_session_free (s);
+    }
+  else if (create_session (d, name, opts, err) < 0)
+    return NULL;
+
+  esbx_volume_free (vol);
+  vol = esbx_volume_new (name, opts, created);
+  if (esbx_volume_save (d->vols, vol, err) < 0)
+    return NULL;
+  return json_new (JSON_OBJECT);
+}
+
+/* The record without its session is a volume discarded behind Docker's
+   back (esbx discard): it no longer exists.  */
+static int
+load_existing (struct esbx_driver *d, const char *name, struct esbx_volume **vol, esbx_error_t *err)
+{
+  if (esbx_volume_load (d->vols, name, vol, err) < 0)
+    return -1;
+  if (*vol == NULL || !esbx_session_exists (d->store, name))
+    {
+      esbx_volume_free (*vol);
+      *vol = NULL;
+      return no_such_volume (err, name);
+    }
+  return 0;
+}
+
+static json_t *
+do_remove (struct esbx_driver *d, const char *name, const json_t *req, esbx_error_t *err)
+{
+  _cleanup_volume_ struct esbx_volume *vol = NULL;
+  bool session = esbx_session_exists (d->store, name);
+
+  if (esbx_volume_load (d->vols, name, &vol, err) < 0)
+    return NULL;
+  if (vol == NULL)
+    return no_such_volume (err, name), NULL;
+  if (esbx_volume_mount_total (vol) > 0)
+    esbx_warn ("remove `%s`: still counted as mounted by %zu mount IDs; discarding anyway", name,
+               vol->mounts->n);
+  if (session && esbx_sandbox_discard (d->store, name, err) < 0)
+    return NULL;
+  if (esbx_volume_delete (d->vols, name, err) < 0)
+    return NULL;
+  return json_new (JSON_OBJECT);
+}
+
+static const char *
+required_string (const json_t *req, const char *key, esbx_error_t *err)
+{
+  const char *v = json_get_string (req, key);
+
+  if (v == NULL || *v == '\0')
+    bad_request (err, "request field `%s` is missing or not a string", key);
+  return v && *v ? v : NULL;
+}
+
+static json_t *
+mountpoint_reply (struct esbx_driver *d, const char *name)
+{
+  _cleanup_free_ char *merged = esbx_session_merged (d->store, name);
+  json_t *r = json_new (JSON_OBJECT);
+
+  json_set_string (r, "Mountpoint", esbx_session_is_mounted (d->store, name) ? merged : "");
+  return r;
+}
+
+static json_t *
+do_mount (struct esbx_driver *d, const char *name, const json_t *req, esbx_error_t *err)
+{
+  _cleanup_volume_ struct esbx_volume *vol = NULL;
+  const char *id = required_string (req, "ID", err);
+
+  if (id == NULL || load_existing (d, name, &vol, err) < 0)
+    return NULL;
+  if (esbx_session_mount (d->store, name, err) < 0)
+    return NULL;
+  esbx_volume_count_mount (vol, id, 1);
+  if (esbx_volume_save (d->vols, vol, err) < 0)
+    return NULL;
+  return mountpoint_reply (d, name);
+}
+
+static bool
+holder_running (struct esbx_driver *d, const char *name)
+{
+  _cleanup_json_ json_t *st = esbx_sandbox_status (d->store, name);
+  json_t *h = json_get (st, "holder");
+
+  return h && h->type == JSON_NUMBER;
+}
+
+static json_t *
+do_unmount (struct esbx_driver *d, const char *name, const json_t *req, esbx_error_t *err)
+{
+  _cleanup_volume_ struct esbx_volume *vol = NULL;
+  esbx_error_t uerr = NULL;
+  const char *id = required_string (req, "ID", err);
+  int64_t n = 0;
+
+  if (id == NULL || load_existing (d, name, &vol, err) < 0)
+    return NULL;
+  if (!json_get_int (vol->mounts, id, &n) || n <= 0)
+    {
+      /* dockerd retries Unmount after its own restarts; an unknown ID has
+         nothing left to release.  */
+      esbx_warn ("unmount `%s`: mount ID %s was not mounted", name, id);
+      return json_new (JSON_OBJECT);
+    }
+  esbx_volume_count_mount (vol, id, -1);
+  if (esbx_volume_save (d->vols, vol, err) < 0)
+    return NULL;
+  /* The holder's processes (esbx exec, esbx-runtime containers) use the
+     merged view too: it stays until the session ends.  */
+  if (esbx_volume_mount_total (vol) == 0 && !holder_running (d, name)
+      && esbx_session_unmount (d->store, name, &uerr) < 0)
+    {
+      esbx_warn ("unmount `%s`: %s", name, uerr->msg);
+      esbx_error_free (&uerr);
+    }
+  return json_new (JSON_OBJECT);
+}
+
+static json_t *
+do_path (struct esbx_driver *d, const char *name, const json_t *req, esbx_error_t *err)
+{
+  _cleanup_volume_ struct esbx_volume *vol = NULL;
+
+  if (load_existing (d, name, &vol, err) < 0)
+    return NULL;
+  return mountpoint_reply (d, name);
+}
+
+static json_t *
+volume_summary (struct esbx_driver *d, const struct esbx_volume *vol)
+{
+  json_t *v = json_new (JSON_OBJECT);
+  _cleanup_free_ char *merged = esbx_session_merged (d->store, vol->name);
+
+  json_set_string (v, "Name", vol->name);
+  if (esbx_session_is_mounted (d->store, vol->name))
+    json_set_string (v, "Mountpoint", merged);
+  json_set_string (v, "CreatedAt", vol->created);
+  return v;
+}
+
+static json_t *
+nullable_string (const char *s)
+{
+  return s ? json_new_string (s) : json_new (JSON_NULL);
+}
+
+/* Status is informational: a part that cannot be computed is null and the
+   reason goes to the log, so that inspect never fails on a live volume.  */
+static json_t *
+volume_status (struct esbx_driver *d, const struct esbx_volume *vol)
+{
+  _cleanup_json_ json_t *sandbox = esbx_sandbox_status (d->store, vol->name);
+  struct esbx_changeset cs = { 0 };
+  _cleanup_free_ char *upper = esbx_session_upper (d->store, vol->name);
+  _cleanup_free_ char *head = NULL;
+  struct esbx_session *s = NULL;
+  esbx_error_t err = NULL;
+  unsigned long long bytes;
+  int64_t pid;
+  json_t *st = json_new (JSON_OBJECT);
+  json_t *holder;
+
+  if (esbx_session_load (d->store, vol->name, &s, &err) == 0)
+    {
+      json_set_string (st, "project", s->project);
+      json_set_string (st, "base", s->base);
+      if (esbx_layer_resolve (d->store, s->project, "head", &head, &err) < 0)
+        {
+          esbx_warn ("get `%s`: head: %s", vol->name, err->msg);
+          esbx_error_free (&err);
+        }
+      json_set (st, "head", nullable_string (head));
+      json_set_string (st, "network", s->network ? s->network : "none");
+      esbx_session_free (s);
+    }
+  else
+    {
+      esbx_warn ("get `%s`: %s", vol->name, err->msg);
+      esbx_error_free (&err);
+    }
+
+  if (esbx_session_changes (d->store, vol->name, &cs, &err) == 0)
+    {
+      json_set_int (st, "changes", (int64_t)cs.n);
+      esbx_changeset_free (&cs);
+    }
+  else
+    {
+      json_set (st, "changes", json_new (JSON_NULL));
+      esbx_warn ("get `%s`: changes: %s", vol->name, err->msg);
+      esbx_error_free (&err);
+    }
+
+  if (esbx_du_at (AT_FDCWD, upper, &bytes, &err) == 0)
+    json_set_int (st, "upper_size", (int64_t)bytes);
+  else
+    {
+      json_set (st, "upper_size", json_new (JSON_NULL));
+      esbx_error_free (&err);
+    }
+
+  holder = json_get (sandbox, "holder");
+  if (holder && json_int_value (holder, &pid))
+    json_set_int (st, "holder", pid);
+  else
+    json_set (st, "holder", json_new (JSON_NULL));
+  json_set_int (st, "mounts", esbx_volume_mount_total (vol));
+  return st;
+}
+
+static json_t *
+do_get (struct esbx_driver *d, const char *name, const json_t *req, esbx_error_t *err)
+{
+  _cleanup_volume_ struct esbx_volume *vol = NULL;
+  json_t *v, *r;
+
+  if (load_existing (d, name, &vol, err) < 0)
+    return NULL;
+  v = volume_summary (d, vol);
+  json_set (v, "Status", volume_status (d, vol));
+  r = json_new (JSON_OBJECT);
+  json_set (r, "Volume", v);
+  return r;
+}
+
+static json_t *
+do_list (struct esbx_driver *d, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_volumes_names (d->vols, err);
+  json_t *list, *r;
+  size_t i;
+
+  if (names == NULL)
+    return NULL;
+  list = json_new (JSON_ARRAY);
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_volume_ struct esbx_volume *vol = NULL;
+      esbx_error_t verr = NULL;
+
+      esbx_volumes_lock (d->vols, names[i]);
+      if (esbx_volume_load (d->vols, names[i], &vol, &verr) < 0)
+        {
+          esbx_warn ("list: %s", verr->msg);
+          esbx_error_free (&verr);
+        }
+      else if (vol && esbx_session_exists (d->store, names[i]))
+        json_append (list, volume_summary (d, vol));
+      esbx_volumes_unlock (d->vols, names[i]);
+    }
+  r = json_new (JSON_OBJECT);
+  json_set (r, "Volumes", list);
+  return r;
+}
+
+static json_t *
+do_activate (void)
+{
+  json_t *r = json_new (JSON_OBJECT);
+  json_t *impl = json_new (JSON_ARRAY);
+
+  json_append (impl, json_new_string ("VolumeDriver"));
+  json_set (r, "Implements", impl);
+  return r;
+}
+
+static json_t *
+do_capabilities (void)
+{
+  json_t *r = json_new (JSON_OBJECT);
+  json_t *caps = json_new (JSON_OBJECT);
+
+  json_set_string (caps, "Scope", "local");
+  json_set (r, "Capabilities", caps);
+  return r;
+}
+
+typedef json_t *(*volume_fn) (struct esbx_driver *d, const char *name, const json_t *req,
+                              esbx_error_t *err);
+
+static const struct
+{
+  const char *path;
+  volume_fn fn;
+} volume_endpoints[] = {
+  { "/VolumeDriver.Create", do_create }, { "/VolumeDriver.Remove", do_remove },
+  { "/VolumeDriver.Mount", do_mount },   { "/VolumeDriver.Unmount", do_unmount },
+  { "/VolumeDriver.Path", do_path },     { "/VolumeDriver.Get", do_get },
+};
+
+static json_t *
+dispatch (struct esbx_driver *d, const char *path, const json_t *req, char **subject,
+          esbx_error_t *err)
+{
+  const char *name;
+  json_t *r;
+  size_t i;
+
+  if (strcmp (path, "/Plugin.Activate") == 0)
+    return do_activate ();
+  if (strcmp (path, "/VolumeDriver.Capabilities") == 0)
+    return do_capabilities ();
+  if (strcmp (path, "/VolumeDriver.List") == 0)
+    return do_list (d, err);
+
+  for (i = 0; i < ARRAY_SIZE (volume_endpoints); i++)
+    if (strcmp (path, volume_endpoints[i].path) == 0)
+      break;
+  if (i == ARRAY_SIZE (volume_endpoints))
+    {
+      esbx_make_error (err, 0, "unknown endpoint `%s`", path);
+      (*err)->status = NOT_FOUND;
+      return NULL;
+    }
+  if (req == NULL || req->type != JSON_OBJECT)
+    return bad_request (err, "%s: the request body must be a JSON object", path + 1), NULL;
+  name = json_get_string (req, "Name");
+  if (name == NULL)
+    return bad_request (err, "%s: request field `Name` is missing or not a string", path + 1), NULL;
+  *subject = xstrdup (name);
+  if (esbx_check_name ("volume", name, err) < 0)
+    return NULL;
+
+  esbx_volumes_lock (d->vols, name);
+  r = volume_endpoints[i].fn (d, name, req, err);
+  esbx_volumes_unlock (d->vols, name);
+  return r;
+}
+
+void
+esbx_driver_serve (void *data, const char *path, const char *body, size_t len,
+                   struct esbx_http_reply *reply)
+{
+  struct esbx_driver *d = data;
+  _cleanup_json_ json_t *req = NULL;
+  _cleanup_json_ json_t *resp = NULL;
+  esbx_error_t err = NULL;
+  unsigned status;
+
+  if (len > 0)
+    {
+      req = json_parse (body, len, &err);
+      if (req == NULL)
+        {
+          esbx_error_wrap (&err, "%s: bad request body", path);
+          esbx_http_reply_error (reply, 400, err->msg);
+          esbx_error_free (&err);
+          return;
+        }
+    }
+
+  resp = dispatch (d, path, req, &reply->subject, &err);
+  if (resp == NULL)
+    {
+      if (err->status == NOT_FOUND)
+        status = 404;
+      else if (err->code == ESBX_EXIT_USAGE)
+        status = 400;
+      else
+        status = 500;
+      esbx_http_reply_error (reply, status, err->msg);
+      esbx_error_free (&err);
+      return;
+    }
+  reply->status = 200;
+  reply->body = json_serialize (resp, false, NULL);
+}
