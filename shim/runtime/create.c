@@ -1,0 +1,128 @@
+/* create (and run, which creates): put a container that mounts a session's
+ * merged directory into that session's holder, then become runc.
+ *
+ * Everything that can fail happens before config.json is replaced, and the
+ * replacement is one rename: on any error runc never runs, so no container
+ * exists half-way and the bundle keeps its original config.  */
+#include "runtime.h"
+#include "events.h"
+#include "fs.h"
+#include "holder.h"
+#include "layerstore.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void
+cleanup_holder_infop (struct esbx_holder_info *info)
+{
+  esbx_holder_info_free (info);
+}
+#define _cleanup_holder_info_ __attribute__ ((cleanup (cleanup_holder_infop)))
+
+/* With the systemd driver cgroupsPath is "slice:prefix:name" and systemd
+   owns the tree; the holder's cgroup is plain cgroupfs, so there is no
+   session slice to name.  The container keeps Docker's placement (it still
+   joins the session's namespaces) and the event says so.  */
+static char *
+cgroups_path (const struct runtime *rt, const struct esbx_holder_info *info, const char *id)
+{
+  const char *cg = info->cgroup;
+
+  if (rt->systemd_cgroup || cg == NULL || *cg == '\0')
+    return NULL;
+  while (*cg == '/')
+    cg++;
+  return xasprintf ("/%s/%s", cg, id);
+}
+
+static int
+write_config (int bundlefd, const char *bundle, const json_t *config, esbx_error_t *err)
+{
+  _cleanup_free_ char *data = NULL;
+  struct stat st;
+  size_t len;
+
+  if (fstatat (bundlefd, "config.json", &st, 0) < 0)
+    return esbx_make_error (err, errno, "stat `%s/config.json`", bundle);
+  data = json_serialize (config, false, &len);
+  if (esbx_write_file_atomic_at (bundlefd, "config.json", data, len, st.st_mode & 07777, err) < 0)
+    return esbx_error_wrap (err, "bundle `%s`", bundle);
+  return 0;
+}
+
+static void
+record_attached (struct runtime *rt, esbx_store_t *store, const char *session, const char *id,
+                 const char *bundle, const struct esbx_holder_info *info, const char *cgroup)
+{
+  json_t *fields = json_new (JSON_OBJECT);
+  esbx_error_t err = NULL;
+
+  json_set_string (fields, "container", id ? id : "");
+  json_set_int (fields, "holder", info->pid);
+  json_set_string (fields, "bundle", bundle);
+  if (cgroup)
+    json_set_string (fields, "cgroup", cgroup);
+  else
+    json_set (fields, "cgroup", json_new (JSON_NULL));
+  /* The container is fine without its event: warn, do not fail create.  */
+  if (esbx_event_append (store, session, "container-attached", fields, &err) < 0)
+    {
+      _cleanup_free_ char *msg = xasprintf ("session `%s`: %s", session, err->msg);
+      runtime_log (rt, "warning", msg);
+      esbx_error_free (&err);
+    }
+}
+
+int
+cmd_create (struct runtime *rt, esbx_error_t *err)
+{
+  const char *store_root = runtime_store_root (rt);
+  _cleanup_store_ esbx_store_t *store = NULL;
+  _cleanup_holder_info_ struct esbx_holder_info info = { 0 };
+  _cleanup_json_ json_t *config = NULL;
+  _cleanup_free_ char *session = NULL;
+  _cleanup_free_ char *cgroup = NULL;
+  _cleanup_close_ int bundlefd = -1;
+  char bundle_real[PATH_MAX];
+  struct verb_args args;
+  const char *bundle;
+
+  runtime_parse_verb (rt->argc - rt->verb - 1, rt->argv + rt->verb + 1, &args);
+  bundle = args.bundle && *args.bundle ? args.bundle : ".";
+  bundlefd = TEMP_FAILURE_RETRY (open (bundle, O_DIRECTORY | O_RDONLY | O_CLOEXEC));
+  if (bundlefd < 0)
+    return esbx_make_error (err, errno, "bundle `%s`", bundle);
+  config = json_parse_file_at (bundlefd, "config.json", err);
+  if (config == NULL)
+    return esbx_error_wrap (err, "bundle `%s`", bundle);
+  if (spec_find_session (config, store_root, &session, err) < 0)
+    return esbx_error_wrap (err, "bundle `%s`", bundle);
+  if (session == NULL)
+    return runtime_exec_runc (rt, err);
+
+  if (esbx_store_open (store_root, &store, err) < 0)
+    return esbx_error_wrap (err, "esbx session `%s`", session);
+  if (!esbx_session_exists (store, session))
+    return esbx_make_error (err, 0, "esbx session `%s` does not exist (discarded?)", session);
+  if (esbx_holder_ensure (store, session, &info, err) < 0)
+    return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
+
+  cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
+  spec_join_holder (config, session, info.pid, cgroup);
+  if (write_config (bundlefd, bundle, config, err) < 0)
+    return -1;
+  if (runtime_map_set (store_root, args.id, session, err) < 0)
+    {
+      /* Only `delete`'s event depends on the map.  */
+      runtime_log (rt, "warning", (*err)->msg);
+      esbx_error_free (err);
+    }
+  record_attached (rt, store, session, args.id,
+                   realpath (bundle, bundle_real) ? bundle_real : bundle, &info, cgroup);
+  return runtime_exec_runc (rt, err);
+}

@@ -1,0 +1,89 @@
+/* esbx-runtime: a runc-compatible OCI runtime wrapper.
+ *
+ * Docker (through the containerd shim) calls it exactly as it calls runc.
+ * Only `create` (and `run`, which creates) may rewrite the bundle's
+ * config.json, so that a container that mounts a session's merged directory
+ * joins that session's holder; every verb then execve()s runc with the
+ * original arguments.  */
+#ifndef ESBX_RUNTIME_H
+#define ESBX_RUNTIME_H
+
+#include "error.h"
+#include "json.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Where the runtime's own settings live; $ESBX_RUNTIME_CONF overrides it.  */
+#define ESBX_RUNTIME_CONF "/etc/esbx/runtime.conf"
+/* The annotation that names the session a container joined.  */
+#define ESBX_SESSION_ANNOTATION "io.esbx.session"
+
+struct runtime_conf
+{
+  char *runc; /* runc=PATH */
+  char *root; /* root=PATH: the esbx store */
+};
+
+struct runtime
+{
+  int argc;
+  char **argv;
+  /* runc's global flags that matter to us.  */
+  const char *runc_root;
+  const char *log;
+  const char *log_format;
+  bool systemd_cgroup;
+  int verb; /* index of the verb in argv; argc when there is none */
+  struct runtime_conf conf;
+  char *runc; /* found once, before anything else can fail */
+};
+
+/* args.c: runc's command line.  */
+void runtime_parse_globals (struct runtime *rt, int argc, char **argv);
+
+struct verb_args
+{
+  const char *bundle;
+  const char *id;
+};
+/* Parse the arguments of create/run/delete (argv after the verb).  */
+void runtime_parse_verb (int argc, char **argv, struct verb_args *out);
+
+/* conf.c */
+int runtime_conf_load (struct runtime_conf *conf, esbx_error_t *err);
+void runtime_conf_free (struct runtime_conf *conf);
+/* The esbx store root: $ESBX_ROOT, then root= of the config, then the
+   default.  */
+const char *runtime_store_root (const struct runtime *rt);
+
+/* spec.c: the config.json rewrite.  Finds the one session whose merged
+   directory (under STORE_ROOT) is the source of a bind mount: *session is
+   NULL when there is none; an error when there are several, or when a mount
+   names a session that no longer exists.  */
+int spec_find_session (const json_t *config, const char *store_root, char **session,
+                       esbx_error_t *err);
+/* Join the holder PID's pid/net/uts/ipc namespaces, drop what conflicts with
+   that, set the cgroup path (unless NULL) and the session annotation.  */
+void spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cgroups_path);
+
+/* runc.c: find runc (rt->runc), and execve it with the original argv;
+   the latter returns only on error.  */
+int runtime_find_runc (struct runtime *rt, esbx_error_t *err);
+int runtime_exec_runc (struct runtime *rt, esbx_error_t *err);
+
+/* logfile.c: runc's log lines in --log (json or text) and on stderr.  */
+void runtime_log (const struct runtime *rt, const char *level, const char *msg);
+
+/* map.c: which session a container joined, for `delete`.  */
+int runtime_map_set (const char *store_root, const char *id, const char *session,
+                     esbx_error_t *err);
+/* Returns the session (owned) or NULL when the container is not mapped.  */
+char *runtime_map_take (const char *store_root, const char *id);
+
+/* One file per verb.  Each returns only on error (after success it has
+   exec'd runc).  */
+int cmd_create (struct runtime *rt, esbx_error_t *err);
+int cmd_delete (struct runtime *rt, esbx_error_t *err);
+
+#endif
