@@ -169,6 +169,8 @@ esbx_rm_rf_at (int dirfd, const char *name, esbx_error_t *err)
     }
   fd = TEMP_FAILURE_RETRY (
       openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd < 0 && errno == ENOENT) /* removed by a concurrent remover */
+    return 0;
   if (fd < 0)
     return esbx_make_error (err, errno, "open `%s`", name);
   /* A directory without write permission (chmod 0555 by a session) still

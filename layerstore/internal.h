@@ -4,6 +4,8 @@
 
 #include "layerstore.h"
 
+#include <sys/stat.h>
+
 /* Mount an overlay at TARGET from LOWERS (absolute diff paths, bottom to
    top).  UPPER and WORK may be NULL for a read-only view.  Uses fsconfig
    `lowerdir+` where the kernel has it, relative short paths otherwise.  */
@@ -26,5 +28,67 @@ int esbx_store_tmpdir (esbx_store_t *store, const char *prefix, char **path, esb
 void esbx_changeset_push (struct esbx_changeset *cs, struct esbx_change *c);
 void esbx_changeset_sort (struct esbx_changeset *cs);
 const struct esbx_change *esbx_changeset_find (const struct esbx_changeset *cs, const char *path);
+
+/* Layer records (layer.c).  */
+int esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *err);
+json_t *esbx_layer_to_json (const struct esbx_layer *l);
+/* Replace the stack file atomically; the caller holds the project lock.  */
+int esbx_project_write_stack (esbx_store_t *store, const char *project, char *const *ids,
+                              size_t n, esbx_error_t *err);
+/* The project lock (exclusive); returns the fd that holds it.  */
+int esbx_project_lock (esbx_store_t *store, const char *project, esbx_error_t *err);
+
+/* The merged view of a stack of layers, read without mounting (lookup.c).  */
+struct esbx_stack
+{
+  esbx_store_t *store;
+  char *project;
+  size_t n;
+  int *fds;                     /* diff directories, bottom to top */
+  char **ids;
+  struct esbx_layer **records;  /* loaded on demand */
+};
+bool esbx_is_whiteout (const struct stat *st);
+bool esbx_is_opaque_at (int dirfd, const char *name);
+int esbx_stack_open (esbx_store_t *store, const char *project, const char *upto,
+                     char *const *extra, struct esbx_stack *st, esbx_error_t *err);
+void esbx_stack_close (struct esbx_stack *st);
+/* 1 and the layer index and stat when REL ("a/b") exists in the view.  */
+int esbx_stack_lookup (struct esbx_stack *st, const char *rel, size_t *layer, struct stat *out);
+int esbx_stack_file_sha (struct esbx_stack *st, size_t layer, const char *rel, char sha[65],
+                         esbx_error_t *err);
+/* Names visible in directory REL ("" for the root) of the view.  */
+char **esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t *err);
+
+/* Sessions (session.c).  */
+int esbx_session_save (esbx_store_t *store, const char *name, const json_t *record,
+                       esbx_error_t *err);
+
+/* Change set of an upper directory against BASE (scan.c).  SAME, when not
+   NULL, receives the copy-ups identical to the base.  */
+int esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session,
+                     struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err);
+/* Refuse names that are not UTF-8, hold control characters or look like
+   whiteouts; REL is the path shown in the message.  */
+int esbx_check_entry_name (const char *session, const char *rel, const char *name,
+                           esbx_error_t *err);
+
+/* A layer being written under projects/P/tmp (layerwrite.c).  */
+struct esbx_staged
+{
+  char *rel;  /* relative to the store root */
+  int lockfd; /* keeps gc away */
+};
+/* Copy the entries of CS from SRCFD (a session's upper; -1 for an empty
+   layer) into a staged layer; sha256 and size in CS are updated from what
+   was copied.  */
+int esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd,
+                      struct esbx_changeset *cs, struct esbx_staged *out, esbx_error_t *err);
+void esbx_layer_unstage (esbx_store_t *store, struct esbx_staged *st);
+/* With the project lock held and IDS the current stack: name the layer,
+   write its record, install it and move the head.  L->changes must be the
+   staged change set.  */
+int esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
+                       struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err);
 
 #endif

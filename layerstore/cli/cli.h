@@ -26,6 +26,12 @@ int cli_usage (esbx_error_t *err, const char *fmt, ...) __attribute__ ((format (
 /* Print a JSON document followed by a newline on stdout.  */
 void cli_print_json (const json_t *j);
 
+/* A layer's provenance without its change list, for log and blame.  */
+json_t *cli_layer_summary (const struct esbx_layer *l);
+
+/* Conflicts of a publish or rebase: stderr lines, or JSON with --json.  */
+void cli_print_conflicts (struct esbx_cli *cli, const struct esbx_publish_result *r);
+
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

@@ -1,0 +1,167 @@
+/* Change sets: the entries of `esbx diff` and of layer records.  */
+#include "internal.h"
+#include "utils.h"
+
+#include <string.h>
+
+static const char *const kind_names[] = { "added", "modified", "deleted" };
+static const char *const type_names[] = { "none", "file", "dir", "symlink", "fifo" };
+
+const char *
+esbx_change_kind_name (enum esbx_change_kind k)
+{
+  return kind_names[k];
+}
+
+const char *
+esbx_file_type_name (enum esbx_file_type t)
+{
+  return type_names[t];
+}
+
+int
+esbx_file_type_parse (const char *s, enum esbx_file_type *t)
+{
+  size_t i;
+
+  for (i = 1; s && i < ARRAY_SIZE (type_names); i++)
+    if (strcmp (s, type_names[i]) == 0)
+      {
+        *t = (enum esbx_file_type) i;
+        return 0;
+      }
+  return -1;
+}
+
+static void
+change_clear (struct esbx_change *c)
+{
+  free (c->path);
+  free (c->target);
+}
+
+void
+esbx_changeset_free (struct esbx_changeset *cs)
+{
+  size_t i;
+
+  for (i = 0; i < cs->n; i++)
+    change_clear (&cs->v[i]);
+  free (cs->v);
+  cs->v = NULL;
+  cs->n = cs->cap = 0;
+}
+
+void
+esbx_changeset_push (struct esbx_changeset *cs, struct esbx_change *c)
+{
+  if (cs->n == cs->cap)
+    {
+      cs->cap = cs->cap ? cs->cap * 2 : 16;
+      cs->v = xrealloc (cs->v, cs->cap * sizeof *cs->v);
+    }
+  cs->v[cs->n++] = *c;
+  memset (c, 0, sizeof *c);
+}
+
+/* Paths sort component-wise so that a directory comes right before its
+   contents ("/a", "/a/b", "/a.b"), which publish and export rely on.  */
+static int
+path_cmp (const char *a, const char *b)
+{
+  for (; *a && *a == *b; a++, b++)
+    ;
+  if (*a == *b)
+    return 0;
+  if (*a == '/')
+    return -1;
+  if (*b == '/')
+    return 1;
+  return (unsigned char) *a - (unsigned char) *b;
+}
+
+static int
+change_cmp (const void *a, const void *b)
+{
+  return path_cmp (((const struct esbx_change *) a)->path, ((const struct esbx_change *) b)->path);
+}
+
+void
+esbx_changeset_sort (struct esbx_changeset *cs)
+{
+  if (cs->n > 1)
+    qsort (cs->v, cs->n, sizeof *cs->v, change_cmp);
+}
+
+const struct esbx_change *
+esbx_changeset_find (const struct esbx_changeset *cs, const char *path)
+{
+  struct esbx_change key = { .path = (char *) path };
+
+  if (cs->n == 0)
+    return NULL;
+  return bsearch (&key, cs->v, cs->n, sizeof *cs->v, change_cmp);
+}
+
+json_t *
+esbx_change_to_json (const struct esbx_change *c)
+{
+  json_t *j = json_new (JSON_OBJECT);
+
+  json_set_string (j, "path", c->path);
+  json_set_string (j, "kind", esbx_change_kind_name (c->kind));
+  json_set_string (j, "type", esbx_file_type_name (c->type));
+  if (c->kind != ESBX_DELETED)
+    {
+      json_set_int (j, "mode", c->mode);
+      json_set_int (j, "size", c->size);
+      if (c->type == ESBX_TYPE_FILE)
+        json_set_string (j, "sha256", c->sha256);
+      if (c->target)
+        json_set_string (j, "target", c->target);
+    }
+  if (c->opaque)
+    json_set (j, "opaque", json_new_bool (true));
+  if (c->stripped)
+    json_set (j, "stripped", json_new_bool (true));
+  return j;
+}
+
+int
+esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err)
+{
+  const char *path = json_get_string (j, "path");
+  const char *kind = json_get_string (j, "kind");
+  const char *type = json_get_string (j, "type");
+  const char *sha = json_get_string (j, "sha256");
+  const char *target = json_get_string (j, "target");
+  int64_t v;
+  size_t i;
+
+  memset (c, 0, sizeof *c);
+  if (path == NULL || path[0] != '/' || kind == NULL || type == NULL)
+    return esbx_make_error (err, 0, "change entry without path, kind or type");
+  for (i = 0; i < ARRAY_SIZE (kind_names); i++)
+    if (strcmp (kind, kind_names[i]) == 0)
+      break;
+  if (i == ARRAY_SIZE (kind_names))
+    return esbx_make_error (err, 0, "change `%s`: unknown kind `%s`", path, kind);
+  c->kind = (enum esbx_change_kind) i;
+  if (esbx_file_type_parse (type, &c->type) < 0)
+    return esbx_make_error (err, 0, "change `%s`: unknown type `%s`", path, type);
+  if (json_get_int (j, "mode", &v))
+    c->mode = (mode_t) v & 07777;
+  if (json_get_int (j, "size", &v))
+    c->size = v;
+  if (sha)
+    {
+      if (strlen (sha) != 64)
+        return esbx_make_error (err, 0, "change `%s`: bad sha256", path);
+      memcpy (c->sha256, sha, 65);
+    }
+  c->opaque = json_get_bool (j, "opaque", false);
+  c->stripped = json_get_bool (j, "stripped", false);
+  c->path = xstrdup (path);
+  c->target = xstrdup (target);
+  return 0;
+}

@@ -1,0 +1,219 @@
+/* esbx session create|list|inspect|path */
+#include "cli.h"
+#include "fs.h"
+#include "sandbox.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <string.h>
+
+static int
+session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = {
+    { "name", required_argument, NULL, 'n' },      { "base", required_argument, NULL, 'b' },
+    { "label", required_argument, NULL, 'l' },     { "network", required_argument, NULL, 'N' },
+    { "workspace", required_argument, NULL, 'w' }, { "memory", required_argument, NULL, 'm' },
+    { "pids", required_argument, NULL, 'p' },      { "cpus", required_argument, NULL, 'c' },
+    { "json", no_argument, NULL, 'J' },            { NULL, 0, NULL, 0 }
+  };
+  struct esbx_session_opts o = { 0 };
+  struct strv labels = { 0 };
+  _cleanup_free_ char *name = NULL;
+  esbx_store_t *store;
+  uint64_t v;
+  int c, ret = -1;
+
+  while ((c = getopt_long (argc, argv, "+n:b:l:", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'n':
+        o.name = optarg;
+        break;
+      case 'b':
+        o.base = optarg;
+        break;
+      case 'l':
+        strv_push (&labels, xstrdup (optarg));
+        break;
+      case 'N':
+        o.network = optarg;
+        break;
+      case 'w':
+        o.workspace = optarg;
+        break;
+      case 'm':
+        if (esbx_parse_size (optarg, &o.memory, err) < 0)
+          goto out;
+        break;
+      case 'p':
+        if (esbx_parse_size (optarg, &v, err) < 0)
+          goto out;
+        o.pids = v;
+        break;
+      case 'c':
+        o.cpus = optarg;
+        break;
+      case 'J':
+        break;
+      default:
+        cli_usage (err, "session create: unknown option");
+        goto out;
+      }
+  if (optind + 1 != argc)
+    {
+      cli_usage (err, "session create: expected PROJECT");
+      goto out;
+    }
+  o.labels = labels.v;
+  store = cli_store (cli, err);
+  if (store == NULL || esbx_session_create (store, argv[optind], &o, &name, err) < 0)
+    goto out;
+  printf ("%s\n", name);
+  ret = 0;
+out:
+  strv_free (&labels);
+  return ret;
+}
+
+static json_t *
+session_json (esbx_store_t *store, const struct esbx_session *s, bool full)
+{
+  json_t *o = json_new (JSON_OBJECT), *pub = json_new (JSON_ARRAY), *labels;
+  _cleanup_free_ char *merged = esbx_session_merged (store, s->name);
+  _cleanup_free_ char *upper = esbx_session_upper (store, s->name);
+  size_t i;
+
+  json_set_string (o, "name", s->name);
+  json_set_string (o, "project", s->project);
+  json_set_string (o, "base", s->base);
+  for (i = 0; s->published[i]; i++)
+    json_append (pub, json_new_string (s->published[i]));
+  json_set (o, "published", pub);
+  json_set_string (o, "created", s->created ? s->created : "");
+  labels = json_new (JSON_OBJECT);
+  for (i = 0; i < s->labels->n; i++)
+    json_set_string (labels, s->labels->keys[i], s->labels->items[i]->text);
+  json_set (o, "labels", labels);
+  json_set_string (o, "network", s->network);
+  json_set_string (o, "workspace", s->workspace);
+  json_set (o, "mounted", json_new_bool (esbx_session_is_mounted (store, s->name)));
+  json_set_string (o, "path", merged);
+  if (full)
+    {
+      unsigned long long bytes = 0;
+      esbx_error_t e = NULL;
+      _cleanup_strv_ char **ids = NULL;
+      size_t n;
+      json_t *limits = json_new (JSON_OBJECT);
+
+      if (esbx_project_stack (store, s->project, &ids, &n, &e) == 0)
+        json_set_string (o, "head", ids[n - 1]);
+      esbx_error_free (&e);
+      if (esbx_du_at (AT_FDCWD, upper, &bytes, &e) < 0)
+        esbx_error_free (&e);
+      json_set_int (o, "upper_bytes", (int64_t) bytes);
+      json_set_string (o, "upper", upper);
+      json_set (limits, "memory", s->memory ? json_new_int ((int64_t) s->memory)
+                                           : json_new (JSON_NULL));
+      json_set (limits, "pids", s->pids ? json_new_int ((int64_t) s->pids)
+                                       : json_new (JSON_NULL));
+      json_set (limits, "cpus", s->cpus ? json_new_string (s->cpus) : json_new (JSON_NULL));
+      json_set (o, "limits", limits);
+      json_set (o, "runtime", esbx_sandbox_status (store, s->name));
+    }
+  return o;
+}
+
+static int
+session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "project", required_argument, NULL, 'p' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  const char *project = NULL;
+  esbx_store_t *store;
+  _cleanup_strv_ char **names = NULL;
+  _cleanup_json_ json_t *arr = json_new (JSON_ARRAY);
+  size_t i;
+  int c;
+
+  while ((c = getopt_long (argc, argv, "+p:", opts, NULL)) != -1)
+    {
+      if (c == 'p')
+        project = optarg;
+      else if (c != 'J')
+        return cli_usage (err, "session list: unknown option");
+    }
+  if (optind != argc)
+    return cli_usage (err, "session list: unexpected argument `%s`", argv[optind]);
+  if (project && esbx_check_name ("project", project, err) < 0)
+    return -1;
+  store = cli_store (cli, err);
+  if (store == NULL || (names = esbx_session_list (store, project, err)) == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      struct esbx_session *s = NULL;
+      esbx_error_t e = NULL;
+
+      /* A session discarded while we list is simply gone.  */
+      if (esbx_session_load (store, names[i], &s, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (cli->json)
+        json_append (arr, session_json (store, s, false));
+      else
+        printf ("%s\t%s\t%s\t%s\n", s->name, s->project, s->base,
+                esbx_session_is_mounted (store, s->name) ? "mounted" : "unmounted");
+      esbx_session_free (s);
+    }
+  if (cli->json)
+    cli_print_json (arr);
+  return 0;
+}
+
+int
+cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  const char *sub = argc > 1 ? argv[1] : NULL;
+  struct esbx_session *s = NULL;
+  esbx_store_t *store;
+
+  if (sub == NULL)
+    return cli_usage (err, "session: expected a subcommand");
+  if (strcmp (sub, "create") == 0)
+    return session_create (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "list") == 0 || strcmp (sub, "ls") == 0)
+    return session_list (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "inspect") != 0 && strcmp (sub, "path") != 0)
+    return cli_usage (err, "session: unknown subcommand `%s`", sub);
+  if (argc < 3 || argv[2][0] == '-')
+    return cli_usage (err, "session %s: expected a session name", sub);
+  store = cli_store (cli, err);
+  if (store == NULL)
+    return -1;
+  if (strcmp (sub, "path") == 0)
+    {
+      _cleanup_free_ char *merged = NULL;
+      /* The path is only useful mounted: mount it on demand (after a
+         reboot, say).  */
+      if (esbx_session_mount (store, argv[2], err) < 0)
+        return -1;
+      merged = esbx_session_merged (store, argv[2]);
+      printf ("%s\n", merged);
+      return 0;
+    }
+  if (esbx_session_load (store, argv[2], &s, err) < 0)
+    return -1;
+  {
+    _cleanup_json_ json_t *j = session_json (store, s, true);
+    cli_print_json (j);
+  }
+  esbx_session_free (s);
+  return 0;
+}

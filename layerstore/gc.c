@@ -1,0 +1,152 @@
+/* esbx gc: remove what crashed operations left.  Every candidate is either
+   guarded by a lock its creator holds (temp dirs, staged layers, projects
+   being created) or checked under the project lock (unreferenced layers), so
+   gc is safe at any time, twice, or concurrently with anything.  */
+#include "internal.h"
+#include "fs.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+/* Remove DIRFD/NAME unless someone holds a lock on it.  */
+static int
+remove_unlocked (int dirfd, const char *name, const char *shown, FILE *report,
+                 esbx_error_t *err)
+{
+  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
+      openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+
+  if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
+    return 0;
+  if (esbx_rm_rf_at (dirfd, name, err) < 0)
+    return -1;
+  if (report)
+    fprintf (report, "removed %s\n", shown);
+  return 0;
+}
+
+static int
+gc_tmp (int dfd, const char *where, FILE *report, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *shown = xasprintf ("%s/%s", where, names[i]);
+      if (remove_unlocked (dfd, names[i], shown, report, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* Layers no stack names and no session builds on.  */
+static int
+gc_layers (esbx_store_t *store, const char *project, FILE *report, esbx_error_t *err)
+{
+  _cleanup_close_ int lock = -1;
+  _cleanup_strv_ char **ids = NULL;
+  _cleanup_strv_ char **layers = NULL;
+  _cleanup_strv_ char **sessions = NULL;
+  _cleanup_free_ char *rel = xasprintf ("projects/%s/layers", project);
+  _cleanup_close_ int lfd = -1;
+  size_t n, i, k;
+
+  lock = esbx_project_lock (store, project, err);
+  if (lock < 0)
+    return -1;
+  if (esbx_project_stack (store, project, &ids, &n, err) < 0)
+    return -1;
+  lfd = esbx_open_dir_at (store->rootfd, rel, err);
+  if (lfd < 0)
+    return -1;
+  layers = esbx_list_dir_at (lfd, ".", err);
+  sessions = esbx_session_list (store, project, err);
+  if (layers == NULL || sessions == NULL)
+    return -1;
+  for (i = 0; layers[i]; i++)
+    {
+      bool used = false;
+
+      for (k = 0; k < n && !used; k++)
+        used = strcmp (ids[k], layers[i]) == 0;
+      for (k = 0; sessions[k] && !used; k++)
+        {
+          struct esbx_session *s = NULL;
+          esbx_error_t e = NULL;
+          if (esbx_session_load (store, sessions[k], &s, &e) < 0)
+            {
+              /* Unknown state: keep the layer.  */
+              esbx_error_free (&e);
+              used = true;
+              break;
+            }
+          used = strcmp (s->base, layers[i]) == 0;
+          for (char **p = s->published; *p && !used; p++)
+            used = strcmp (*p, layers[i]) == 0;
+          esbx_session_free (s);
+        }
+      if (!used)
+        {
+          _cleanup_free_ char *shown = xasprintf ("projects/%s/layers/%s", project, layers[i]);
+          if (esbx_rm_rf_at (lfd, layers[i], err) < 0)
+            return -1;
+          if (report)
+            fprintf (report, "removed %s\n", shown);
+        }
+    }
+  return 0;
+}
+
+int
+esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
+{
+  _cleanup_strv_ char **projects = NULL;
+  _cleanup_close_ int tfd = -1;
+  size_t i;
+
+  tfd = esbx_open_dir_at (store->rootfd, "tmp", err);
+  if (tfd < 0 || gc_tmp (tfd, "tmp", report, err) < 0)
+    return esbx_error_wrap (err, "gc");
+
+  projects = esbx_list_dir_at (store->rootfd, "projects", err);
+  if (projects == NULL)
+    return esbx_error_wrap (err, "gc");
+  for (i = 0; projects[i]; i++)
+    {
+      _cleanup_free_ char *rel = xasprintf ("projects/%s", projects[i]);
+      _cleanup_free_ char *tmprel = xasprintf ("projects/%s/tmp", projects[i]);
+      _cleanup_close_ int pfd = -1;
+
+      if (!esbx_project_exists (store, projects[i]))
+        {
+          /* A create that crashed before its first stack: its creator holds
+             the project lock while it works.  */
+          _cleanup_close_ int lock = -1;
+          _cleanup_free_ char *lockrel = xasprintf ("%s/lock", rel);
+          lock = TEMP_FAILURE_RETRY (
+              openat (store->rootfd, lockrel, O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+          if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
+            continue;
+          if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
+            return esbx_error_wrap (err, "gc");
+          if (report)
+            fprintf (report, "removed %s\n", rel);
+          continue;
+        }
+      pfd = esbx_open_dir_at (store->rootfd, tmprel, err);
+      if (pfd < 0)
+        {
+          esbx_error_free (err);
+          continue;
+        }
+      if (gc_tmp (pfd, tmprel, report, err) < 0 || gc_layers (store, projects[i], report, err) < 0)
+        return esbx_error_wrap (err, "gc");
+    }
+  return 0;
+}

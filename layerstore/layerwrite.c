@@ -1,0 +1,273 @@
+/* Writing a new layer: its diff from a change set, its record, and the
+   crash-safe append to the stack.
+ *
+ * Durability order: every file and directory of the diff is fsynced, then
+ * record.json (temp, fsync, rename), then the layer directory is renamed
+ * into layers/ and layers/ is fsynced, then the stack file is replaced
+ * (temp, fsync, rename) and the project directory fsynced.  A crash before
+ * the last rename leaves the old head and a layer that no stack names, which
+ * gc removes.  */
+#include "internal.h"
+#include "fs.h"
+#include "hash.h"
+#include "path.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+/* Make the parents of REL in the layer, copying mode and owner from SRC (the
+   session's upper, which holds every parent of a change).  */
+static int
+make_parents (int srcfd, int dstfd, const char *rel, esbx_error_t *err)
+{
+  _cleanup_free_ char *copy = xstrdup (rel);
+  char *p;
+
+  for (p = strchr (copy, '/'); p; p = strchr (p + 1, '/'))
+    {
+      struct stat st;
+      _cleanup_close_ int fd = -1;
+
+      *p = '\0';
+      if (!esbx_exists_at (dstfd, copy))
+        {
+          fd = esbx_open_beneath (srcfd, copy, O_PATH | O_DIRECTORY, 0, err);
+          if (fd < 0 || fstat (fd, &st) < 0)
+            return -1;
+          if (mkdirat (dstfd, copy, st.st_mode & 07777) < 0 && errno != EEXIST)
+            return esbx_make_error (err, errno, "mkdir `/%s`", copy);
+          fchownat (dstfd, copy, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+          fchmodat (dstfd, copy, st.st_mode & 07777, 0);
+        }
+      *p = '/';
+    }
+  return 0;
+}
+
+static int
+write_entry (int srcfd, int dstfd, struct esbx_change *c, esbx_error_t *err)
+{
+  const char *rel = c->path + 1;
+  _cleanup_close_ int in = -1;
+  _cleanup_close_ int out = -1;
+  _cleanup_close_ int pfd = -1;
+  _cleanup_free_ char *base = NULL;
+  struct stat st;
+  off_t size;
+
+  if (make_parents (srcfd, dstfd, rel, err) < 0)
+    return -1;
+  if (c->kind == ESBX_DELETED)
+    {
+      if (mknodat (dstfd, rel, S_IFCHR | 0, makedev (0, 0)) < 0)
+        return esbx_make_error (err, errno, "whiteout `%s`", c->path);
+      return 0;
+    }
+  pfd = esbx_open_parent_beneath (srcfd, rel, &base, err);
+  if (pfd < 0)
+    return -1;
+  if (fstatat (pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return esbx_make_error (err, errno, "`%s` changed while publishing", c->path);
+  switch (c->type)
+    {
+    case ESBX_TYPE_DIR:
+      if (!S_ISDIR (st.st_mode))
+        return esbx_make_error (err, 0, "`%s` changed type while publishing", c->path);
+      if (mkdirat (dstfd, rel, c->mode) < 0 && errno != EEXIST)
+        return esbx_make_error (err, errno, "mkdir `%s`", c->path);
+      fchmodat (dstfd, rel, c->mode, 0);
+      break;
+    case ESBX_TYPE_SYMLINK:
+      if (symlinkat (c->target, dstfd, rel) < 0)
+        return esbx_make_error (err, errno, "symlink `%s`", c->path);
+      break;
+    case ESBX_TYPE_FIFO:
+      if (mkfifoat (dstfd, rel, c->mode) < 0)
+        return esbx_make_error (err, errno, "mkfifo `%s`", c->path);
+      break;
+    case ESBX_TYPE_FILE:
+      in = TEMP_FAILURE_RETRY (openat (pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+      if (in < 0 || fstat (in, &st) < 0 || !S_ISREG (st.st_mode))
+        return esbx_make_error (err, in < 0 ? errno : 0, "`%s` changed while publishing",
+                                c->path);
+      out = TEMP_FAILURE_RETRY (
+          openat (dstfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (out < 0)
+        return esbx_make_error (err, errno, "create `%s`", c->path);
+      /* The record describes what was copied, even if the session wrote the
+         file again after the scan.  */
+      if (esbx_copy_hash_fd (in, out, c->sha256, &size, err) < 0)
+        return esbx_error_wrap (err, "copy `%s`", c->path);
+      c->size = size;
+      if (fchmod (out, c->mode) < 0 || fsync (out) < 0)
+        return esbx_make_error (err, errno, "write `%s`", c->path);
+      break;
+    case ESBX_TYPE_NONE:
+      return esbx_make_error (err, 0, "`%s`: unknown type", c->path);
+    }
+  fchownat (dstfd, rel, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+  if (c->type != ESBX_TYPE_SYMLINK)
+    {
+      struct timespec ts[2] = { st.st_atim, st.st_mtim };
+      utimensat (dstfd, rel, ts, AT_SYMLINK_NOFOLLOW);
+    }
+  return 0;
+}
+
+/* fsync every directory of the tree, children first.  */
+static int
+sync_dirs (int dfd, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      struct stat st;
+      if (fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+        {
+          _cleanup_close_ int sub = esbx_open_dir_at (dfd, names[i], err);
+          if (sub < 0 || sync_dirs (sub, err) < 0)
+            return -1;
+        }
+    }
+  if (fsync (dfd) < 0)
+    return esbx_make_error (err, errno, "fsync directory");
+  return 0;
+}
+
+int
+esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd,
+                  struct esbx_changeset *cs, struct esbx_staged *out, esbx_error_t *err)
+{
+  _cleanup_free_ char *hex = esbx_random_hex (8);
+  _cleanup_free_ char *rel = xasprintf ("projects/%s/tmp/%s", project, hex);
+  _cleanup_free_ char *tmpdir = xasprintf ("projects/%s/tmp", project);
+  _cleanup_close_ int fd = -1;
+  _cleanup_close_ int diff = -1;
+  size_t i;
+
+  memset (out, 0, sizeof *out);
+  out->lockfd = -1;
+  if (mkdirat (store->rootfd, tmpdir, 0700) < 0 && errno != EEXIST)
+    return esbx_make_error (err, errno, "mkdir `%s`", tmpdir);
+  if (mkdirat (store->rootfd, rel, 0700) < 0)
+    return esbx_make_error (err, errno, "mkdir `%s`", rel);
+  out->rel = xstrdup (rel);
+  fd = esbx_open_dir_at (store->rootfd, rel, err);
+  if (fd < 0)
+    goto fail;
+  /* gc leaves staged layers alone while this lock is held.  */
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    {
+      esbx_make_error (err, errno, "lock `%s`", rel);
+      goto fail;
+    }
+  if (mkdirat (fd, "diff", 0755) < 0)
+    {
+      esbx_make_error (err, errno, "mkdir `%s/diff`", rel);
+      goto fail;
+    }
+  diff = esbx_open_dir_at (fd, "diff", err);
+  if (diff < 0)
+    goto fail;
+  for (i = 0; srcfd >= 0 && i < cs->n; i++)
+    if (write_entry (srcfd, diff, &cs->v[i], err) < 0)
+      goto fail;
+  if (sync_dirs (diff, err) < 0)
+    goto fail;
+  out->lockfd = take_fd (&fd);
+  return 0;
+
+fail:
+  esbx_layer_unstage (store, out);
+  return -1;
+}
+
+void
+esbx_layer_unstage (esbx_store_t *store, struct esbx_staged *st)
+{
+  esbx_error_t ignored = NULL;
+
+  if (st->rel && esbx_rm_rf_at (store->rootfd, st->rel, &ignored) < 0)
+    esbx_error_free (&ignored);
+  if (st->lockfd >= 0)
+    close (st->lockfd);
+  free (st->rel);
+  memset (st, 0, sizeof *st);
+  st->lockfd = -1;
+}
+
+int
+esbx_project_lock (esbx_store_t *store, const char *project, esbx_error_t *err)
+{
+  _cleanup_free_ char *path = xasprintf ("projects/%s/lock", project);
+  int fd = esbx_lock_at (store->rootfd, path, true, true, err);
+
+  if (fd < 0)
+    return esbx_error_wrap (err, "project `%s`", project);
+  return fd;
+}
+
+int
+esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
+                   struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err)
+{
+  _cleanup_free_ char *text = NULL, *dest = NULL, *layers = NULL;
+  _cleanup_close_ int fd = -1;
+  _cleanup_close_ int lfd = -1;
+  char sha[65];
+  json_t *j;
+  size_t len;
+
+  l->parent = n ? xstrdup (ids[n - 1]) : NULL;
+  l->index = (int64_t) n;
+  if (l->created == NULL)
+    l->created = esbx_rfc3339_now ();
+  /* The id names the content: parent, time, provenance and changes.  */
+  free (l->id);
+  l->id = xstrdup ("");
+  j = esbx_layer_to_json (l);
+  text = json_serialize (j, false, &len);
+  json_free (j);
+  esbx_sha256_buf (text, len, sha);
+  free (l->id);
+  l->id = xstrndup (sha, 16);
+  free (text);
+
+  j = esbx_layer_to_json (l);
+  text = json_serialize (j, true, &len);
+  json_free (j);
+  fd = esbx_open_dir_at (store->rootfd, st->rel, err);
+  if (fd < 0)
+    return -1;
+  if (esbx_write_file_atomic_at (fd, "record.json", text, len, 0644, err) < 0)
+    return -1;
+  layers = xasprintf ("projects/%s/layers", project);
+  dest = xasprintf ("%s/%s", layers, l->id);
+  if (renameat2 (store->rootfd, st->rel, store->rootfd, dest, RENAME_NOREPLACE) < 0)
+    return esbx_make_error (err, errno, "project `%s`: install layer `%s`", project, l->id);
+  free (st->rel);
+  st->rel = NULL;
+  lfd = esbx_open_dir_at (store->rootfd, layers, err);
+  if (lfd < 0 || fsync (lfd) < 0)
+    return lfd < 0 ? -1 : esbx_make_error (err, errno, "fsync `%s`", layers);
+  {
+    char **next = xmalloc ((n + 2) * sizeof (char *));
+    int r;
+
+    memcpy (next, ids, n * sizeof (char *));
+    next[n] = l->id;
+    next[n + 1] = NULL;
+    r = esbx_project_write_stack (store, project, next, n + 1, err);
+    free (next);
+    return r;
+  }
+}

@@ -1,0 +1,265 @@
+/* Read a project's stack the way overlayfs merges it, without mounting it:
+   what a path is in the base of a session.  */
+#include "internal.h"
+#include "fs.h"
+#include "hash.h"
+#include "path.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+bool
+esbx_is_whiteout (const struct stat *st)
+{
+  return S_ISCHR (st->st_mode) && st->st_rdev == makedev (0, 0);
+}
+
+bool
+esbx_is_opaque_at (int dirfd, const char *name)
+{
+  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
+      openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  char v[4];
+  ssize_t r;
+
+  if (fd < 0)
+    return false;
+  r = fgetxattr (fd, "trusted.overlay.opaque", v, sizeof v);
+  return r == 1 && v[0] == 'y';
+}
+
+int
+esbx_stack_open (esbx_store_t *store, const char *project, const char *upto,
+                 char *const *extra, struct esbx_stack *st, esbx_error_t *err)
+{
+  _cleanup_strv_ char **paths = NULL;
+  _cleanup_strv_ char **ids = NULL;
+  size_t n, count, i, j;
+
+  memset (st, 0, sizeof *st);
+  if (esbx_stack_lowers (store, project, upto, extra, &paths, &n, err) < 0)
+    return -1;
+  if (esbx_project_stack (store, project, &ids, &count, err) < 0)
+    return -1;
+  st->store = store;
+  st->project = xstrdup (project);
+  st->n = n;
+  st->fds = xmalloc (n * sizeof (int));
+  st->ids = xmalloc0 ((n + 1) * sizeof (char *));
+  st->records = xmalloc0 (n * sizeof (struct esbx_layer *));
+  for (i = 0; i < n; i++)
+    st->fds[i] = -1;
+  for (i = 0, j = 0; i < n; i++)
+    {
+      /* The paths end in ".../layers/ID/diff": recover the ids.  */
+      char *end = strrchr (paths[i], '/');
+      char *start;
+      *end = '\0';
+      start = strrchr (paths[i], '/') + 1;
+      st->ids[i] = xstrdup (start);
+      *end = '/';
+      st->fds[i] = esbx_open_dir_at (AT_FDCWD, paths[i], err);
+      if (st->fds[i] < 0)
+        {
+          esbx_stack_close (st);
+          return -1;
+        }
+      (void) j;
+    }
+  return 0;
+}
+
+void
+esbx_stack_close (struct esbx_stack *st)
+{
+  size_t i;
+
+  for (i = 0; i < st->n; i++)
+    {
+      if (st->fds[i] >= 0)
+        close (st->fds[i]);
+      free (st->ids[i]);
+      esbx_layer_free (st->records[i]);
+    }
+  free (st->fds);
+  free (st->ids);
+  free (st->records);
+  free (st->project);
+  memset (st, 0, sizeof *st);
+}
+
+enum probe
+{
+  PROBE_MISSING, /* this layer says nothing: look below */
+  PROBE_FOUND,
+  PROBE_GONE, /* whiteout or a non-directory above: hidden for good */
+};
+
+/* What layer LFD says about REL.  *stop is set when a directory on the way
+   is opaque, so lower layers must not be consulted.  */
+static enum probe
+probe (int lfd, const char *rel, struct stat *out, bool *stop)
+{
+  _cleanup_free_ char *copy = xstrdup (rel);
+  _cleanup_close_ int dfd = -1;
+  char *p = copy, *slash;
+  struct stat st;
+  int fd;
+
+  *stop = false;
+  dfd = TEMP_FAILURE_RETRY (openat (lfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0)
+    return PROBE_MISSING;
+  while ((slash = strchr (p, '/')) != NULL)
+    {
+      *slash = '\0';
+      if (fstatat (dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return PROBE_MISSING;
+      if (!S_ISDIR (st.st_mode))
+        return PROBE_GONE;
+      if (esbx_is_opaque_at (dfd, p))
+        *stop = true;
+      fd = TEMP_FAILURE_RETRY (openat (dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (fd < 0)
+        return PROBE_MISSING;
+      close (dfd);
+      dfd = fd;
+      p = slash + 1;
+    }
+  if (fstatat (dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return PROBE_MISSING;
+  if (esbx_is_whiteout (&st))
+    return PROBE_GONE;
+  *out = st;
+  return PROBE_FOUND;
+}
+
+int
+esbx_stack_lookup (struct esbx_stack *st, const char *rel, size_t *layer, struct stat *out)
+{
+  size_t i;
+  bool stop;
+
+  for (i = st->n; i > 0; i--)
+    {
+      switch (probe (st->fds[i - 1], rel, out, &stop))
+        {
+        case PROBE_FOUND:
+          *layer = i - 1;
+          return 1;
+        case PROBE_GONE:
+          return 0;
+        case PROBE_MISSING:
+          break;
+        }
+      if (stop)
+        return 0;
+    }
+  return 0;
+}
+
+int
+esbx_stack_file_sha (struct esbx_stack *st, size_t layer, const char *rel,
+                     char sha[ESBX_SHA256_HEX_LEN + 1], esbx_error_t *err)
+{
+  _cleanup_free_ char *abs = xasprintf ("/%s", rel);
+  _cleanup_close_ int fd = -1;
+  const struct esbx_change *c;
+
+  if (st->records[layer] == NULL)
+    {
+      esbx_error_t ignored = NULL;
+      if (esbx_layer_load (st->store, st->project, st->ids[layer], &st->records[layer], &ignored)
+          < 0)
+        esbx_error_free (&ignored);
+    }
+  if (st->records[layer])
+    {
+      c = esbx_changeset_find (&st->records[layer]->changes, abs);
+      if (c && c->type == ESBX_TYPE_FILE && c->sha256[0])
+        {
+          memcpy (sha, c->sha256, ESBX_SHA256_HEX_LEN + 1);
+          return 0;
+        }
+    }
+  fd = esbx_open_beneath (st->fds[layer], rel, O_RDONLY, 0, err);
+  if (fd < 0)
+    return -1;
+  return esbx_sha256_fd (fd, sha, NULL, err);
+}
+
+static bool
+strv_contains (const struct strv *v, const char *s)
+{
+  size_t i;
+
+  for (i = 0; i < v->n; i++)
+    if (strcmp (v->v[i], s) == 0)
+      return true;
+  return false;
+}
+
+char **
+esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t *err)
+{
+  struct strv seen = { 0 }, hidden = { 0 };
+  struct stat sb;
+  size_t i, k;
+  bool stop;
+
+  for (i = st->n; i > 0; i--)
+    {
+      _cleanup_strv_ char **names = NULL;
+      _cleanup_close_ int dfd = -1;
+      enum probe pr;
+
+      pr = rel[0] ? probe (st->fds[i - 1], rel, &sb, &stop) : PROBE_FOUND;
+      if (rel[0] == '\0')
+        stop = false;
+      if (pr == PROBE_GONE)
+        break;
+      if (pr == PROBE_MISSING)
+        {
+          if (stop)
+            break;
+          continue;
+        }
+      if (rel[0] && !S_ISDIR (sb.st_mode))
+        break;
+      dfd = rel[0] ? esbx_open_beneath (st->fds[i - 1], rel, O_RDONLY | O_DIRECTORY, 0, err)
+                   : dup (st->fds[i - 1]);
+      if (dfd < 0)
+        {
+          strv_free (&seen);
+          strv_free (&hidden);
+          return NULL;
+        }
+      names = esbx_list_dir_at (dfd, ".", err);
+      if (names == NULL)
+        {
+          strv_free (&seen);
+          strv_free (&hidden);
+          return NULL;
+        }
+      for (k = 0; names[k]; k++)
+        {
+          struct stat cst;
+          if (strv_contains (&seen, names[k]) || strv_contains (&hidden, names[k]))
+            continue;
+          if (fstatat (dfd, names[k], &cst, AT_SYMLINK_NOFOLLOW) == 0 && esbx_is_whiteout (&cst))
+            strv_push (&hidden, xstrdup (names[k]));
+          else
+            strv_push (&seen, xstrdup (names[k]));
+        }
+      if (stop || (rel[0] && esbx_is_opaque_at (st->fds[i - 1], rel)))
+        break;
+    }
+  strv_free (&hidden);
+  if (seen.v == NULL)
+    return xmalloc0 (sizeof (char *));
+  return seen.v;
+}

@@ -1,0 +1,199 @@
+/* Overlay mounts of a session's layers.  */
+#include "internal.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* Options that keep the upper directory made of plain files: no redirect
+   xattrs, no metacopy-only copy-ups, no index of hard links.  */
+static const char *const plain_options[][2] = {
+  { "redirect_dir", "off" },
+  { "index", "off" },
+  { "metacopy", "off" },
+};
+
+static int
+fsconfig_string (int fd, const char *key, const char *value)
+{
+  return (int) syscall (SYS_fsconfig, fd, FSCONFIG_SET_STRING, key, value, 0);
+}
+
+/* The kernel explains a failed fsconfig on the fs context fd.  */
+static void
+fs_context_message (int fd, char *buf, size_t len)
+{
+  ssize_t r;
+
+  buf[0] = '\0';
+  while ((r = read (fd, buf, len - 1)) > 0)
+    buf[r] = '\0';
+  if (buf[0] != '\0' && buf[1] == ' ')
+    memmove (buf, buf + 2, strlen (buf + 2) + 1);
+}
+
+/* The new mount API: each lower layer is its own `lowerdir+` string, so the
+   one-page limit of mount(2) options does not apply.  Returns -2 when the
+   kernel lacks `lowerdir+` so that the caller falls back.  */
+static int
+mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *work,
+                const char *target, esbx_error_t *err)
+{
+  _cleanup_close_ int fsfd = -1;
+  _cleanup_close_ int mfd = -1;
+  char msg[512];
+  size_t i;
+
+  fsfd = (int) syscall (SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+  if (fsfd < 0)
+    return -2;
+  fsconfig_string (fsfd, "source", "esbx");
+  /* lowerdir+ appends below the previous one: add the top layer first.  */
+  for (i = n; i > 0; i--)
+    if (fsconfig_string (fsfd, "lowerdir+", lowers[i - 1]) < 0)
+      {
+        if (errno == EINVAL && i == n)
+          return -2;
+        fs_context_message (fsfd, msg, sizeof msg);
+        return esbx_make_error (err, errno, "overlay lower layer `%s`%s%s", lowers[i - 1],
+                                msg[0] ? ": " : "", msg);
+      }
+  if (upper && (fsconfig_string (fsfd, "upperdir", upper) < 0
+                || fsconfig_string (fsfd, "workdir", work) < 0))
+    {
+      fs_context_message (fsfd, msg, sizeof msg);
+      return esbx_make_error (err, errno, "overlay upper `%s`%s%s", upper, msg[0] ? ": " : "",
+                              msg);
+    }
+  for (i = 0; i < ARRAY_SIZE (plain_options); i++)
+    if (fsconfig_string (fsfd, plain_options[i][0], plain_options[i][1]) < 0)
+      return esbx_make_error (err, errno, "overlay option %s=%s", plain_options[i][0],
+                              plain_options[i][1]);
+  if (syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+    {
+      fs_context_message (fsfd, msg, sizeof msg);
+      return esbx_make_error (err, errno, "create overlay for `%s`%s%s", target,
+                              msg[0] ? ": " : "", msg);
+    }
+  mfd = (int) syscall (SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, 0);
+  if (mfd < 0)
+    return esbx_make_error (err, errno, "fsmount overlay for `%s`", target);
+  if (syscall (SYS_move_mount, mfd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return esbx_make_error (err, errno, "move overlay to `%s`", target);
+  return 0;
+}
+
+/* mount(2) fallback: lower paths relative to the common "projects/P/layers"
+   directory, mounted from a child that chdir()s there, so that the parent's
+   working directory (esbxd is threaded) never changes.  */
+static int
+mount_legacy (char *const *lowers, size_t n, const char *upper, const char *work,
+              const char *target, esbx_error_t *err)
+{
+  _cleanup_free_ char *data = NULL;
+  _cleanup_free_ char *dir = NULL;
+  size_t i, len = 0, dirlen;
+  char *p;
+  pid_t pid;
+  int status;
+
+  dir = xstrdup (lowers[0]);
+  /* .../layers/ID/diff -> .../layers */
+  for (i = 0; i < 2 && (p = strrchr (dir, '/')) != NULL; i++)
+    *p = '\0';
+  dirlen = strlen (dir);
+  for (i = 0; i < n; i++)
+    {
+      if (strncmp (lowers[i], dir, dirlen) != 0 || lowers[i][dirlen] != '/')
+        return esbx_make_error (err, 0, "overlay: layers of different projects");
+      len += strlen (lowers[i]) - dirlen;
+    }
+  len += (upper ? strlen (upper) + strlen (work) : 0) + 128;
+  if (len >= (size_t) sysconf (_SC_PAGESIZE))
+    return esbx_make_error (err, E2BIG,
+                            "overlay of %zu layers: options exceed one page on this kernel "
+                            "(no fsconfig lowerdir+); run `esbx project squash`",
+                            n);
+  data = xmalloc (len);
+  p = data + sprintf (data, "lowerdir=");
+  for (i = n; i > 0; i--)
+    p += sprintf (p, "%s%s", lowers[i - 1] + dirlen + 1, i > 1 ? ":" : "");
+  if (upper)
+    p += sprintf (p, ",upperdir=%s,workdir=%s", upper, work);
+  for (i = 0; i < ARRAY_SIZE (plain_options); i++)
+    p += sprintf (p, ",%s=%s", plain_options[i][0], plain_options[i][1]);
+
+  pid = fork ();
+  if (pid < 0)
+    return esbx_make_error (err, errno, "fork");
+  if (pid == 0)
+    {
+      if (chdir (dir) < 0 || mount ("esbx", target, "overlay", 0, data) < 0)
+        _exit (errno & 0xff);
+      _exit (0);
+    }
+  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
+    return esbx_make_error (err, errno, "waitpid");
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    return esbx_make_error (err, WIFEXITED (status) ? WEXITSTATUS (status) : EINTR,
+                            "mount overlay at `%s`", target);
+  return 0;
+}
+
+int
+esbx_mount_overlay (char *const *lowers, size_t n, const char *upper, const char *work,
+                    const char *target, esbx_error_t *err)
+{
+  int r;
+
+  if (n == 0)
+    return esbx_make_error (err, 0, "overlay at `%s`: no lower layer", target);
+  if (n > ESBX_MAX_LAYERS)
+    return esbx_make_error (err, 0,
+                            "overlay at `%s`: %zu layers, overlayfs stacks at most %d; run "
+                            "`esbx project squash`",
+                            target, n, ESBX_MAX_LAYERS);
+  r = getenv ("ESBX_LEGACY_MOUNT") ? -2 : mount_fsconfig (lowers, n, upper, work, target, err);
+  if (r == -2)
+    r = mount_legacy (lowers, n, upper, work, target, err);
+  return r;
+}
+
+bool
+esbx_is_mountpoint (const char *path)
+{
+  struct statx a, b;
+  _cleanup_free_ char *parent = xasprintf ("%s/..", path);
+
+  if (statx (AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &a) < 0)
+    return false;
+#ifdef STATX_ATTR_MOUNT_ROOT
+  if (a.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+    return (a.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+#endif
+  if (statx (AT_FDCWD, parent, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &b) < 0)
+    return false;
+  return a.stx_dev_major != b.stx_dev_major || a.stx_dev_minor != b.stx_dev_minor;
+}
+
+int
+esbx_unmount (const char *target, bool lazy, esbx_error_t *err)
+{
+  while (esbx_is_mountpoint (target))
+    {
+      if (umount2 (target, UMOUNT_NOFOLLOW) == 0)
+        continue;
+      if (errno == EBUSY && lazy && umount2 (target, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        continue;
+      if (errno == EINVAL || errno == ENOENT)
+        return 0;
+      return esbx_make_error (err, errno, "unmount `%s`", target);
+    }
+  return 0;
+}

@@ -1,0 +1,119 @@
+/* esbx diff --patch: unified diffs of a session's text files.  The line
+   diff itself is diff(1) from diffutils (Essential on Debian), fed file
+   descriptors that were opened beneath the session and base roots, so it
+   never resolves a path of the session itself.  */
+#include "internal.h"
+#include "fs.h"
+#include "path.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static bool
+is_text (int fd)
+{
+  char buf[8192];
+  ssize_t r = pread (fd, buf, sizeof buf, 0);
+
+  return r >= 0 && memchr (buf, '\0', (size_t) r) == NULL;
+}
+
+static int
+run_diff (int oldfd, int newfd, const char *path, FILE *out, esbx_error_t *err)
+{
+  _cleanup_free_ char *a = xasprintf ("a%s", path);
+  _cleanup_free_ char *b = xasprintf ("b%s", path);
+  _cleanup_free_ char *oldp = oldfd >= 0 ? xasprintf ("/dev/fd/%d", oldfd) : xstrdup ("/dev/null");
+  _cleanup_free_ char *newp = newfd >= 0 ? xasprintf ("/dev/fd/%d", newfd) : xstrdup ("/dev/null");
+  int status;
+  pid_t pid;
+
+  fflush (out);
+  pid = fork ();
+  if (pid < 0)
+    return esbx_make_error (err, errno, "fork");
+  if (pid == 0)
+    {
+      /* The fds were opened O_CLOEXEC: let these two through.  */
+      if (oldfd >= 0)
+        fcntl (oldfd, F_SETFD, 0);
+      if (newfd >= 0)
+        fcntl (newfd, F_SETFD, 0);
+      if (dup2 (fileno (out), STDOUT_FILENO) < 0)
+        _exit (127);
+      execlp ("diff", "diff", "-u", "--label", oldfd >= 0 ? a : "/dev/null", "--label",
+              newfd >= 0 ? b : "/dev/null", oldp, newp, (char *) NULL);
+      _exit (127);
+    }
+  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
+    return esbx_make_error (err, errno, "waitpid");
+  if (!WIFEXITED (status) || WEXITSTATUS (status) > 1)
+    return esbx_make_error (err, 0, "diff `%s`: diff(1) failed", path);
+  return 0;
+}
+
+int
+esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  struct esbx_changeset cs = { 0 };
+  struct esbx_stack base;
+  _cleanup_free_ char *upper = NULL;
+  _cleanup_close_ int ufd = -1;
+  size_t i;
+  int ret = -1;
+
+  if (esbx_session_load (store, name, &s, err) < 0)
+    return -1;
+  if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
+    {
+      esbx_session_free (s);
+      return -1;
+    }
+  upper = esbx_session_upper (store, name);
+  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
+  if (ufd < 0 || esbx_scan_upper (&base, ufd, name, &cs, NULL, err) < 0)
+    goto out;
+  for (i = 0; i < cs.n; i++)
+    {
+      const struct esbx_change *c = &cs.v[i];
+      _cleanup_close_ int oldfd = -1;
+      _cleanup_close_ int newfd = -1;
+      struct stat st;
+      size_t layer;
+
+      if (c->type != ESBX_TYPE_FILE)
+        continue;
+      if (c->kind != ESBX_ADDED && esbx_stack_lookup (&base, c->path + 1, &layer, &st) == 1
+          && S_ISREG (st.st_mode))
+        {
+          oldfd = esbx_open_beneath (base.fds[layer], c->path + 1, O_RDONLY, 0, err);
+          if (oldfd < 0)
+            goto out;
+        }
+      if (c->kind != ESBX_DELETED)
+        {
+          newfd = esbx_open_beneath (ufd, c->path + 1, O_RDONLY | O_NONBLOCK, 0, err);
+          if (newfd < 0)
+            goto out;
+        }
+      if ((oldfd >= 0 && !is_text (oldfd)) || (newfd >= 0 && !is_text (newfd)))
+        {
+          fprintf (out, "Binary files a%s and b%s differ\n", c->path, c->path);
+          continue;
+        }
+      if (run_diff (oldfd, newfd, c->path, out, err) < 0)
+        goto out;
+    }
+  ret = 0;
+out:
+  if (ret < 0)
+    esbx_error_wrap (err, "diff `%s`", name);
+  esbx_changeset_free (&cs);
+  esbx_stack_close (&base);
+  esbx_session_free (s);
+  return ret;
+}

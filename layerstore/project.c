@@ -1,0 +1,205 @@
+/* Projects: create (layer 0 from an import), list, rm, squash.  */
+#include "internal.h"
+#include "fs.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Stage a layer whose diff is filled from FROM (a directory, an archive or a
+   mounted tree), scan it into its record, and append it: to a new stack when
+   IDS is NULL.  */
+static int
+import_layer (esbx_store_t *store, const char *project, const char *from, const char *message,
+              char **ids, size_t n, char **new_id, esbx_error_t *err)
+{
+  struct esbx_staged staged = { .lockfd = -1 };
+  struct esbx_layer layer = { 0 };
+  struct esbx_stack empty = { .store = store };
+  _cleanup_close_ int diff = -1;
+  _cleanup_free_ char *diffrel = NULL;
+  struct esbx_changeset none = { 0 };
+  int ret = -1;
+
+  if (esbx_layer_stage (store, project, -1, &none, &staged, err) < 0)
+    return -1;
+  diffrel = xasprintf ("%s/diff", staged.rel);
+  diff = esbx_open_dir_at (store->rootfd, diffrel, err);
+  if (diff < 0)
+    goto out;
+  if (from && esbx_import_tree (from, diff, err) < 0)
+    goto out;
+  /* The record lists everything of the base as added, with hashes: later
+     scans take base hashes from it instead of reading the files again.  */
+  if (esbx_scan_upper (&empty, diff, project, &layer.changes, NULL, err) < 0)
+    goto out;
+  layer.message = xstrdup (message);
+  layer.labels = json_new (JSON_OBJECT);
+  if (esbx_layer_commit (store, project, &staged, &layer, ids, n, err) < 0)
+    goto out;
+  if (new_id)
+    *new_id = xstrdup (layer.id);
+  ret = 0;
+
+out:
+  esbx_layer_unstage (store, &staged);
+  free (layer.id);
+  free (layer.parent);
+  free (layer.created);
+  free (layer.message);
+  json_free (layer.labels);
+  esbx_changeset_free (&layer.changes);
+  return ret;
+}
+
+int
+esbx_project_create (esbx_store_t *store, const char *name, const char *from,
+                     esbx_error_t *err)
+{
+  static const char *const subdirs[] = { "layers", "tmp" };
+  _cleanup_free_ char *rel = NULL, *message = NULL;
+  _cleanup_close_ int lock = -1;
+  _cleanup_close_ int pfd = -1;
+  size_t i;
+
+  if (esbx_check_name ("project", name, err) < 0)
+    return -1;
+  if (from && !esbx_exists_at (AT_FDCWD, from))
+    return esbx_make_error (err, ENOENT, "project `%s`: source `%s`", name, from);
+  rel = xasprintf ("projects/%s", name);
+  if (mkdirat (store->rootfd, rel, 0711) < 0)
+    {
+      if (errno == EEXIST)
+        return esbx_make_error (err, 0, "project `%s` already exists", name);
+      return esbx_make_error (err, errno, "project `%s`: mkdir", name);
+    }
+  pfd = esbx_open_dir_at (store->rootfd, rel, err);
+  if (pfd < 0)
+    goto fail;
+  /* gc removes project directories without a stack unless they are locked
+     by their creator.  */
+  lock = esbx_project_lock (store, name, err);
+  if (lock < 0)
+    goto fail;
+  for (i = 0; i < ARRAY_SIZE (subdirs); i++)
+    if (mkdirat (pfd, subdirs[i], 0711) < 0)
+      {
+        esbx_make_error (err, errno, "project `%s`: mkdir `%s`", name, subdirs[i]);
+        goto fail;
+      }
+  message = from ? xasprintf ("import %s", from) : xstrdup ("empty project");
+  if (import_layer (store, name, from, message, NULL, 0, NULL, err) < 0)
+    goto fail;
+  return 0;
+
+fail:
+  esbx_error_wrap (err, "project create `%s`", name);
+  {
+    esbx_error_t ignored = NULL;
+    if (esbx_rm_rf_at (store->rootfd, rel, &ignored) < 0)
+      esbx_error_free (&ignored);
+  }
+  return -1;
+}
+
+char **
+esbx_project_list (esbx_store_t *store, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "projects", err);
+  struct strv out = { 0 };
+  size_t i;
+
+  if (names == NULL)
+    return NULL;
+  for (i = 0; names[i]; i++)
+    if (esbx_project_exists (store, names[i]))
+      strv_push (&out, xstrdup (names[i]));
+  return out.v ? out.v : xmalloc0 (sizeof (char *));
+}
+
+static int
+refuse_if_sessions (esbx_store_t *store, const char *name, const char *verb, esbx_error_t *err)
+{
+  _cleanup_strv_ char **sessions = esbx_session_list (store, name, err);
+
+  if (sessions == NULL)
+    return -1;
+  if (sessions[0])
+    return esbx_make_error (err, 0, "%s `%s`: %zu session%s still use%s it (first: `%s`)", verb,
+                            name, strv_len (sessions), sessions[1] ? "s" : "",
+                            sessions[1] ? "" : "s", sessions[0]);
+  return 0;
+}
+
+int
+esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *rel = NULL, *grave = NULL, *hex = NULL;
+  _cleanup_close_ int lock = -1;
+
+  if (esbx_check_name ("project", name, err) < 0)
+    return -1;
+  if (!esbx_project_exists (store, name))
+    return esbx_make_error (err, 0, "project `%s` does not exist", name);
+  lock = esbx_project_lock (store, name, err);
+  if (lock < 0)
+    return -1;
+  if (refuse_if_sessions (store, name, "project rm", err) < 0)
+    return -1;
+  rel = xasprintf ("projects/%s", name);
+  hex = esbx_random_hex (6);
+  grave = xasprintf ("tmp/project-rm-%s-%s", name, hex);
+  if (renameat (store->rootfd, rel, store->rootfd, grave) < 0)
+    return esbx_make_error (err, errno, "project rm `%s`", name);
+  fsync (store->rootfd);
+  return esbx_rm_rf_at (store->rootfd, grave, err);
+}
+
+int
+esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_error_t *err)
+{
+  _cleanup_close_ int lock = -1;
+  _cleanup_close_ int tmpfd = -1;
+  _cleanup_free_ char *tmp = NULL, *message = NULL;
+  _cleanup_strv_ char **lowers = NULL;
+  _cleanup_strv_ char **ids = NULL;
+  esbx_error_t ignored = NULL;
+  size_t n, count;
+  int ret;
+
+  if (!esbx_project_exists (store, name))
+    return esbx_make_error (err, 0, "project `%s` does not exist", name);
+  lock = esbx_project_lock (store, name, err);
+  if (lock < 0)
+    return -1;
+  /* Live sessions mount the layers being replaced and publish against
+     them: squash only a project nobody works on.  */
+  if (refuse_if_sessions (store, name, "squash", err) < 0)
+    return -1;
+  if (esbx_project_stack (store, name, &ids, &count, err) < 0
+      || esbx_stack_lowers (store, name, NULL, NULL, &lowers, &n, err) < 0)
+    return -1;
+  if (count == 1)
+    {
+      *new_id = xstrdup (ids[0]);
+      return 0;
+    }
+  tmpfd = esbx_store_tmpdir (store, "squash", &tmp, err);
+  if (tmpfd < 0)
+    return -1;
+  ret = esbx_mount_overlay (lowers, n, NULL, NULL, tmp, err);
+  if (ret == 0)
+    {
+      message = xasprintf ("squash of %zu layers (%s..%s)", count, ids[0], ids[count - 1]);
+      ret = import_layer (store, name, tmp, message, NULL, 0, new_id, err);
+      if (esbx_unmount (tmp, true, &ignored) < 0)
+        esbx_error_free (&ignored);
+    }
+  if (esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+    esbx_error_free (&ignored);
+  if (ret < 0)
+    return esbx_error_wrap (err, "squash `%s`", name);
+  return 0;
+}

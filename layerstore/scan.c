@@ -1,0 +1,329 @@
+/* The change set of a session: its upper directory compared with the merged
+   view of its base.  Upper content is untrusted: every walk is by dirfd with
+   O_NOFOLLOW, and names outside the rule stop the scan with an error.  */
+#include "internal.h"
+#include "fs.h"
+#include "path.h"
+#include "hash.h"
+#include "log.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+struct scan
+{
+  struct esbx_stack *base;
+  struct esbx_changeset *out;
+  struct esbx_changeset *same; /* copy-ups identical to the base, or NULL */
+  const char *session;
+};
+
+static enum esbx_file_type
+file_type (mode_t m)
+{
+  if (S_ISREG (m))
+    return ESBX_TYPE_FILE;
+  if (S_ISDIR (m))
+    return ESBX_TYPE_DIR;
+  if (S_ISLNK (m))
+    return ESBX_TYPE_SYMLINK;
+  if (S_ISFIFO (m))
+    return ESBX_TYPE_FIFO;
+  return ESBX_TYPE_NONE;
+}
+
+int
+esbx_check_entry_name (const char *session, const char *rel, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *shown = NULL;
+  const char *p;
+
+  if (!esbx_utf8_valid (name, strlen (name)))
+    {
+      shown = esbx_quote_path (rel);
+      return esbx_make_error (err, 0, "session `%s`: `/%s`: file name is not UTF-8", session,
+                              shown);
+    }
+  for (p = name; *p; p++)
+    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      {
+        shown = esbx_quote_path (rel);
+        return esbx_make_error (err, 0,
+                                "session `%s`: `/%s`: file name has a control character",
+                                session, shown);
+      }
+  if (esbx_has_prefix (name, ".wh."))
+    {
+      shown = esbx_quote_path (rel);
+      return esbx_make_error (err, 0,
+                              "session `%s`: `/%s`: names starting with `.wh.` are reserved for "
+                              "whiteouts",
+                              session, shown);
+    }
+  return 0;
+}
+
+static void
+push (struct esbx_changeset *cs, const char *rel, enum esbx_change_kind kind,
+      enum esbx_file_type type, const struct stat *st)
+{
+  struct esbx_change c = { 0 };
+
+  c.path = xasprintf ("/%s", rel);
+  c.kind = kind;
+  c.type = type;
+  if (st)
+    {
+      c.mode = st->st_mode & 07777;
+      if (type == ESBX_TYPE_FILE && (c.mode & (S_ISUID | S_ISGID)))
+        {
+          c.mode &= ~(mode_t) (S_ISUID | S_ISGID);
+          c.stripped = true;
+        }
+      c.size = type == ESBX_TYPE_FILE ? st->st_size : 0;
+    }
+  esbx_changeset_push (cs, &c);
+}
+
+static mode_t
+published_mode (const struct stat *st)
+{
+  mode_t m = st->st_mode & 07777;
+
+  if (S_ISREG (st->st_mode))
+    m &= ~(mode_t) (S_ISUID | S_ISGID);
+  return m;
+}
+
+static int scan_dir (struct scan *sc, int dfd, const char *rel, esbx_error_t *err);
+
+/* Deletions implied by an opaque directory: what the base had there and the
+   upper does not.  */
+static int
+opaque_deletions (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_stack_readdir (sc->base, rel, err);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *child = xasprintf ("%s/%s", rel, names[i]);
+      struct stat bst;
+      size_t layer;
+
+      if (esbx_exists_at (dfd, names[i]))
+        continue;
+      if (esbx_stack_lookup (sc->base, child, &layer, &bst) == 1)
+        push (sc->out, child, ESBX_DELETED, file_type (bst.st_mode), NULL);
+    }
+  return 0;
+}
+
+static int
+scan_entry (struct scan *sc, int dfd, const char *name, const char *rel, esbx_error_t *err)
+{
+  struct stat st, bst;
+  size_t layer;
+  int found;
+  enum esbx_file_type type;
+  mode_t mode;
+
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    {
+      if (errno == ENOENT) /* removed while we read: not a change any more */
+        return 0;
+      return esbx_make_error (err, errno, "session `%s`: stat `/%s`", sc->session, rel);
+    }
+  if (esbx_check_entry_name (sc->session, rel, name, err) < 0)
+    return -1;
+  found = esbx_stack_lookup (sc->base, rel, &layer, &bst);
+
+  if (esbx_is_whiteout (&st))
+    {
+      if (found)
+        push (sc->out, rel, ESBX_DELETED, file_type (bst.st_mode), NULL);
+      return 0;
+    }
+  type = file_type (st.st_mode);
+  if (S_ISSOCK (st.st_mode))
+    {
+      esbx_warn ("session `%s`: `/%s` is a socket: not part of the change set", sc->session, rel);
+      return 0;
+    }
+  if (type == ESBX_TYPE_NONE)
+    return esbx_make_error (err, 0, "session `%s`: `/%s` is a device node: refused", sc->session,
+                            rel);
+  mode = published_mode (&st);
+
+  if (type == ESBX_TYPE_DIR)
+    {
+      _cleanup_close_ int sub = TEMP_FAILURE_RETRY (
+          openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      bool opaque;
+
+      if (sub < 0)
+        return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
+      opaque = esbx_is_opaque_at (dfd, name);
+      if (!found)
+        push (sc->out, rel, ESBX_ADDED, type, &st);
+      else if (!S_ISDIR (bst.st_mode) || (bst.st_mode & 07777) != mode)
+        push (sc->out, rel, ESBX_MODIFIED, type, &st);
+      if (found && S_ISDIR (bst.st_mode) && opaque && opaque_deletions (sc, sub, rel, err) < 0)
+        return -1;
+      return scan_dir (sc, sub, rel, err);
+    }
+
+  if (!found)
+    {
+      push (sc->out, rel, ESBX_ADDED, type, &st);
+      goto fill;
+    }
+  if (file_type (bst.st_mode) == type && published_mode (&bst) == mode)
+    {
+      if (type == ESBX_TYPE_FIFO)
+        goto same;
+      if (type == ESBX_TYPE_SYMLINK)
+        {
+          char a[4097], b[4097];
+          ssize_t la = readlinkat (dfd, name, a, sizeof a - 1);
+          ssize_t lb;
+          _cleanup_close_ int bdir = -1;
+          _cleanup_free_ char *bname = NULL;
+
+          bdir = esbx_open_parent_beneath (sc->base->fds[layer], rel, &bname, err);
+          if (bdir < 0)
+            return -1;
+          lb = readlinkat (bdir, bname, b, sizeof b - 1);
+          if (la >= 0 && la == lb && memcmp (a, b, (size_t) la) == 0)
+            goto same;
+        }
+      else if (type == ESBX_TYPE_FILE && st.st_size == bst.st_size)
+        {
+          char usha[65], bsha[65];
+          _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
+              openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+
+          if (fd < 0 || esbx_sha256_fd (fd, usha, NULL, err) < 0)
+            return fd < 0 ? esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session,
+                                             rel)
+                          : -1;
+          if (esbx_stack_file_sha (sc->base, layer, rel, bsha, err) < 0)
+            return -1;
+          if (strcmp (usha, bsha) == 0)
+            goto same;
+          push (sc->out, rel, ESBX_MODIFIED, type, &st);
+          memcpy (sc->out->v[sc->out->n - 1].sha256, usha, 65);
+          goto fill;
+        }
+    }
+  push (sc->out, rel, ESBX_MODIFIED, type, &st);
+
+fill:
+  {
+    struct esbx_change *c = &sc->out->v[sc->out->n - 1];
+
+    if (type == ESBX_TYPE_SYMLINK)
+      {
+        char buf[4097];
+        ssize_t l = readlinkat (dfd, name, buf, sizeof buf - 1);
+        if (l < 0)
+          return esbx_make_error (err, errno, "session `%s`: readlink `/%s`", sc->session, rel);
+        buf[l] = '\0';
+        c->target = xstrdup (buf);
+        c->mode = 0777;
+      }
+    else if (type == ESBX_TYPE_FILE && c->sha256[0] == '\0')
+      {
+        _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
+            openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+        off_t size;
+
+        if (fd < 0)
+          return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
+        if (esbx_sha256_fd (fd, c->sha256, &size, err) < 0)
+          return esbx_error_wrap (err, "session `%s`: `/%s`", sc->session, rel);
+        c->size = size;
+      }
+  }
+  return 0;
+
+same:
+  if (sc->same)
+    push (sc->same, rel, ESBX_MODIFIED, type, &st);
+  return 0;
+}
+
+static int
+scan_dir (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  size_t i;
+
+  if (names == NULL)
+    return esbx_error_wrap (err, "session `%s`", sc->session);
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i])
+                                          : xstrdup (names[i]);
+      if (strlen (child) >= 4095)
+        return esbx_make_error (err, ENAMETOOLONG, "session `%s`: `/%.64s...`", sc->session,
+                                child);
+      if (scan_entry (sc, dfd, names[i], child, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+int
+esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session,
+                 struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err)
+{
+  struct scan sc = { .base = base, .out = out, .same = same, .session = session };
+
+  if (scan_dir (&sc, upperfd, "", err) < 0)
+    {
+      esbx_changeset_free (out);
+      if (same)
+        esbx_changeset_free (same);
+      return -1;
+    }
+  esbx_changeset_sort (out);
+  if (same)
+    esbx_changeset_sort (same);
+  return 0;
+}
+
+int
+esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
+                      esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  struct esbx_stack base;
+  _cleanup_free_ char *upper = NULL;
+  _cleanup_close_ int ufd = -1;
+  int ret;
+
+  memset (out, 0, sizeof *out);
+  if (esbx_session_load (store, name, &s, err) < 0)
+    return -1;
+  /* The base of the diff: the session's base plus what it already
+     published, so that a second publish carries only what is new.  */
+  if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
+    {
+      esbx_session_free (s);
+      return esbx_error_wrap (err, "session `%s`", name);
+    }
+  upper = esbx_session_upper (store, name);
+  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
+  ret = ufd < 0 ? -1 : esbx_scan_upper (&base, ufd, name, out, NULL, err);
+  esbx_stack_close (&base);
+  esbx_session_free (s);
+  return ret;
+}

@@ -1,0 +1,410 @@
+/* Sessions: a project's base plus a private upper directory, mounted as one
+   overlay under ROOT/sessions/S/merged.  */
+#include "internal.h"
+#include "fs.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+char *
+esbx_session_dir (esbx_store_t *store, const char *name)
+{
+  return xasprintf ("%s/sessions/%s", store->root, name);
+}
+
+char *
+esbx_session_merged (esbx_store_t *store, const char *name)
+{
+  return xasprintf ("%s/sessions/%s/merged", store->root, name);
+}
+
+char *
+esbx_session_upper (esbx_store_t *store, const char *name)
+{
+  return xasprintf ("%s/sessions/%s/upper", store->root, name);
+}
+
+bool
+esbx_session_exists (esbx_store_t *store, const char *name)
+{
+  _cleanup_free_ char *path = NULL;
+
+  if (!esbx_name_valid (name))
+    return false;
+  path = xasprintf ("sessions/%s/session.json", name);
+  return esbx_exists_at (store->rootfd, path);
+}
+
+void
+esbx_session_free (struct esbx_session *s)
+{
+  if (s == NULL)
+    return;
+  free (s->name);
+  free (s->project);
+  free (s->base);
+  {
+    char **p;
+    for (p = s->published; p && *p; p++)
+      free (*p);
+    free (s->published);
+  }
+  free (s->network);
+  free (s->workspace);
+  free (s->created);
+  free (s->cpus);
+  json_free (s->labels);
+  json_free (s->record);
+  free (s);
+}
+
+int
+esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **out,
+                   esbx_error_t *err)
+{
+  _cleanup_free_ char *path = NULL;
+  struct esbx_session *s;
+  struct strv pub = { 0 };
+  json_t *j, *arr, *labels;
+  int64_t v;
+  size_t i;
+
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  path = xasprintf ("sessions/%s/session.json", name);
+  if (!esbx_exists_at (store->rootfd, path))
+    return esbx_make_error (err, 0, "session `%s` does not exist", name);
+  j = json_parse_file_at (store->rootfd, path, err);
+  if (j == NULL)
+    return esbx_error_wrap (err, "session `%s`", name);
+  if (json_get_string (j, "project") == NULL || json_get_string (j, "base") == NULL)
+    {
+      json_free (j);
+      return esbx_make_error (err, 0, "session `%s`: record without project or base", name);
+    }
+  s = xmalloc0 (sizeof *s);
+  s->record = j;
+  s->name = xstrdup (name);
+  s->project = xstrdup (json_get_string (j, "project"));
+  s->base = xstrdup (json_get_string (j, "base"));
+  s->network = xstrdup (json_get_string (j, "network") ? json_get_string (j, "network") : "none");
+  s->workspace = xstrdup (json_get_string (j, "workspace") ? json_get_string (j, "workspace")
+                                                           : "/workspace");
+  s->created = xstrdup (json_get_string (j, "created"));
+  s->cpus = xstrdup (json_get_string (j, "cpus"));
+  if (json_get_int (j, "memory", &v))
+    s->memory = (uint64_t) v;
+  if (json_get_int (j, "pids", &v))
+    s->pids = (uint64_t) v;
+  arr = json_get (j, "published");
+  for (i = 0; arr && arr->type == JSON_ARRAY && i < arr->n; i++)
+    if (arr->items[i]->type == JSON_STRING)
+      strv_push (&pub, xstrdup (arr->items[i]->text));
+  s->published = pub.v ? pub.v : xmalloc0 (sizeof (char *));
+  s->labels = json_new (JSON_OBJECT);
+  labels = json_get (j, "labels");
+  for (i = 0; labels && labels->type == JSON_OBJECT && i < labels->n; i++)
+    if (labels->items[i]->type == JSON_STRING)
+      json_set_string (s->labels, labels->keys[i], labels->items[i]->text);
+  *out = s;
+  return 0;
+}
+
+/* Write session.json of an existing session atomically.  */
+int
+esbx_session_save (esbx_store_t *store, const char *name, const json_t *record,
+                   esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = xasprintf ("sessions/%s", name);
+  _cleanup_free_ char *text = NULL;
+  _cleanup_close_ int dfd = -1;
+  size_t len;
+
+  dfd = esbx_open_dir_at (store->rootfd, dir, err);
+  if (dfd < 0)
+    return esbx_error_wrap (err, "session `%s`", name);
+  text = json_serialize (record, true, &len);
+  if (esbx_write_file_atomic_at (dfd, "session.json", text, len, 0644, err) < 0)
+    return esbx_error_wrap (err, "session `%s`", name);
+  return 0;
+}
+
+int
+esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *path = xasprintf ("sessions/%s/lock", name);
+  int fd = esbx_lock_at (store->rootfd, path, true, true, err);
+
+  if (fd < 0)
+    return esbx_error_wrap (err, "session `%s`", name);
+  return fd;
+}
+
+static int
+parse_labels (char **labels, json_t *obj, esbx_error_t *err)
+{
+  size_t i;
+
+  for (i = 0; labels && labels[i]; i++)
+    {
+      const char *eq = strchr (labels[i], '=');
+      _cleanup_free_ char *key = NULL;
+
+      if (eq == NULL || eq == labels[i])
+        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "label `%s`: expected KEY=VALUE",
+                                     labels[i]);
+      key = xstrndup (labels[i], (size_t) (eq - labels[i]));
+      if (!esbx_utf8_valid (labels[i], strlen (labels[i])))
+        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "label `%s`: not UTF-8", key);
+      json_set_string (obj, key, eq + 1);
+    }
+  return 0;
+}
+
+static json_t *
+session_record (const char *name, const char *project, const char *base,
+                const struct esbx_session_opts *o, json_t *labels)
+{
+  json_t *j = json_new (JSON_OBJECT);
+  _cleanup_free_ char *now = esbx_rfc3339_now ();
+
+  json_set_string (j, "name", name);
+  json_set_string (j, "project", project);
+  json_set_string (j, "base", base);
+  json_set (j, "published", json_new (JSON_ARRAY));
+  json_set_string (j, "created", now);
+  json_set (j, "labels", labels);
+  json_set_string (j, "network", o->network ? o->network : "none");
+  json_set_string (j, "workspace", o->workspace ? o->workspace : "/workspace");
+  if (o->memory)
+    json_set_int (j, "memory", (int64_t) o->memory);
+  if (o->pids)
+    json_set_int (j, "pids", (int64_t) o->pids);
+  if (o->cpus)
+    json_set_string (j, "cpus", o->cpus);
+  return j;
+}
+
+static int
+check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
+{
+  if (o->name && esbx_check_name ("session", o->name, err) < 0)
+    return -1;
+  if (o->network && strcmp (o->network, "none") != 0 && strcmp (o->network, "host") != 0)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                 "invalid network `%s`: expected none or host", o->network);
+  if (o->workspace && (o->workspace[0] != '/' || strstr (o->workspace, "..") != NULL
+                       || strcmp (o->workspace, "/") == 0))
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                 "invalid workspace `%s`: expected an absolute path below /",
+                                 o->workspace);
+  if (o->cpus)
+    {
+      char *end;
+      double c = strtod (o->cpus, &end);
+      if (*end != '\0' || !(c > 0.0) || c > 4096)
+        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                     "invalid cpus `%s`: expected a positive number", o->cpus);
+    }
+  return 0;
+}
+
+int
+esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  _cleanup_free_ char *dir = esbx_session_dir (store, name);
+  _cleanup_free_ char *merged = NULL, *upper = NULL, *work = NULL;
+  _cleanup_strv_ char **lowers = NULL;
+  size_t n;
+  int ret;
+
+  if (esbx_session_load (store, name, &s, err) < 0)
+    return -1;
+  merged = xasprintf ("%s/merged", dir);
+  if (esbx_is_mountpoint (merged))
+    {
+      esbx_session_free (s);
+      return 0;
+    }
+  upper = xasprintf ("%s/upper", dir);
+  work = xasprintf ("%s/work", dir);
+  ret = esbx_stack_lowers (store, s->project, s->base, NULL, &lowers, &n, err);
+  if (ret == 0)
+    ret = esbx_mount_overlay (lowers, n, upper, work, merged, err);
+  if (ret < 0)
+    esbx_error_wrap (err, "session `%s`", name);
+  esbx_session_free (s);
+  return ret;
+}
+
+bool
+esbx_session_is_mounted (esbx_store_t *store, const char *name)
+{
+  _cleanup_free_ char *merged = esbx_session_merged (store, name);
+  return esbx_is_mountpoint (merged);
+}
+
+int
+esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *merged = esbx_session_merged (store, name);
+
+  if (esbx_unmount (merged, false, err) < 0)
+    return esbx_error_wrap (err, "session `%s`", name);
+  return 0;
+}
+
+int
+esbx_session_create (esbx_store_t *store, const char *project,
+                     const struct esbx_session_opts *opts, char **name_out, esbx_error_t *err)
+{
+  static const char *const subdirs[] = { "upper", "work", "merged" };
+  _cleanup_free_ char *name = NULL, *base = NULL, *tmp = NULL, *text = NULL, *dest = NULL;
+  _cleanup_close_ int tmpfd = -1;
+  json_t *labels = json_new (JSON_OBJECT);
+  _cleanup_json_ json_t *record = NULL;
+  size_t i, len;
+
+  if (esbx_check_name ("project", project, err) < 0 || check_opts (opts, err) < 0
+      || parse_labels (opts->labels, labels, err) < 0)
+    {
+      json_free (labels);
+      return -1;
+    }
+  if (!esbx_project_exists (store, project))
+    {
+      json_free (labels);
+      return esbx_make_error (err, 0, "project `%s` does not exist", project);
+    }
+  if (esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
+    {
+      json_free (labels);
+      return -1;
+    }
+  if (opts->name)
+    name = xstrdup (opts->name);
+  else
+    {
+      _cleanup_free_ char *hex = esbx_random_hex (4);
+      /* Keep generated names within the rule's 128 characters.  */
+      name = xasprintf ("%.110s-%s", project, hex);
+    }
+  if (esbx_exists_at (store->rootfd, (dest = xasprintf ("sessions/%s", name))))
+    {
+      json_free (labels);
+      return esbx_make_error (err, EEXIST, "session `%s`", name);
+    }
+
+  /* Build the session in ROOT/tmp, then rename it into place: a crash leaves
+     a temp dir for gc, never a half session.  */
+  tmpfd = esbx_store_tmpdir (store, "session", &tmp, err);
+  if (tmpfd < 0)
+    {
+      json_free (labels);
+      return esbx_error_wrap (err, "session `%s`", name);
+    }
+  for (i = 0; i < ARRAY_SIZE (subdirs); i++)
+    if (mkdirat (tmpfd, subdirs[i], 0755) < 0)
+      {
+        json_free (labels);
+        esbx_make_error (err, errno, "session `%s`: mkdir `%s`", name, subdirs[i]);
+        goto fail;
+      }
+  record = session_record (name, project, base, opts, labels);
+  text = json_serialize (record, true, &len);
+  if (esbx_write_file_atomic_at (tmpfd, "session.json", text, len, 0644, err) < 0)
+    goto fail;
+  if (renameat2 (AT_FDCWD, tmp, store->rootfd, dest, RENAME_NOREPLACE) < 0)
+    {
+      esbx_make_error (err, errno, "session `%s`", name);
+      goto fail;
+    }
+  fsync (store->rootfd);
+  if (esbx_session_mount (store, name, err) < 0)
+    {
+      esbx_error_t ignored = NULL;
+      if (esbx_rm_rf_at (store->rootfd, dest, &ignored) < 0)
+        esbx_error_free (&ignored);
+      return -1;
+    }
+  *name_out = steal_pointer (&name);
+  return 0;
+
+fail:
+  {
+    esbx_error_t ignored = NULL;
+    if (esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+      esbx_error_free (&ignored);
+  }
+  return -1;
+}
+
+char **
+esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "sessions", err);
+  struct strv out = { 0 };
+  size_t i;
+
+  if (names == NULL)
+    return NULL;
+  for (i = 0; names[i]; i++)
+    {
+      struct esbx_session *s = NULL;
+      esbx_error_t ignored = NULL;
+
+      if (!esbx_session_exists (store, names[i]))
+        continue;
+      if (project)
+        {
+          if (esbx_session_load (store, names[i], &s, &ignored) < 0)
+            {
+              esbx_error_free (&ignored);
+              continue;
+            }
+          if (strcmp (s->project, project) != 0)
+            {
+              esbx_session_free (s);
+              continue;
+            }
+          esbx_session_free (s);
+        }
+      strv_push (&out, xstrdup (names[i]));
+    }
+  return out.v ? out.v : xmalloc0 (sizeof (char *));
+}
+
+int
+esbx_session_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *rel = NULL, *merged = NULL, *graveyard = NULL, *hex = NULL;
+  _cleanup_close_ int lockfd = -1;
+
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  rel = xasprintf ("sessions/%s", name);
+  if (!esbx_exists_at (store->rootfd, rel))
+    return esbx_make_error (err, 0, "session `%s` does not exist", name);
+  lockfd = esbx_session_lock (store, name, err);
+  if (lockfd < 0)
+    return -1;
+  merged = esbx_session_merged (store, name);
+  /* Lazily: a container that still has it open must not keep the session
+     alive once its owner said discard.  */
+  if (esbx_unmount (merged, true, err) < 0)
+    return esbx_error_wrap (err, "discard `%s`", name);
+  /* Move it out of sessions/ first so that a crash half-way through the
+     removal leaves something gc finds, not a broken session.  */
+  hex = esbx_random_hex (6);
+  graveyard = xasprintf ("tmp/discard-%s-%s", name, hex);
+  if (renameat (store->rootfd, rel, store->rootfd, graveyard) < 0)
+    return esbx_make_error (err, errno, "discard `%s`", name);
+  if (esbx_rm_rf_at (store->rootfd, graveyard, err) < 0)
+    return esbx_error_wrap (err, "discard `%s`", name);
+  return 0;
+}
