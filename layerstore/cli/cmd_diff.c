@@ -20,7 +20,7 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   size_t i;
   int c;
 
-  while ((c = getopt_long (argc, argv, "+p", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "p", opts, NULL)) != -1)
     {
       if (c == 'p')
         patch = true;

@@ -16,7 +16,7 @@ cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   esbx_store_t *store;
   int c;
 
-  while ((c = getopt_long (argc, argv, "+o:f:", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "o:f:", opts, NULL)) != -1)
     switch (c)
       {
       case 'o':

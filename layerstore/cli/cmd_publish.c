@@ -43,7 +43,7 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   esbx_store_t *store;
   int c, ret;
 
-  while ((c = getopt_long (argc, argv, "+m:", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "m:", opts, NULL)) != -1)
     {
       if (c == 'm')
         message = optarg;

@@ -26,7 +26,7 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   uint64_t v;
   int c, ret = -1;
 
-  while ((c = getopt_long (argc, argv, "+n:b:l:", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "n:b:l:", opts, NULL)) != -1)
     switch (c)
       {
       case 'n':
@@ -140,7 +140,7 @@ session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   size_t i;
   int c;
 
-  while ((c = getopt_long (argc, argv, "+p:", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "p:", opts, NULL)) != -1)
     {
       if (c == 'p')
         project = optarg;

@@ -125,7 +125,7 @@ main (int argc, char **argv)
           if (strcmp (argv[k], "--json") == 0)
             cli.json = true;
         }
-      optind = 1;
+      optind = 0; /* glibc: full re-initialisation for each verb */
       ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
       if (ret < 0)
         {
