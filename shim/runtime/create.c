@@ -96,7 +96,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
   bundle = args.bundle && *args.bundle ? args.bundle : ".";
   bundlefd = TEMP_FAILURE_RETRY (open (bundle, O_DIRECTORY | O_RDONLY | O_CLOEXEC));
   if (bundlefd < 0)
-    return esbx_make_error (err, errno, "bundle `%s`", bundle);
+    return esbx_make_error (err, errno, "open bundle `%s`", bundle);
   config = json_parse_file_at (bundlefd, "config.json", err);
   if (config == NULL)
     return esbx_error_wrap (err, "bundle `%s`", bundle);

@@ -1,0 +1,337 @@
+#!/usr/bin/env bats
+# esbx-runtime without Docker: real runc, OCI bundles over a busybox rootfs.
+# Containers are created through esbx-runtime exactly as the containerd shim
+# would (global flags, then the verb), started with runc's `start`.
+
+load helpers
+
+RT=${ESBX_RUNTIME:-$ESBX_BUILD/shim/esbx-runtime}
+
+setup_file() {
+  command -v runc >/dev/null || skip "runc is not installed"
+  local rootfs=$BATS_FILE_TMPDIR/rootfs busybox=/bin/busybox a
+  file -L "$busybox" | grep -q 'statically linked' || skip "needs busybox-static"
+  mkdir -p "$rootfs"/{bin,proc,sys,dev,tmp,etc,work,w1,w2}
+  cp "$busybox" "$rootfs/bin/busybox"
+  for a in $("$busybox" --list); do
+    [ "$a" = busybox ] || ln -sf /bin/busybox "$rootfs/bin/$a"
+  done
+  export ROOTFS=$rootfs
+}
+
+setup() {
+  [ -x "$RT" ] || skip "esbx-runtime is not built"
+  setup_store
+  RUNC_ROOT=$BATS_TEST_TMPDIR/runc
+  LOG=$BATS_TEST_TMPDIR/log.json
+  export RUNC_ROOT LOG
+}
+
+teardown() {
+  local id
+  for id in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
+    runc --root "$RUNC_ROOT" delete -f "$id" >/dev/null 2>&1 || true
+  done
+  teardown_store
+}
+
+# A project with one file and a session of it: `new_session NAME`.
+new_session() {
+  if ! [ -d "$ESBX_ROOT/projects/p" ]; then
+    make_tree "$BATS_TEST_TMPDIR/tree"
+    esbx_ok project create p --from "$BATS_TEST_TMPDIR/tree"
+  fi
+  esbx_ok session create p --name "$1"
+}
+
+merged() {
+  echo "$ESBX_ROOT/sessions/$1/merged"
+}
+
+# make_bundle DIR 'ARGS as a JSON array' [MOUNT_SOURCE DEST]...
+make_bundle() {
+  local dir=$1 args=$2 mounts='[]'
+  shift 2
+  while [ $# -ge 2 ]; do
+    mounts=$(jq -c --arg s "$1" --arg d "$2" \
+      '. + [{"destination": $d, "type": "bind", "source": $s, "options": ["rbind", "rw"]}]' \
+      <<<"$mounts")
+    shift 2
+  done
+  mkdir -p "$dir"
+  (cd "$dir" && runc spec)
+  jq --arg root "$ROOTFS" --argjson args "$args" --argjson mounts "$mounts" \
+    '.root.path = $root | .process.terminal = false | .process.args = $args
+     | .mounts += $mounts' "$dir/config.json" >"$dir/config.json.new"
+  mv "$dir/config.json.new" "$dir/config.json"
+}
+
+# The runtime as the containerd shim calls it.  The container inherits
+# stdio from `create`: keep it off bats' pipes.
+rt_create() {
+  local id=$1 bundle=$2
+  "$RT" --root "$RUNC_ROOT" --log "$LOG" --log-format json create --bundle "$bundle" \
+    --pid-file "$BATS_TEST_TMPDIR/$id.pid" "$id" </dev/null >"$BATS_TEST_TMPDIR/$id.out" 2>&1
+}
+
+rt_create_ok() {
+  if ! rt_create "$@"; then
+    echo "create $1 failed:" >&2
+    cat "$BATS_TEST_TMPDIR/$1.out" "$LOG" >&2 || true
+    return 1
+  fi
+}
+
+rt_start() {
+  "$RT" --root "$RUNC_ROOT" --log "$LOG" --log-format json start "$1"
+}
+
+in_ctr() {
+  runc --root "$RUNC_ROOT" exec "$@" </dev/null
+}
+
+containers() {
+  runc --root "$RUNC_ROOT" list -q
+}
+
+# The last error line of the --log file, as the containerd shim reads it.
+last_error() {
+  grep '"level":"error"' "$LOG" | tail -n 1 | jq -r .msg
+}
+
+wait_stopped() {
+  local i
+  for i in $(seq 50); do
+    [ "$(runc --root "$RUNC_ROOT" state "$1" | jq -r .status)" = stopped ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+@test "runtime: two containers of one session share pid, uts, ipc and net namespaces" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  rt_start c1
+  rt_create_ok c2 "$BATS_TEST_TMPDIR/b2"
+  rt_start c2
+
+  run in_ctr c2 ps -o args
+  assert_success
+  assert_output --partial "sleep 1001"
+  assert_output --partial "sleep 1002"
+
+  run in_ctr c1 hostname
+  assert_output s1
+  run in_ctr c2 hostname
+  assert_output s1
+
+  local ns
+  for ns in pid net uts ipc; do
+    run in_ctr c1 readlink /proc/self/ns/$ns
+    local one=$output
+    run in_ctr c2 readlink /proc/self/ns/$ns
+    assert_equal "$output" "$one"
+  done
+  # The session's files are where the volume put them.
+  run in_ctr c1 cat /work/README
+  assert_output hello
+}
+
+@test "runtime: the rewritten config joins the holder and names the session" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  jq '.hostname = "x" | .linux.cgroupsPath = "/docker/c1"' "$BATS_TEST_TMPDIR/b1/config.json" \
+    >"$BATS_TEST_TMPDIR/c" && mv "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/b1/config.json"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  local cfg=$BATS_TEST_TMPDIR/b1/config.json pid
+  pid=$(jq -r '.linux.namespaces[] | select(.type == "pid") | .path' "$cfg" | cut -d/ -f3)
+  [ -n "$pid" ] && kill -0 "$pid"
+  run jq -r '.linux.namespaces[] | "\(.type) \(.path)"' "$cfg"
+  assert_line "pid /proc/$pid/ns/pid"
+  assert_line "network /proc/$pid/ns/net"
+  assert_line "uts /proc/$pid/ns/uts"
+  assert_line "ipc /proc/$pid/ns/ipc"
+  assert_line "mount null"
+  run jq -r '.hostname' "$cfg"
+  assert_output null
+  run jq -r '.annotations["io.esbx.session"]' "$cfg"
+  assert_output s1
+  run jq -r '.linux.cgroupsPath' "$cfg"
+  assert_output --regexp '^/esbx/(.*\.)?s1/c1$'
+  # create recorded the attachment, delete the detachment.
+  run grep '"container-attached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output --partial '"container":"c1"'
+  assert_output --partial "\"holder\":$pid"
+  "$RT" --root "$RUNC_ROOT" delete c1
+  run grep '"container-detached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output --partial '"container":"c1"'
+}
+
+@test "runtime: a process left by a container outlives the container's exit" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sh", "-c", "sleep 1003 & exit 0"]' "$(merged s1)" /work
+  make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  rt_start c1
+  wait_stopped c1
+  rt_create_ok c2 "$BATS_TEST_TMPDIR/b2"
+  rt_start c2
+  run in_ctr c2 ps -o args
+  assert_output --partial "sleep 1003"
+}
+
+@test "runtime: run --detach goes through the same rewrite" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  "$RT" --root "$RUNC_ROOT" run --detach --bundle "$BATS_TEST_TMPDIR/b1" c1 \
+    </dev/null >/dev/null 2>&1
+  run in_ctr c1 hostname
+  assert_output s1
+}
+
+@test "runtime: a container without esbx mounts gets its config.json byte for byte" {
+  new_session s1
+  mkdir -p "$BATS_TEST_TMPDIR/elsewhere"
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$BATS_TEST_TMPDIR/elsewhere" /work
+  cp "$BATS_TEST_TMPDIR/b1/config.json" "$BATS_TEST_TMPDIR/orig.json"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  cmp "$BATS_TEST_TMPDIR/orig.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  rt_start c1
+  run in_ctr c1 hostname
+  assert_output runc
+  [ ! -e "$ESBX_ROOT/runtime/c1" ]
+}
+
+@test "runtime: global flags as --flag=value, and -b / --bundle=" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
+  "$RT" --root="$RUNC_ROOT" --log="$LOG" --log-format=json --debug create \
+    -b "$BATS_TEST_TMPDIR/b1" c1 </dev/null >/dev/null 2>&1
+  (cd "$BATS_TEST_TMPDIR/b2" && "$RT" -root "$RUNC_ROOT" create c2 </dev/null >/dev/null 2>&1)
+  run containers
+  assert_line c1
+  assert_line c2
+  run jq -r '.annotations["io.esbx.session"]' "$BATS_TEST_TMPDIR/b1/config.json"
+  assert_output s1
+  run jq -r '.annotations["io.esbx.session"]' "$BATS_TEST_TMPDIR/b2/config.json"
+  assert_output s1
+}
+
+# A stand-in runc that records its arguments.
+fake_runc() {
+  local dir=$BATS_TEST_TMPDIR/fake
+  mkdir -p "$dir"
+  cat >"$dir/runc" <<EOF
+#!/bin/sh
+for a in "\$@"; do printf '%s\n' "\$a"; done >"$dir/argv"
+echo fake runc
+EOF
+  chmod +x "$dir/runc"
+  echo "$dir/runc"
+}
+
+@test "runtime: other verbs reach runc with the original arguments" {
+  local fake argv
+  fake=$(fake_runc)
+  argv=$BATS_TEST_TMPDIR/fake/argv
+  for cmd in "--root /r --log /l --log-format json --systemd-cgroup start c1" \
+    "--root=/r kill c1 KILL" "--debug state c1" "exec --process /p --detach --pid-file /f c1" \
+    "update --resources=- c1" "features" "--version" "pause c1" "ps c1" \
+    "--root /r delete --force c1" "checkpoint c1"; do
+    # shellcheck disable=SC2086
+    ESBX_RUNC=$fake run "$RT" $cmd
+    assert_success
+    assert_output "fake runc"
+    run cat "$argv"
+    assert_output "$(printf '%s\n' $cmd)"
+  done
+}
+
+@test "runtime: runc comes from ESBX_RUNC, runtime.conf, then PATH without itself" {
+  local fake
+  fake=$(fake_runc)
+  mkdir -p "$BATS_TEST_TMPDIR/path"
+  # esbx-runtime installed as `runc` first on PATH must not exec itself.
+  ln -s "$RT" "$BATS_TEST_TMPDIR/path/runc"
+  PATH=$BATS_TEST_TMPDIR/path:$BATS_TEST_TMPDIR/fake:$PATH run "$RT" state c1
+  assert_output "fake runc"
+  printf '# test\nrunc = %s\nroot=%s\n' "$fake" "$ESBX_ROOT" >"$BATS_TEST_TMPDIR/runtime.conf"
+  ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/runtime.conf run "$RT" state c1
+  assert_output "fake runc"
+  printf 'bogus\n' >"$BATS_TEST_TMPDIR/bad.conf"
+  ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/bad.conf run "$RT" state c1
+  assert_failure 1
+  assert_output --partial "expected key=value"
+}
+
+@test "runtime: runtime.conf names the store root" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  printf 'root=%s\n' "$ESBX_ROOT" >"$BATS_TEST_TMPDIR/runtime.conf"
+  ESBX_ROOT='' ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/runtime.conf rt_create_ok c1 \
+    "$BATS_TEST_TMPDIR/b1"
+  run jq -r '.annotations["io.esbx.session"]' "$BATS_TEST_TMPDIR/b1/config.json"
+  assert_output s1
+}
+
+@test "runtime: config.json that is not JSON fails in the log, no container" {
+  mkdir -p "$BATS_TEST_TMPDIR/b1"
+  echo '{"ociVersion": ' >"$BATS_TEST_TMPDIR/b1/config.json"
+  run rt_create c1 "$BATS_TEST_TMPDIR/b1"
+  assert_failure 1
+  run last_error
+  assert_output --partial "config.json"
+  assert_output --partial "invalid JSON"
+  run containers
+  assert_output ""
+}
+
+@test "runtime: a bundle that does not exist fails in the log, no container" {
+  run rt_create c1 "$BATS_TEST_TMPDIR/nope"
+  assert_failure 1
+  run last_error
+  assert_output --partial "$BATS_TEST_TMPDIR/nope"
+  assert_output --partial "No such file or directory"
+  grep -q '"time":"20' "$LOG"
+  run containers
+  assert_output ""
+}
+
+@test "runtime: a discarded session fails at create with that cause" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  cp "$BATS_TEST_TMPDIR/b1/config.json" "$BATS_TEST_TMPDIR/orig.json"
+  esbx_ok discard s1
+  run rt_create c1 "$BATS_TEST_TMPDIR/b1"
+  assert_failure 1
+  run last_error
+  assert_output --partial "esbx session \`s1\`"
+  assert_output --partial "discarded"
+  cmp "$BATS_TEST_TMPDIR/orig.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  run containers
+  assert_output ""
+}
+
+@test "runtime: mounts of two sessions are refused" {
+  new_session s1
+  new_session s2
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /w1 "$(merged s2)" /w2
+  cp "$BATS_TEST_TMPDIR/b1/config.json" "$BATS_TEST_TMPDIR/orig.json"
+  run rt_create c1 "$BATS_TEST_TMPDIR/b1"
+  assert_failure 1
+  run last_error
+  assert_output --partial "two esbx sessions"
+  cmp "$BATS_TEST_TMPDIR/orig.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  run containers
+  assert_output ""
+}
+
+@test "runtime: errors use runc's text format without --log-format json" {
+  "$RT" --root "$RUNC_ROOT" --log "$LOG" create --bundle "$BATS_TEST_TMPDIR/nope" c1 \
+    </dev/null >/dev/null 2>&1 || true
+  run cat "$LOG"
+  assert_output --regexp '^time="[0-9T:.Z-]+" level=error msg="open bundle `.*nope`: No such file or directory"$'
+}
