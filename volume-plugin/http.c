@@ -257,8 +257,8 @@ esbx_http_start (const char *socket_path, const char *content_type, esbx_http_ha
   srv->data = data;
   srv->daemon = MHD_start_daemon (
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
-      NULL, on_request, srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
+      NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
+      MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300, MHD_OPTION_END);
   if (srv->daemon == NULL)
     {

@@ -1,0 +1,307 @@
+#!/usr/bin/env bats
+# esbxd as a Docker volume plugin: the protocol straight on the socket, then
+# the same through a real dockerd.
+
+load ./docker_helpers.bash
+
+setup_file() {
+  setup_docker_file
+}
+
+setup() {
+  setup_docker
+}
+
+teardown() {
+  teardown_docker
+}
+
+assert_err() {
+  local code=$1 pattern=$2
+  [ "$http_code" = "$code" ] || { echo "HTTP $http_code, wanted $code: $output"; return 1; }
+  local err
+  err=$(json_field Err <<<"$output")
+  [ -n "$err" ] || { echo "empty Err in $output"; return 1; }
+  [[ "$err" == *$pattern* ]] || { echo "Err '$err' does not mention '$pattern'"; return 1; }
+}
+
+@test "plugin: Activate, Capabilities and an empty List" {
+  plugin_call Plugin.Activate
+  assert_equal "$http_code" 200
+  assert_equal "$(json_field Implements <<<"$output")" '["VolumeDriver"]'
+
+  plugin_call VolumeDriver.Capabilities '{}'
+  assert_equal "$(json_field Capabilities.Scope <<<"$output")" local
+
+  plugin_call VolumeDriver.List '{}'
+  assert_equal "$(json_field Volumes <<<"$output")" '[]'
+
+  run curl -s -D - -o /dev/null --unix-socket "$PLUGIN_SOCK" -X POST http://plugin/Plugin.Activate
+  assert_output --partial 'application/vnd.docker.plugins.v1.2+json'
+}
+
+@test "plugin: malformed JSON gets a clear Err and changes nothing" {
+  make_project demo
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": '
+  assert_err 400 "invalid JSON"
+  plugin_call VolumeDriver.Create '["v1"]'
+  assert_err 400 "JSON object"
+  run "$ESBX" session list
+  refute_output --partial v1
+}
+
+@test "plugin: a body over 1 MiB is refused" {
+  head -c $((1024 * 1024 + 10)) /dev/zero | tr '\0' ' ' >"$BATS_TEST_TMPDIR/big"
+  # curl reads the body from the file named after @.
+  plugin_call VolumeDriver.Create "@$BATS_TEST_TMPDIR/big"
+  assert_err 413 "too large"
+
+  # Without Content-Length the limit holds while the body streams in.
+  out=$(curl -s --unix-socket "$PLUGIN_SOCK" -X POST -H 'Transfer-Encoding: chunked' \
+    --data-binary "@$BATS_TEST_TMPDIR/big" -w '\n%{http_code}' http://plugin/VolumeDriver.Create)
+  http_code=${out##*$'\n'} output=${out%$'\n'*}
+  assert_err 413 "too large"
+
+  # The server is still there.
+  plugin_call VolumeDriver.Capabilities '{}'
+  assert_equal "$http_code" 200
+}
+
+@test "plugin: unknown endpoint and wrong method" {
+  plugin_call VolumeDriver.Frobnicate '{}'
+  assert_err 404 "VolumeDriver.Frobnicate"
+  run curl -s --unix-socket "$PLUGIN_SOCK" http://plugin/VolumeDriver.List
+  assert_output --partial '"Err"'
+  assert_output --partial 'POST'
+}
+
+@test "plugin: Create names what is wrong: project, name, option" {
+  make_project demo
+  plugin_call VolumeDriver.Create '{"Name": "v1"}'
+  assert_err 400 "option \`project\` is required"
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {}}'
+  assert_err 400 "project"
+  plugin_call VolumeDriver.Create '{"Name": "-bad/name", "Opts": {"project": "demo"}}'
+  assert_err 400 '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "colour": "red"}}'
+  assert_err 400 "unknown option \`colour\`"
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "network": "bridge"}}'
+  assert_err 400 "network"
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "nope"}}'
+  assert_err 400 "project \`nope\` does not exist"
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "from": "relative/dir"}}'
+  assert_err 400 "absolute"
+
+  run "$ESBX" session list
+  refute_output --partial v1
+  run docker volume create -d "$DRIVER" -o project=demo -o colour=red v1
+  assert_failure
+  assert_output --partial "unknown option \`colour\`"
+}
+
+@test "plugin: Get never invents a volume" {
+  plugin_call VolumeDriver.Get '{"Name": "ghost"}'
+  assert_err 404 "volume \`ghost\` does not exist"
+  plugin_call VolumeDriver.Path '{"Name": "ghost"}'
+  assert_err 404 "does not exist"
+  run docker volume inspect ghost
+  assert_failure
+  assert_output --partial "no such volume"
+}
+
+@test "plugin: Create is idempotent for the same options, an error for others" {
+  make_project demo
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "label.team": "blue"}}'
+  assert_equal "$http_code" 200
+  assert_equal "$(json_field Err <<<"$output")" ""
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"label.team": "blue", "project": "demo"}}'
+  assert_equal "$http_code" 200
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "label.team": "red"}}'
+  assert_err 400 "already exists with other options"
+
+  # dockerd asks Get first and keeps the existing volume.
+  run docker volume create -d "$DRIVER" -o project=demo -o label.team=blue v1
+  assert_success
+  run docker volume ls -q --filter "driver=$DRIVER"
+  assert_output v1
+}
+
+@test "plugin: inspect shows RFC 3339 CreatedAt and the session's status" {
+  make_project demo
+  run docker volume create -d "$DRIVER" -o project=demo -o label.team=blue v1
+  assert_success
+  run docker volume inspect v1
+  assert_success
+  json=$(json_field 0 <<<"$output")
+  [[ "$(json_field CreatedAt <<<"$json")" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2} ]]
+  assert_equal "$(json_field Status.project <<<"$json")" demo
+  head=$(json_field Status.head <<<"$json")
+  [ -n "$head" ]
+  assert_equal "$(json_field Status.base <<<"$json")" "$head"
+  assert_equal "$(json_field Status.changes <<<"$json")" 0
+  assert_equal "$(json_field Status.holder <<<"$json")" ""
+  [ -n "$(json_field Status.upper_size <<<"$json")" ]
+
+  plugin_call VolumeDriver.List '{}'
+  assert_equal "$(json_field Volumes.0.Name <<<"$output")" v1
+}
+
+@test "docker run writes into the session; the project head does not change" {
+  make_project demo
+  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  drun -v s1:/work "$ESBX_TEST_IMAGE" sh -c 'echo x > /work/new && cat /work/README'
+
+  esbx_ok diff s1 --json
+  assert_equal "$(json_field 0.path <<<"$output")" /new
+  assert_equal "$(json_field 0.kind <<<"$output")" added
+  # Nothing was published: a fresh volume of the project starts without it.
+  docker volume create -d "$DRIVER" -o project=demo s2 >/dev/null
+  run drun -v s2:/work "$ESBX_TEST_IMAGE" sh -c 'test ! -e /work/new && cat /work/README'
+  assert_success
+  assert_output hello
+  run find "$ESBX_ROOT/projects/demo" -name new
+  assert_output ""
+  # The last user left: the merged view is unmounted again.
+  run is_mounted s1
+  assert_failure
+}
+
+@test "a session made with the CLI is used by name with --volume-driver" {
+  make_project demo
+  esbx_ok session create demo --name s1
+  drun -v s1:/work "$ESBX_TEST_IMAGE" sh -c 'echo y > /work/fromdocker'
+  esbx_ok diff s1 --json
+  assert_output --partial /fromdocker
+  run docker volume ls -q --filter "driver=$DRIVER"
+  assert_output s1
+}
+
+@test "two volumes are isolated; disjoint publishes land; an overlapping one is rejected" {
+  make_project demo
+  for v in a b c; do docker volume create -d "$DRIVER" -o project=demo "$v" >/dev/null; done
+  drun -v a:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-a > /work/a.txt'
+  drun -v b:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-b > /work/b.txt'
+  drun -v c:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-c > /work/a.txt'
+  run drun -v b:/work "$ESBX_TEST_IMAGE" sh -c 'test ! -e /work/a.txt && cat /work/b.txt'
+  assert_success
+  assert_output from-b
+
+  esbx_ok session list
+  assert_output --partial a
+  assert_output --partial b
+  layers_before=$(wc -l <"$ESBX_ROOT/projects/demo/stack")
+  esbx_ok publish a
+  esbx_ok publish b
+  assert_equal "$(wc -l <"$ESBX_ROOT/projects/demo/stack")" $((layers_before + 2))
+
+  esbx_fails 3 publish c
+  assert_output --partial /a.txt
+  assert_equal "$(wc -l <"$ESBX_ROOT/projects/demo/stack")" $((layers_before + 2))
+  esbx_ok diff c --json
+  assert_output --partial /a.txt
+  run drun -v c:/work "$ESBX_TEST_IMAGE" cat /work/a.txt
+  assert_output from-c
+}
+
+@test "Mount IDs are counted: the volume stays mounted until its last user stops" {
+  make_project demo
+  docker volume create -d "$DRIVER" -o project=demo v >/dev/null
+  dstart one -v v:/work "$ESBX_TEST_IMAGE" sleep 1000
+  dstart two -v v:/work "$ESBX_TEST_IMAGE" sleep 1000
+  is_mounted v
+  mounts() { json_field mounts <"$ESBX_ROOT/plugin/volumes/v.json"; }
+  assert_equal "$(python3 -c 'import json,sys; print(sum(json.load(sys.stdin).values()))' <<<"$(mounts)")" 2
+
+  # docker cp mounts again with an ID that is already mounted.
+  echo copied >"$BATS_TEST_TMPDIR/file"
+  docker cp "$BATS_TEST_TMPDIR/file" "one-$DRIVER:/work/copied"
+  run docker exec "two-$DRIVER" cat /work/copied
+  assert_output copied
+  assert_equal "$(python3 -c 'import json,sys; print(sum(json.load(sys.stdin).values()))' <<<"$(mounts)")" 2
+
+  docker stop -t 0 "one-$DRIVER" >/dev/null
+  is_mounted v
+  run docker exec "two-$DRIVER" cat /work/copied
+  assert_output copied
+  assert_equal "$(python3 -c 'import json,sys; print(sum(json.load(sys.stdin).values()))' <<<"$(mounts)")" 1
+
+  docker stop -t 0 "two-$DRIVER" >/dev/null
+  run is_mounted v
+  assert_failure
+  assert_equal "$(mounts)" '{}'
+
+  docker start "one-$DRIVER" >/dev/null
+  run docker exec "one-$DRIVER" cat /work/copied
+  assert_output copied
+}
+
+@test "docker volume rm discards the session" {
+  make_project demo
+  docker volume create -d "$DRIVER" -o project=demo v >/dev/null
+  drun -v v:/work "$ESBX_TEST_IMAGE" sh -c 'echo x > /work/x'
+  run docker volume rm v
+  assert_success
+  esbx_ok session list
+  refute_output --partial v
+  assert_file_not_exists "$ESBX_ROOT/sessions/v"
+  assert_file_not_exists "$ESBX_ROOT/plugin/volumes/v.json"
+  run docker volume inspect v
+  assert_failure
+}
+
+@test "a volume discarded with the CLI is gone for docker too" {
+  make_project demo
+  docker volume create -d "$DRIVER" -o project=demo v >/dev/null
+  esbx_ok discard v
+  plugin_call VolumeDriver.Get '{"Name": "v"}'
+  assert_err 404 "does not exist"
+  plugin_call VolumeDriver.List '{}'
+  assert_equal "$(json_field Volumes <<<"$output")" '[]'
+  run docker volume rm v
+  assert_success
+}
+
+@test "from=PATH creates the project on first use" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  docker volume create -d "$DRIVER" -o project=fresh -o "from=$BATS_TEST_TMPDIR/src" v1 >/dev/null
+  docker volume create -d "$DRIVER" -o project=fresh -o "from=$BATS_TEST_TMPDIR/src" v2 >/dev/null
+  esbx_ok project list
+  assert_output --partial fresh
+  run drun -v v1:/work "$ESBX_TEST_IMAGE" cat /work/src/main.c
+  assert_output 'int main (void) { return 0; }'
+}
+
+@test "a slow request does not hold up the others" {
+  # A Create whose body is still arriving occupies one connection.
+  (
+    sleep 3
+    echo '{}'
+  ) | curl -s --unix-socket "$PLUGIN_SOCK" -X POST -H 'Transfer-Encoding: chunked' \
+    --data-binary @- http://plugin/VolumeDriver.Create >/dev/null &
+  slow=$!
+  sleep 0.3
+  start=$(date +%s%N)
+  plugin_call VolumeDriver.Capabilities '{}'
+  elapsed=$((($(date +%s%N) - start) / 1000000))
+  wait "$slow" || true
+  assert_equal "$http_code" 200
+  [ "$elapsed" -lt 2000 ] || { echo "Capabilities took ${elapsed}ms"; false; }
+}
+
+@test "esbxd logs one line per request and refuses a second instance" {
+  make_project demo
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo"}}'
+  plugin_call VolumeDriver.Get '{"Name": "nope"}'
+  run cat "$ESBXD_LOG"
+  assert_line --regexp '^esbxd: POST /VolumeDriver.Create volume=v1 status=200 result=ok [0-9.]+ms$'
+  assert_line --regexp '^esbxd: POST /VolumeDriver.Get volume=nope status=404 result=volume `nope` does not exist [0-9.]+ms$'
+
+  run "$ESBXD" --root "$ESBX_ROOT" --plugin-socket "$BATS_TEST_TMPDIR/other.sock"
+  assert_failure
+  assert_output --partial "another esbxd"
+  run "$ESBXD" --root "$BATS_TEST_TMPDIR/other" --plugin-socket "$PLUGIN_SOCK"
+  assert_failure
+  assert_output --partial "in use"
+  run "$ESBXD" --gateway-socket /tmp/x
+  assert_failure
+}

@@ -1,0 +1,119 @@
+# Helpers for the suites that drive a real dockerd (30-plugin, 31-plugin-restart,
+# 32-compose).  Each test gets its own store root, its own esbxd and its own
+# plugin name (dockerd finds NAME at /run/docker/plugins/NAME.sock), so tests
+# never see each other's volumes.  teardown_docker removes every container,
+# volume, esbxd and mount a test made, pass or fail.
+
+load ./helpers.bash
+
+ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
+ESBX_TEST_IMAGE=${ESBX_TEST_IMAGE:-esbx-test:latest}
+export ESBXD ESBX_TEST_IMAGE
+
+# Once per file: dockerd up, test image present.
+setup_docker_file() {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  command -v docker >/dev/null || skip "docker is not installed"
+  "$ESBX_SRC/hack/start-dockerd" >&3 2>&1 || skip "dockerd does not start"
+  "$ESBX_SRC/hack/docker-test-image" "$ESBX_TEST_IMAGE" >/dev/null
+}
+
+setup_docker() {
+  setup_store
+  DRIVER=esbxt$$n${BATS_TEST_NUMBER}
+  PLUGIN_SOCK=/run/docker/plugins/$DRIVER.sock
+  ESBXD_LOG=$BATS_TEST_TMPDIR/esbxd.log
+  ESBXD_PID=
+  export DRIVER PLUGIN_SOCK ESBXD_LOG
+  start_esbxd
+}
+
+start_esbxd() {
+  ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
+    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG")
+}
+
+# SIG defaults to TERM; waits until the process is gone.
+stop_esbxd() {
+  local sig=${1:-TERM}
+  [ -n "${ESBXD_PID:-}" ] || return 0
+  kill -"$sig" "$ESBXD_PID" 2>/dev/null || true
+  local i=0
+  while kill -0 "$ESBXD_PID" 2>/dev/null && [ $i -lt 100 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  ESBXD_PID=
+}
+
+teardown_docker() {
+  local c v
+  if [ -n "${DRIVER:-}" ]; then
+    for c in $(docker ps -aq --filter "label=esbx-test=$DRIVER" 2>/dev/null); do
+      docker rm -f "$c" >/dev/null 2>&1 || true
+    done
+    for v in $(docker volume ls -q --filter "driver=$DRIVER" 2>/dev/null); do
+      docker volume rm -f "$v" >/dev/null 2>&1 || true
+    done
+  fi
+  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${ESBXD_LOG:-}" ]; then
+    echo "--- last lines of the esbxd log"
+    tail -n 30 "$ESBXD_LOG"
+  fi
+  stop_esbxd TERM
+  rm -f "${PLUGIN_SOCK:-/nonexistent}"
+  teardown_store
+}
+
+# `drun ARGS` = docker run --rm with the test label and the test's driver.
+drun() {
+  docker run --rm --label "esbx-test=$DRIVER" --volume-driver "$DRIVER" "$@"
+}
+
+# Start a long-running container: `dstart NAME ARGS...`.
+dstart() {
+  local name=$1
+  shift
+  docker run -d --name "$name-$DRIVER" --label "esbx-test=$DRIVER" --volume-driver "$DRIVER" \
+    "$@" >/dev/null
+}
+
+# POST a body to the plugin socket: `plugin_call ENDPOINT [BODY]`.  Sets
+# $status (curl's), $output (the body) and $http_code.
+plugin_call() {
+  local endpoint=$1 body=${2-}
+  local out
+  out=$(curl -s --unix-socket "$PLUGIN_SOCK" -X POST \
+    -H 'Accept: application/vnd.docker.plugins.v1.2+json' \
+    --data-binary "$body" -w '\n%{http_code}' "http://plugin/$endpoint")
+  status=$?
+  http_code=${out##*$'\n'}
+  output=${out%$'\n'*}
+}
+
+# A JSON field with python3 (available wherever bats runs here):
+# `json_field 'Volume.Status.changes' <<<"$json"`.
+json_field() {
+  python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v.get(k)
+print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v))
+' "$1"
+}
+
+merged_of() {
+  echo "$ESBX_ROOT/sessions/$1/merged"
+}
+
+is_mounted() {
+  mountpoint -q "$(merged_of "$1")"
+}
+
+# A project with a small tree, for volumes to start from.
+make_project() {
+  local name=${1:-demo}
+  make_tree "$BATS_TEST_TMPDIR/tree-$name"
+  esbx_ok project create "$name" --from "$BATS_TEST_TMPDIR/tree-$name"
+}
