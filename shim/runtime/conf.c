@@ -1,7 +1,8 @@
 /* /etc/esbx/runtime.conf: "key=value" lines, '#' comments.
  *
  *   runc=/usr/sbin/runc     the runc to exec ($ESBX_RUNC wins)
- *   root=/var/lib/esbx      the esbx store ($ESBX_ROOT wins)
+ *   root=/var/lib/esbx      an esbx store; repeat for several.  $ESBX_ROOT
+ *                           and /var/lib/esbx are always recognised.
  *
  * dockerd does not hand its environment to the runtime reliably (the
  * containerd shim sits in between), so the file is how a host configures
@@ -65,8 +66,7 @@ runtime_conf_load (struct runtime_conf *conf, esbx_error_t *err)
         }
       else if (strcmp (key, "root") == 0)
         {
-          free (conf->root);
-          conf->root = xstrdup (value);
+          strv_push (&conf->roots, xstrdup (value));
         }
       else
         return esbx_make_error (err, 0, "%s:%u: unknown key `%s`", path, lineno, key);
@@ -78,18 +78,22 @@ void
 runtime_conf_free (struct runtime_conf *conf)
 {
   free (conf->runc);
-  free (conf->root);
-  conf->runc = conf->root = NULL;
+  strv_free (&conf->roots);
+  conf->runc = NULL;
 }
 
-const char *
-runtime_store_root (const struct runtime *rt)
+char **
+runtime_store_roots (const struct runtime *rt)
 {
   const char *env = getenv ("ESBX_ROOT");
+  struct strv roots = { 0 };
+  size_t i;
 
   if (env && *env)
-    return env;
-  if (rt->conf.root && *rt->conf.root)
-    return rt->conf.root;
-  return ESBX_DEFAULT_ROOT;
+    strv_push (&roots, xstrdup (env));
+  for (i = 0; i < rt->conf.roots.n; i++)
+    if (*rt->conf.roots.v[i])
+      strv_push (&roots, xstrdup (rt->conf.roots.v[i]));
+  strv_push (&roots, xstrdup (ESBX_DEFAULT_ROOT));
+  return roots.v;
 }

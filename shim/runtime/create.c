@@ -81,7 +81,7 @@ record_attached (struct runtime *rt, esbx_store_t *store, const char *session, c
 int
 cmd_create (struct runtime *rt, esbx_error_t *err)
 {
-  const char *store_root = runtime_store_root (rt);
+  _cleanup_strv_ char **roots = runtime_store_roots (rt);
   _cleanup_store_ esbx_store_t *store = NULL;
   _cleanup_holder_info_ struct esbx_holder_info info = { 0 };
   _cleanup_json_ json_t *config = NULL;
@@ -90,7 +90,8 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
   _cleanup_close_ int bundlefd = -1;
   char bundle_real[PATH_MAX];
   struct verb_args args;
-  const char *bundle;
+  const char *bundle, *store_root;
+  size_t root = 0;
 
   runtime_parse_verb (rt->argc - rt->verb - 1, rt->argv + rt->verb + 1, &args);
   bundle = args.bundle && *args.bundle ? args.bundle : ".";
@@ -100,10 +101,11 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
   config = json_parse_file_at (bundlefd, "config.json", err);
   if (config == NULL)
     return esbx_error_wrap (err, "bundle `%s`", bundle);
-  if (spec_find_session (config, store_root, &session, err) < 0)
+  if (spec_find_session (config, roots, &session, &root, err) < 0)
     return esbx_error_wrap (err, "bundle `%s`", bundle);
   if (session == NULL)
     return runtime_exec_runc (rt, err);
+  store_root = roots[root];
 
   if (esbx_store_open (store_root, &store, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`", session);

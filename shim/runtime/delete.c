@@ -9,23 +9,25 @@
 int
 cmd_delete (struct runtime *rt, esbx_error_t *err)
 {
-  const char *store_root = runtime_store_root (rt);
+  _cleanup_strv_ char **roots = runtime_store_roots (rt);
   _cleanup_store_ esbx_store_t *store = NULL;
   _cleanup_free_ char *session = NULL;
   esbx_error_t e = NULL;
   struct verb_args args;
   json_t *fields;
+  size_t i;
 
   runtime_parse_verb (rt->argc - rt->verb - 1, rt->argv + rt->verb + 1, &args);
   /* The event precedes runc's delete: afterwards we are runc.  If runc
      then refuses (a running container without --force), the event is
      early; Docker only deletes stopped containers or with --force.  */
-  session = runtime_map_take (store_root, args.id);
+  for (i = 0; roots[i] && session == NULL; i++)
+    session = runtime_map_take (roots[i], args.id);
   if (session == NULL)
     return runtime_exec_runc (rt, err);
   fields = json_new (JSON_OBJECT);
   json_set_string (fields, "container", args.id);
-  if (esbx_store_open (store_root, &store, &e) < 0
+  if (esbx_store_open (roots[i - 1], &store, &e) < 0
       || esbx_event_append (store, session, "container-detached", fields, &e) < 0)
     {
       _cleanup_free_ char *msg = xasprintf ("session `%s`: %s", session, e->msg);

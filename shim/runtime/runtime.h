@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "json.h"
+#include "utils.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -21,8 +22,8 @@
 
 struct runtime_conf
 {
-  char *runc; /* runc=PATH */
-  char *root; /* root=PATH: the esbx store */
+  char *runc;        /* runc=PATH */
+  struct strv roots; /* root=PATH lines: esbx stores */
 };
 
 struct runtime
@@ -53,15 +54,15 @@ void runtime_parse_verb (int argc, char **argv, struct verb_args *out);
 /* conf.c */
 int runtime_conf_load (struct runtime_conf *conf, esbx_error_t *err);
 void runtime_conf_free (struct runtime_conf *conf);
-/* The esbx store root: $ESBX_ROOT, then root= of the config, then the
-   default.  */
-const char *runtime_store_root (const struct runtime *rt);
+/* The esbx stores whose sessions the runtime recognises, NULL-terminated:
+   $ESBX_ROOT, every root= of the config, and the default.  */
+char **runtime_store_roots (const struct runtime *rt);
 
 /* spec.c: the config.json rewrite.  Finds the one session whose merged
-   directory (under STORE_ROOT) is the source of a bind mount: *session is
-   NULL when there is none; an error when there are several, or when a mount
-   names a session that no longer exists.  */
-int spec_find_session (const json_t *config, const char *store_root, char **session,
+   directory (under one of ROOTS, index in *root) is the source of a bind
+   mount: *session is NULL when there is none; an error when there are
+   several, or when a mount names a session that no longer exists.  */
+int spec_find_session (const json_t *config, char *const *roots, char **session, size_t *root,
                        esbx_error_t *err);
 /* Join the holder PID's pid/net/uts/ipc namespaces, drop what conflicts with
    that, set the cgroup path (unless NULL) and the session annotation.  */

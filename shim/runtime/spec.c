@@ -54,20 +54,27 @@ session_of (const char *path, const char *root)
   return xstrndup (s, (size_t)(end - s));
 }
 
-static int
-add_session (char **found, char *session, esbx_error_t *err)
+struct found
 {
-  if (*found == NULL)
+  char *session;
+  size_t root; /* index in the list of roots */
+};
+
+static int
+add_session (struct found *found, char *session, size_t root, esbx_error_t *err)
+{
+  if (found->session == NULL)
     {
-      *found = session;
+      found->session = session;
+      found->root = root;
       return 0;
     }
-  if (strcmp (*found, session) != 0)
+  if (strcmp (found->session, session) != 0 || found->root != root)
     {
       esbx_make_error (err, 0,
                        "the container mounts two esbx sessions, `%s` and `%s`: a container "
                        "joins one session's holder",
-                       *found, session);
+                       found->session, session);
       free (session);
       return -1;
     }
@@ -75,14 +82,66 @@ add_session (char **found, char *session, esbx_error_t *err)
   return 0;
 }
 
+/* The session of a mount source under any of ROOTS (REAL: their realpaths,
+   NULL where missing); *root receives the index.  A source that no longer
+   exists but has the shape of a session's merged directory is an error.  */
+static int
+mount_session (const char *source, char *const *roots, char *const *real_roots, char **session,
+               size_t *root, esbx_error_t *err)
+{
+  char real[PATH_MAX];
+  size_t i;
+
+  *session = NULL;
+  if (realpath (source, real) == NULL)
+    {
+      int saved = errno;
+
+      /* A vanished merged directory means the session was discarded after
+         Docker resolved the volume: say so rather than let runc report a
+         bare ENOENT.  */
+      for (i = 0; roots[i]; i++)
+        {
+          _cleanup_free_ char *s = session_of (source, roots[i]);
+          if (s == NULL && real_roots[i])
+            s = session_of (source, real_roots[i]);
+          if (s)
+            return esbx_make_error (
+                err, saved, "esbx session `%s` is gone (discarded?): mount `%s`", s, source);
+        }
+      return 0;
+    }
+  for (i = 0; roots[i]; i++)
+    {
+      char *s;
+
+      if (real_roots[i] == NULL)
+        continue;
+      s = session_of (real, real_roots[i]);
+      if (s == NULL)
+        continue;
+      if (!esbx_name_valid (s))
+        {
+          free (s);
+          continue;
+        }
+      *session = s;
+      *root = i;
+      return 0;
+    }
+  return 0;
+}
+
 int
-spec_find_session (const json_t *config, const char *store_root, char **session, esbx_error_t *err)
+spec_find_session (const json_t *config, char *const *roots, char **session, size_t *root,
+                   esbx_error_t *err)
 {
   const json_t *mounts = json_get (config, "mounts");
-  _cleanup_free_ char *found = NULL;
-  char root_real[PATH_MAX];
-  bool have_root;
-  size_t i;
+  /* Has holes (roots that do not exist): not a NULL-terminated vector.  */
+  _cleanup_free_ char **real_roots = NULL;
+  struct found found = { NULL, 0 };
+  size_t i, n = strv_len (roots);
+  int ret = 0;
 
   *session = NULL;
   if (config->type != JSON_OBJECT)
@@ -91,48 +150,31 @@ spec_find_session (const json_t *config, const char *store_root, char **session,
     return 0;
   if (mounts->type != JSON_ARRAY)
     return esbx_make_error (err, 0, "config.json: `mounts` is not an array");
-  have_root = realpath (store_root, root_real) != NULL;
-  for (i = 0; i < mounts->n; i++)
+  real_roots = xmalloc0 ((n + 1) * sizeof (char *));
+  for (i = 0; i < n; i++)
+    real_roots[i] = realpath (roots[i], NULL);
+  for (i = 0; i < mounts->n && ret == 0; i++)
     {
       const json_t *m = mounts->items[i];
       const char *source = json_get_string (m, "source");
-      char real[PATH_MAX];
       char *s;
+      size_t r;
 
       if (source == NULL || source[0] != '/' || !is_bind (m))
         continue;
-      if (realpath (source, real) == NULL)
-        {
-          /* A vanished merged directory means the session was discarded
-             after Docker resolved the volume: say so rather than let runc
-             report a bare ENOENT.  */
-          s = session_of (source, store_root);
-          if (s == NULL && have_root)
-            s = session_of (source, root_real);
-          if (s != NULL)
-            {
-              int saved = errno;
-              esbx_make_error (err, saved, "esbx session `%s` is gone (discarded?): mount `%s`", s,
-                               source);
-              free (s);
-              return -1;
-            }
-          continue;
-        }
-      if (!have_root)
-        continue;
-      s = session_of (real, root_real);
-      if (s == NULL)
-        continue;
-      if (!esbx_name_valid (s))
-        {
-          free (s);
-          continue;
-        }
-      if (add_session (&found, s, err) < 0)
-        return -1;
+      ret = mount_session (source, roots, real_roots, &s, &r, err);
+      if (ret == 0 && s)
+        ret = add_session (&found, s, r, err);
     }
-  *session = steal_pointer (&found);
+  for (i = 0; i < n; i++)
+    free (real_roots[i]);
+  if (ret < 0)
+    {
+      free (found.session);
+      return -1;
+    }
+  *session = found.session;
+  *root = found.root;
   return 0;
 }
 

@@ -1,0 +1,250 @@
+#!/usr/bin/env bats
+# esbx-runtime under dockerd: `docker run --runtime esbx -v S:/work` puts the
+# container into the session's holder.  The runtime is registered in
+# /etc/docker/daemon.json for this file only (the original content comes
+# back at the end); each test adds its store root to /etc/esbx/runtime.conf
+# and takes it out again.
+
+load docker_helpers
+
+RT=${ESBX_RUNTIME:-$ESBX_BUILD/shim/esbx-runtime}
+DAEMON_JSON=/etc/docker/daemon.json
+RUNTIME_CONF=/etc/esbx/runtime.conf
+LOCK=/run/esbx-runtime-test.lock
+
+dockerd_pid() {
+  pidof dockerd | awk '{print $1}'
+}
+
+# Reload dockerd's configuration and wait until it knows runtime esbx (or,
+# with "gone", no longer knows it).
+reload_dockerd() {
+  local want=$1 i
+  kill -HUP "$(dockerd_pid)"
+  for i in $(seq 100); do
+    if docker info --format '{{json .Runtimes}}' | jq -e 'has("esbx")' >/dev/null; then
+      [ "$want" = present ] && return 0
+    else
+      [ "$want" = gone ] && return 0
+    fi
+    sleep 0.1
+  done
+  echo "dockerd did not reload $DAEMON_JSON" >&2
+  return 1
+}
+
+register_runtime() {
+  (
+    flock 9
+    if [ -f "$DAEMON_JSON" ]; then
+      cp -p "$DAEMON_JSON" "$BATS_FILE_TMPDIR/daemon.json.orig"
+    fi
+    local cur='{}'
+    [ -s "$DAEMON_JSON" ] && cur=$(cat "$DAEMON_JSON")
+    jq --arg p "$RT" '.runtimes.esbx = {"path": $p}' <<<"$cur" >"$DAEMON_JSON.new"
+    mv "$DAEMON_JSON.new" "$DAEMON_JSON"
+    cp "$DAEMON_JSON" "$BATS_FILE_TMPDIR/daemon.json.ours"
+  ) 9>"$LOCK"
+  reload_dockerd present
+}
+
+# The original file when nobody changed it since; otherwise only our entry
+# comes out, so that a concurrent suite keeps its own changes.
+unregister_runtime() {
+  (
+    flock 9
+    if cmp -s "$DAEMON_JSON" "$BATS_FILE_TMPDIR/daemon.json.ours"; then
+      if [ -f "$BATS_FILE_TMPDIR/daemon.json.orig" ]; then
+        cp -p "$BATS_FILE_TMPDIR/daemon.json.orig" "$DAEMON_JSON"
+      else
+        rm -f "$DAEMON_JSON"
+      fi
+    elif [ -f "$DAEMON_JSON" ]; then
+      jq 'del(.runtimes.esbx) | if .runtimes == {} then del(.runtimes) else . end' \
+        "$DAEMON_JSON" >"$DAEMON_JSON.new" && mv "$DAEMON_JSON.new" "$DAEMON_JSON"
+    fi
+  ) 9>"$LOCK"
+  if [ -f "$BATS_FILE_TMPDIR/daemon.json.orig" ] &&
+    jq -e '.runtimes.esbx' "$BATS_FILE_TMPDIR/daemon.json.orig" >/dev/null; then
+    kill -HUP "$(dockerd_pid)"
+  else
+    reload_dockerd gone
+  fi
+}
+
+conf_add_root() {
+  (
+    flock 9
+    mkdir -p "$(dirname "$RUNTIME_CONF")"
+    printf 'root=%s\n' "$ESBX_ROOT" >>"$RUNTIME_CONF"
+  ) 9>"$LOCK"
+}
+
+conf_remove_root() {
+  [ -n "${ESBX_ROOT:-}" ] && [ -f "$RUNTIME_CONF" ] || return 0
+  (
+    flock 9
+    grep -vxF "root=$ESBX_ROOT" "$RUNTIME_CONF" >"$RUNTIME_CONF.new" || true
+    if [ -s "$RUNTIME_CONF.new" ]; then
+      mv "$RUNTIME_CONF.new" "$RUNTIME_CONF"
+    else
+      # The file (and /etc/esbx) existed only for this test.
+      rm -f "$RUNTIME_CONF.new" "$RUNTIME_CONF"
+      rmdir "$(dirname "$RUNTIME_CONF")" 2>/dev/null || true
+    fi
+  ) 9>"$LOCK"
+}
+
+setup_file() {
+  [ -x "$RT" ] || skip "esbx-runtime is not built at $RT"
+  setup_docker_file
+  register_runtime
+}
+
+teardown_file() {
+  unregister_runtime
+}
+
+setup() {
+  setup_docker
+  conf_add_root
+  make_project demo
+}
+
+teardown() {
+  # Containers first: their cgroups sit under the session's.
+  teardown_docker_containers
+  conf_remove_root
+  teardown_docker
+}
+
+teardown_docker_containers() {
+  local c
+  for c in $(docker ps -aq --filter "label=esbx-test=${DRIVER:-none}" 2>/dev/null); do
+    docker rm -f "$c" >/dev/null 2>&1 || true
+  done
+}
+
+holder_pid() {
+  jq -r .pid "$ESBX_ROOT/sessions/$1/holder.json"
+}
+
+@test "runtime/docker: containers of one session share processes, hostname and files" {
+  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 300
+  dstart a2 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 301
+
+  run docker exec "a1-$DRIVER" ps -o args
+  assert_success
+  assert_output --partial "sleep 300"
+  assert_output --partial "sleep 301"
+  run docker exec "a2-$DRIVER" hostname
+  assert_output s1
+  run docker exec "a1-$DRIVER" cat /work/README
+  assert_output hello
+  docker exec "a1-$DRIVER" sh -c 'echo private > /work/new'
+  run docker exec "a2-$DRIVER" cat /work/new
+  assert_output private
+  # The session's own view: esbx exec runs in the holder's namespaces.
+  run "$ESBX" exec s1 -- ps -o args
+  assert_success
+  assert_output --partial "sleep 300"
+  assert_output --partial "sleep 301"
+  # Both attachments are in the session's event log.
+  run grep -c '"container-attached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output 2
+}
+
+@test "runtime/docker: the session account holds the containers' processes" {
+  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" \
+    sh -c 'head -c 20000000 /dev/zero > /dev/shm/fill; sleep 300'
+  sleep 1
+  run "$ESBX" session inspect s1 --json
+  assert_success
+  local mem
+  mem=$(jq -r '.. | objects | select(has("memory")) | .memory | numbers' <<<"$output" | head -1)
+  [ -n "$mem" ] && [ "$mem" -gt 10000000 ] || {
+    echo "session inspect: $output" >&2
+    false
+  }
+}
+
+@test "runtime/docker: docker stop and rm leave the holder; volume rm ends it" {
+  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sh -c 'sleep 1234 & exec sleep 300'
+  local pid
+  pid=$(holder_pid s1)
+  kill -0 "$pid"
+  docker stop -t 1 "a1-$DRIVER" >/dev/null
+  docker rm "a1-$DRIVER" >/dev/null
+  kill -0 "$pid"
+  run grep -c '"container-detached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output 1
+  # A later container still finds the same holder.
+  dstart a2 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 301
+  assert_equal "$(holder_pid s1)" "$pid"
+  docker rm -f "a2-$DRIVER" >/dev/null
+  docker volume rm s1 >/dev/null
+  local i
+  for i in $(seq 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  run kill -0 "$pid"
+  assert_failure
+}
+
+@test "runtime/docker: esbx discard ends the containers of the session" {
+  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 300
+  local pid
+  pid=$(holder_pid s1)
+  esbx_ok discard s1
+  run kill -0 "$pid"
+  assert_failure
+  local i
+  for i in $(seq 50); do
+    [ "$(docker inspect -f '{{.State.Running}}' "a1-$DRIVER")" = false ] && break
+    sleep 0.1
+  done
+  run docker inspect -f '{{.State.Running}}' "a1-$DRIVER"
+  assert_output false
+}
+
+@test "runtime/docker: a container without esbx volumes runs as with runc" {
+  run docker run --rm --label "esbx-test=$DRIVER" --runtime esbx --hostname plain \
+    "$ESBX_TEST_IMAGE" hostname
+  assert_success
+  assert_output plain
+}
+
+@test "runtime/docker: two sessions in one container fail with the cause, no container" {
+  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  docker volume create -d "$DRIVER" -o project=demo s2 >/dev/null
+  run drun --runtime esbx -v s1:/a -v s2:/b "$ESBX_TEST_IMAGE" true
+  assert_failure
+  assert_output --partial "two esbx sessions"
+  run docker ps -aq --filter "label=esbx-test=$DRIVER"
+  assert_output ""
+  # Neither session got a holder from the failed create.
+  [ ! -s "$ESBX_ROOT/sessions/s1/holder.json" ] || ! kill -0 "$(holder_pid s1)" 2>/dev/null
+}
+
+@test "runtime/docker: a session discarded behind Docker's back fails at create" {
+  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  local merged
+  merged=$(merged_of s1)
+  esbx_ok discard s1
+  mkdir -p "$BATS_TEST_TMPDIR/m"
+  # Docker checks that a bind source exists: give it one that is the
+  # discarded session's path again, but no session.
+  mkdir -p "$merged"
+  run docker run --rm --label "esbx-test=$DRIVER" --runtime esbx -v "$merged:/work" \
+    "$ESBX_TEST_IMAGE" true
+  assert_failure
+  assert_output --partial "esbx session \`s1\`"
+  assert_output --partial "discarded"
+  run docker ps -aq --filter "label=esbx-test=$DRIVER"
+  assert_output ""
+}
