@@ -25,7 +25,7 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       if (c == 'p')
         patch = true;
       else if (c != 'J')
-        return cli_usage (err, "diff: unknown option");
+        return cli_usage (err, "diff: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
     return cli_usage (err, "diff: expected a session name");

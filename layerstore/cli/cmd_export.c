@@ -34,7 +34,7 @@ cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       case 'J':
         break;
       default:
-        return cli_usage (err, "export: unknown option");
+        return cli_usage (err, "export: unknown option `%s`", argv[optind - 1]);
       }
   if (optind + 1 != argc || file == NULL)
     return cli_usage (err, "export: expected a session or PROJECT[@LAYER] and -o FILE");

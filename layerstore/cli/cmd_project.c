@@ -21,7 +21,7 @@ project_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       if (c == 'f')
         from = optarg;
       else if (c != 'J')
-        return cli_usage (err, "project create: unknown option");
+        return cli_usage (err, "project create: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
     return cli_usage (err, "project create: expected NAME");

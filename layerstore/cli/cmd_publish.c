@@ -50,7 +50,7 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       else if (c == 'd')
         discard = true;
       else if (c != 'J')
-        return cli_usage (err, "publish: unknown option");
+        return cli_usage (err, "publish: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
     return cli_usage (err, "publish: expected a session name");

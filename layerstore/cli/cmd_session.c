@@ -59,7 +59,7 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       case 'J':
         break;
       default:
-        cli_usage (err, "session create: unknown option");
+        cli_usage (err, "session create: unknown option `%s`", argv[optind - 1]);
         goto out;
       }
   if (optind + 1 != argc)
@@ -145,7 +145,7 @@ session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       if (c == 'p')
         project = optarg;
       else if (c != 'J')
-        return cli_usage (err, "session list: unknown option");
+        return cli_usage (err, "session list: unknown option `%s`", argv[optind - 1]);
     }
   if (optind != argc)
     return cli_usage (err, "session list: unexpected argument `%s`", argv[optind]);

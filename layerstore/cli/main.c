@@ -125,6 +125,7 @@ main (int argc, char **argv)
           if (strcmp (argv[k], "--json") == 0)
             cli.json = true;
         }
+      opterr = 0; /* verbs report bad options themselves, on one line */
       optind = 0; /* glibc: full re-initialisation for each verb */
       ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
       if (ret < 0)

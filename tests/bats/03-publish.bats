@@ -1,0 +1,171 @@
+#!/usr/bin/env bats
+# Conflict-aware publish and rebase.
+
+load helpers
+
+setup() {
+  setup_store
+  make_tree "$BATS_TEST_TMPDIR/src"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+}
+teardown() { teardown_store; }
+
+path_of() { "$ESBX" session path "$1"; }
+head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
+
+@test "publish makes exactly one layer with provenance and prints its id" {
+  esbx_ok session create p --name s1 --label agent=a1
+  echo new >"$(path_of s1)/new"
+  esbx_ok publish s1 -m "add new"
+  id=$output
+  [[ "$id" =~ ^[0-9a-f]{16}$ ]]
+  [ "$(head_of)" = "$id" ]
+  [ "$(wc -l <"$ESBX_ROOT/projects/p/stack")" -eq 2 ]
+  jq -e '.session == "s1" and .labels.agent == "a1" and .message == "add new" and (.changes | length) == 1' \
+    "$ESBX_ROOT/projects/p/layers/$id/record.json"
+  esbx_ok session create p --name s2
+  assert_file_exists "$(path_of s2)/new"
+  esbx_ok fsck p
+}
+
+@test "disjoint sessions both land; an overlapping one is rejected with exit 3 and keeps its changes" {
+  for s in a b c; do esbx_ok session create p --name $s; done
+  echo a >"$(path_of a)/a.txt"
+  echo b >"$(path_of b)/b.txt"
+  echo c >>"$(path_of c)/README"
+  echo a2 >>"$(path_of a)/README"
+  esbx_ok publish a
+  la=$output
+  esbx_ok publish b
+  esbx_fails 3 publish c
+  assert_output --partial "conflict: /README (layer $la, session a)"
+  esbx_fails 3 --json publish c
+  echo "$output" | grep -v '^esbx:' | jq -e ".conflicts[0] | .path == \"/README\" and .layer == \"$la\" and .session == \"a\""
+  [ "$(wc -l <"$ESBX_ROOT/projects/p/stack")" -eq 3 ]
+  esbx_ok diff c
+  assert_output "M /README"
+}
+
+@test "identical changes on both sides are not conflicts" {
+  esbx_ok session create p --name a
+  esbx_ok session create p --name b
+  echo same >"$(path_of a)/same"
+  echo same >"$(path_of b)/same"
+  esbx_ok publish a
+  esbx_ok publish b
+}
+
+@test "deleting a directory conflicts with changes beneath it, both ways" {
+  esbx_ok session create p --name del
+  esbx_ok session create p --name edit
+  esbx_ok session create p --name del2
+  rm -rf "$(path_of del)/docs"
+  echo edit >>"$(path_of edit)/docs/guide.txt"
+  esbx_ok publish edit
+  esbx_fails 3 publish del
+  assert_output --partial "/docs"
+  echo x >"$(path_of del2)/src/added.c"
+  rm -rf "$(path_of del2)/src/main.c"
+  esbx_ok session create p --name rmsrc
+  rm -rf "$(path_of rmsrc)/src"
+  esbx_ok publish rmsrc
+  esbx_fails 3 publish del2
+  assert_output --partial "/src/added.c"
+}
+
+@test "a second publish from one session carries only what changed since the first" {
+  esbx_ok session create p --name s1
+  echo one >"$(path_of s1)/one"
+  esbx_ok publish s1
+  first=$output
+  echo two >"$(path_of s1)/two"
+  esbx_ok publish s1
+  second=$output
+  jq -e '(.changes | map(.path)) == ["/two"]' "$ESBX_ROOT/projects/p/layers/$second/record.json"
+  jq -e ".parent == \"$first\"" "$ESBX_ROOT/projects/p/layers/$second/record.json"
+  run "$ESBX" publish s1
+  assert_success
+  assert_output --partial "nothing to publish"
+}
+
+@test "a second publish after others landed checks only against them" {
+  esbx_ok session create p --name s1
+  esbx_ok session create p --name s2
+  echo one >"$(path_of s1)/one"
+  esbx_ok publish s1
+  echo other >"$(path_of s2)/other"
+  esbx_ok publish s2
+  echo more >>"$(path_of s1)/one"
+  esbx_ok publish s1
+  esbx_ok session create p --name check
+  run cat "$(path_of check)/one"
+  assert_output "one
+more"
+  assert_file_exists "$(path_of check)/other"
+}
+
+@test "rebase moves the base to the head, or reports conflicts with exit 3" {
+  esbx_ok session create p --name a
+  esbx_ok session create p --name b
+  echo a >"$(path_of a)/a"
+  echo same >"$(path_of b)/b"
+  esbx_ok publish a
+  assert_file_not_exists "$(path_of b)/a"
+  esbx_ok rebase b
+  [ "$output" = "$(head_of)" ]
+  assert_file_exists "$(path_of b)/a"
+  esbx_ok diff b
+  assert_output "A /b"
+  echo conflict >"$(path_of b)/a"
+  esbx_ok session create p --name c
+  echo c >"$(path_of c)/a"
+  esbx_ok publish c
+  esbx_fails 3 rebase b
+  assert_output --partial "/a"
+}
+
+@test "rebase drops stale identical copy-ups so upstream changes show through" {
+  esbx_ok session create p --name a
+  esbx_ok session create p --name b
+  chmod 600 "$(path_of b)/README" && chmod 644 "$(path_of b)/README"
+  echo upstream >>"$(path_of a)/README"
+  esbx_ok publish a
+  esbx_ok rebase b
+  run tail -n1 "$(path_of b)/README"
+  assert_output "upstream"
+}
+
+@test "publish --discard ends the session" {
+  esbx_ok session create p --name s1
+  echo x >"$(path_of s1)/x"
+  esbx_ok publish s1 --discard
+  assert_dir_not_exists "$ESBX_ROOT/sessions/s1"
+}
+
+@test "blame names the layer, session, labels, message and time that last changed a path" {
+  esbx_ok session create p --name s1 --label agent=alpha
+  echo x >>"$(path_of s1)/README"
+  esbx_ok publish s1 -m "touch readme"
+  id=$output
+  esbx_ok blame p /README
+  assert_line "layer:   $id (1)"
+  assert_line "session: s1"
+  assert_line "labels:  agent=alpha"
+  assert_line "message: touch readme"
+  esbx_ok --json blame p src/main.c
+  echo "$output" | jq -e '.index == 0'
+  esbx_fails 1 blame p /nope
+}
+
+@test "concurrent publishers from separate processes: every disjoint change lands once" {
+  for i in $(seq 1 8); do
+    esbx_ok session create p --name w$i
+    echo $i >"$(path_of w$i)/file$i"
+  done
+  for i in $(seq 1 8); do "$ESBX" publish w$i >"$BATS_TEST_TMPDIR/out$i" 2>&1 & done
+  wait
+  [ "$(wc -l <"$ESBX_ROOT/projects/p/stack")" -eq 9 ]
+  esbx_ok session create p --name check
+  for i in $(seq 1 8); do [ "$(cat "$(path_of check)/file$i")" = "$i" ]; done
+  esbx_ok fsck p
+}
