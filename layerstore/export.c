@@ -1,0 +1,611 @@
+/* liblayerstore: export a session or a project layer as a tar of the whole
+ * tree or as an OCI layer (the change set, with whiteouts).
+ *
+ * Sources:
+ *   tar, session          the session's mounted merged view
+ *   tar, PROJECT@LAYER    the layers up to LAYER read in userspace through
+ *                         esbx_stack (lookup.c) rather than a temporary
+ *                         overlay mount: nothing to unmount or leak when the
+ *                         export fails or the process dies, and overlayfs's
+ *                         "two lowers at least without an upper" rule does not
+ *                         apply to one-layer projects
+ *   oci-layer, session    esbx_session_changes, content from the upper dir
+ *   oci-layer, LAYER      the layer's own diff directory, converted: char
+ *                         device 0/0 -> `.wh.NAME`, opaque directory ->
+ *                         `.wh..wh..opq`
+ *
+ * Session content is untrusted: every walk goes by directory fd with
+ * O_NOFOLLOW (or esbx_open_beneath), symlinks are stored as symlinks, device
+ * nodes are refused, sockets skipped with a warning, setuid/setgid bits
+ * stripped with a warning.  Extended attributes are not exported: the
+ * trusted.overlay.* ones are overlayfs bookkeeping, not content.  Hard links
+ * are stored as separate files.
+ *
+ * Output is deterministic: entries in sorted order with parents first,
+ * numeric owners only, no atime/ctime, whiteouts with mtime 0.  A file that
+ * changes size while a live session is exported keeps the size it had when
+ * opened (truncated or padded with zeros), so the archive stays well formed.
+ *
+ * FILE is written as a temp file next to it and renamed into place; "-"
+ * streams to stdout.  */
+#include "fs.h"
+#include "internal.h"
+#include "layerstore.h"
+#include "log.h"
+#include "path.h"
+#include "text.h"
+#include "utils.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <locale.h>
+#include <search.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define COPY_BUF        (64 * 1024)
+#define WHITEOUT_PREFIX ".wh."
+#define OPAQUE_MARKER   ".wh..wh..opq"
+
+struct exporter
+{
+  struct archive *a;
+  void *emitted; /* tsearch tree of paths already written (oci-layer) */
+  char *buf;
+};
+
+static int
+cmp_strp (const void *a, const void *b)
+{
+  return strcmp (*(char *const *)a, *(char *const *)b);
+}
+
+static int
+cmp_str (const void *a, const void *b)
+{
+  return strcmp (a, b);
+}
+
+static bool
+emitted (struct exporter *ex, const char *rel)
+{
+  return tfind (rel, &ex->emitted, cmp_str) != NULL;
+}
+
+static void
+mark (struct exporter *ex, const char *rel)
+{
+  char *copy = xstrdup (rel);
+
+  if (*(char **)tsearch (copy, &ex->emitted, cmp_str) != copy)
+    free (copy);
+}
+
+static void
+set_path (struct archive_entry *e, const char *rel, bool dir)
+{
+  _cleanup_free_ char *p = dir ? xasprintf ("%s/", rel) : xstrdup (rel);
+
+  /* Through the UTF-8 setter so that pax records the name as is, whatever
+     the process locale; other bytes go in raw (pax hdrcharset=BINARY).  */
+  if (esbx_utf8_valid (p, strlen (p)))
+    archive_entry_set_pathname_utf8 (e, p);
+  else
+    archive_entry_set_pathname (e, p);
+}
+
+static int
+write_header (struct exporter *ex, struct archive_entry *e, const char *rel, esbx_error_t *err)
+{
+  _cleanup_free_ char *shown = NULL;
+
+  if (archive_write_header (ex->a, e) >= ARCHIVE_WARN)
+    return 0;
+  shown = esbx_quote_path (rel);
+  return esbx_make_error (err, archive_errno (ex->a), "write `/%s`: %s", shown,
+                          archive_error_string (ex->a));
+}
+
+static int
+write_file_data (struct exporter *ex, int fd, int64_t size, const char *rel, esbx_error_t *err)
+{
+  int64_t done = 0;
+  ssize_t n;
+
+  while (done < size)
+    {
+      size_t want = (size_t)(size - done < COPY_BUF ? size - done : COPY_BUF);
+
+      n = TEMP_FAILURE_RETRY (read (fd, ex->buf, want));
+      if (n < 0)
+        return esbx_make_error (err, errno, "read `/%s`", rel);
+      if (n == 0)
+        {
+          /* Shrunk since the header: pad to the size announced.  */
+          memset (ex->buf, 0, want);
+          n = (ssize_t)want;
+        }
+      if (archive_write_data (ex->a, ex->buf, (size_t)n) < 0)
+        return esbx_make_error (err, archive_errno (ex->a), "write `/%s`: %s", rel,
+                                archive_error_string (ex->a));
+      done += n;
+    }
+  return 0;
+}
+
+/* Write the object NAME of directory DFD as archive path REL.  Returns 1 when
+   written, 0 when skipped (a socket).  */
+static int
+emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, esbx_error_t *err)
+{
+  _cleanup_free_ char *shown = esbx_quote_path (rel);
+  _cleanup_close_ int fd = -1;
+  struct archive_entry *e = NULL;
+  char target[4097];
+  struct stat st;
+  mode_t mode;
+  ssize_t n;
+  int ret = -1;
+
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return esbx_make_error (err, errno, "stat `/%s`", shown);
+  if (S_ISSOCK (st.st_mode))
+    {
+      esbx_warn ("export: `/%s` is a socket: skipped", shown);
+      return 0;
+    }
+  if (S_ISREG (st.st_mode))
+    {
+      /* The size and mode come from the opened file, which is what is
+         copied.  */
+      fd = TEMP_FAILURE_RETRY (openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      if (fd < 0 || fstat (fd, &st) < 0)
+        return esbx_make_error (err, errno, "open `/%s`", shown);
+      if (!S_ISREG (st.st_mode))
+        return esbx_make_error (err, 0, "`/%s` changed type while exporting", shown);
+    }
+  else if (!S_ISDIR (st.st_mode) && !S_ISLNK (st.st_mode) && !S_ISFIFO (st.st_mode))
+    return esbx_make_error (err, 0, "`/%s` is a device node: refused", shown);
+
+  mode = st.st_mode & 07777;
+  if (!S_ISLNK (st.st_mode) && (mode & (S_ISUID | S_ISGID)))
+    {
+      esbx_warn ("export: stripped setuid/setgid bits from `/%s`", shown);
+      mode &= ~(mode_t)(S_ISUID | S_ISGID);
+    }
+
+  e = archive_entry_new ();
+  set_path (e, rel, S_ISDIR (st.st_mode));
+  archive_entry_set_filetype (e, st.st_mode & S_IFMT);
+  archive_entry_set_perm (e, mode);
+  archive_entry_set_uid (e, st.st_uid);
+  archive_entry_set_gid (e, st.st_gid);
+  archive_entry_set_mtime (e, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  if (S_ISREG (st.st_mode))
+    archive_entry_set_size (e, st.st_size);
+  if (S_ISLNK (st.st_mode))
+    {
+      n = readlinkat (dfd, name, target, sizeof target - 1);
+      if (n < 0)
+        {
+          esbx_make_error (err, errno, "readlink `/%s`", shown);
+          goto out;
+        }
+      target[n] = '\0';
+      if (esbx_utf8_valid (target, (size_t)n))
+        archive_entry_set_symlink_utf8 (e, target);
+      else
+        archive_entry_set_symlink (e, target);
+    }
+  if (write_header (ex, e, rel, err) < 0)
+    goto out;
+  if (S_ISREG (st.st_mode) && write_file_data (ex, fd, st.st_size, shown, err) < 0)
+    goto out;
+  ret = 1;
+
+out:
+  archive_entry_free (e);
+  return ret;
+}
+
+/* An empty regular file standing for a whiteout or an opaque marker.  */
+static int
+emit_marker (struct exporter *ex, const char *dir, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *rel = dir[0] ? xasprintf ("%s/%s", dir, name) : xstrdup (name);
+  struct archive_entry *e = archive_entry_new ();
+  int ret;
+
+  set_path (e, rel, false);
+  archive_entry_set_filetype (e, AE_IFREG);
+  archive_entry_set_perm (e, 0644);
+  archive_entry_set_size (e, 0);
+  archive_entry_set_mtime (e, 0, 0);
+  ret = write_header (ex, e, rel, err);
+  archive_entry_free (e);
+  if (ret == 0)
+    mark (ex, rel);
+  return ret;
+}
+
+static char *
+child_path (const char *rel, const char *name)
+{
+  return rel[0] ? xasprintf ("%s/%s", rel, name) : xstrdup (name);
+}
+
+/* ---- tar of a mounted tree --------------------------------------------- */
+
+static int
+walk_tree (struct exporter *ex, int dfd, const char *rel, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  char **p;
+
+  if (names == NULL)
+    return -1;
+  for (p = names; *p; p++)
+    {
+      _cleanup_free_ char *child = child_path (rel, *p);
+      _cleanup_close_ int sub = -1;
+      struct stat st;
+      int r;
+
+      r = emit_object (ex, dfd, *p, child, err);
+      if (r <= 0)
+        {
+          if (r < 0)
+            return -1;
+          continue;
+        }
+      if (fstatat (dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
+        continue;
+      sub = TEMP_FAILURE_RETRY (openat (dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub < 0)
+        return esbx_make_error (err, errno, "open `/%s`", child);
+      if (walk_tree (ex, sub, child, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+static int
+export_session_tar (struct exporter *ex, esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *merged = NULL;
+  _cleanup_close_ int rootfd = -1;
+
+  if (esbx_session_mount (store, name, err) < 0)
+    return -1;
+  merged = esbx_session_merged (store, name);
+  rootfd = esbx_open_dir_at (AT_FDCWD, merged, err);
+  if (rootfd < 0)
+    return -1;
+  return walk_tree (ex, rootfd, "", err);
+}
+
+/* ---- tar of a project layer (userspace merge) ------------------------- */
+
+static int
+walk_stack (struct exporter *ex, struct esbx_stack *stk, const char *rel, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_stack_readdir (stk, rel, err);
+  char **p;
+
+  if (names == NULL)
+    return -1;
+  qsort (names, strv_len (names), sizeof (char *), cmp_strp);
+  for (p = names; *p; p++)
+    {
+      _cleanup_free_ char *child = child_path (rel, *p);
+      _cleanup_free_ char *base = NULL;
+      _cleanup_close_ int pfd = -1;
+      struct stat st;
+      size_t layer;
+      int r;
+
+      if (esbx_stack_lookup (stk, child, &layer, &st) != 1)
+        continue;
+      pfd = esbx_open_parent_beneath (stk->fds[layer], child, &base, err);
+      if (pfd < 0)
+        return -1;
+      r = emit_object (ex, pfd, base, child, err);
+      if (r < 0)
+        return -1;
+      if (r > 0 && S_ISDIR (st.st_mode) && walk_stack (ex, stk, child, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+static int
+export_layer_tar (struct exporter *ex, esbx_store_t *store, const char *project, const char *id,
+                  esbx_error_t *err)
+{
+  struct esbx_stack stk;
+  int ret;
+
+  if (esbx_stack_open (store, project, id, NULL, &stk, err) < 0)
+    return -1;
+  ret = walk_stack (ex, &stk, "", err);
+  esbx_stack_close (&stk);
+  return ret;
+}
+
+/* ---- OCI layer of a project layer ------------------------------------- */
+
+static int
+walk_diff (struct exporter *ex, int dfd, const char *rel, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  char **p;
+
+  if (names == NULL)
+    return -1;
+  for (p = names; *p; p++)
+    {
+      _cleanup_free_ char *child = child_path (rel, *p);
+      _cleanup_free_ char *wh = NULL;
+      _cleanup_close_ int sub = -1;
+      struct stat st;
+
+      if (fstatat (dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return esbx_make_error (err, errno, "stat `/%s`", child);
+      if (esbx_is_whiteout (&st))
+        {
+          wh = xasprintf (WHITEOUT_PREFIX "%s", *p);
+          if (emit_marker (ex, rel, wh, err) < 0)
+            return -1;
+          continue;
+        }
+      if (emit_object (ex, dfd, *p, child, err) < 0)
+        return -1;
+      if (!S_ISDIR (st.st_mode))
+        continue;
+      if (esbx_is_opaque_at (dfd, *p) && emit_marker (ex, child, OPAQUE_MARKER, err) < 0)
+        return -1;
+      sub = TEMP_FAILURE_RETRY (openat (dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub < 0)
+        return esbx_make_error (err, errno, "open `/%s`", child);
+      if (walk_diff (ex, sub, child, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+static int
+export_layer_oci (struct exporter *ex, esbx_store_t *store, const char *project, const char *id,
+                  esbx_error_t *err)
+{
+  _cleanup_free_ char *diff = esbx_layer_diff_path (store, project, id);
+  _cleanup_close_ int dfd = esbx_open_dir_at (AT_FDCWD, diff, err);
+
+  if (dfd < 0)
+    return -1;
+  return walk_diff (ex, dfd, "", err);
+}
+
+/* ---- OCI layer of a session ------------------------------------------- */
+
+/* Write REL from the upper directory once, parents first: the change set
+   leaves out directories that were only copied up, but a layer tar lists
+   them so that extractors create them with their modes.  */
+static int
+emit_upper (struct exporter *ex, int upperfd, const char *rel, esbx_error_t *err)
+{
+  _cleanup_free_ char *copy = xstrdup (rel);
+  _cleanup_free_ char *base = NULL;
+  _cleanup_close_ int pfd = -1;
+  char *slash;
+
+  for (slash = strchr (copy, '/'); slash; slash = strchr (slash + 1, '/'))
+    {
+      *slash = '\0';
+      if (!emitted (ex, copy) && emit_upper (ex, upperfd, copy, err) < 0)
+        return -1;
+      *slash = '/';
+    }
+  if (emitted (ex, rel))
+    return 0;
+  pfd = esbx_open_parent_beneath (upperfd, rel, &base, err);
+  if (pfd < 0 || emit_object (ex, pfd, base, rel, err) < 0)
+    return -1;
+  mark (ex, rel);
+  return 0;
+}
+
+static int
+export_session_oci (struct exporter *ex, esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *upper = esbx_session_upper (store, name);
+  struct esbx_changeset cs = { 0 };
+  _cleanup_close_ int upperfd = -1;
+  int ret = -1;
+  size_t i;
+
+  upperfd = esbx_open_dir_at (AT_FDCWD, upper, err);
+  if (upperfd < 0)
+    return -1;
+  if (esbx_session_changes (store, name, &cs, err) < 0)
+    return -1;
+  for (i = 0; i < cs.n; i++)
+    {
+      const struct esbx_change *c = &cs.v[i];
+      _cleanup_free_ char *rel = NULL;
+      _cleanup_free_ char *dir = NULL;
+      _cleanup_free_ char *wh = NULL;
+      char *slash;
+
+      if (esbx_clean_relpath (c->path, false, &rel, err) < 0)
+        goto out;
+      if (c->kind != ESBX_DELETED)
+        {
+          if (emit_upper (ex, upperfd, rel, err) < 0)
+            goto out;
+          if (c->opaque && emit_marker (ex, rel, OPAQUE_MARKER, err) < 0)
+            goto out;
+          continue;
+        }
+      slash = strrchr (rel, '/');
+      dir = slash ? xstrndup (rel, (size_t)(slash - rel)) : xstrdup ("");
+      wh = xasprintf (WHITEOUT_PREFIX "%s", slash ? slash + 1 : rel);
+      if (dir[0] && emit_upper (ex, upperfd, dir, err) < 0)
+        goto out;
+      if (emit_marker (ex, dir, wh, err) < 0)
+        goto out;
+    }
+  ret = 0;
+
+out:
+  esbx_changeset_free (&cs);
+  return ret;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static int
+open_output (const char *file, char **tmp, int *fd, esbx_error_t *err)
+{
+  _cleanup_free_ char *d = xstrdup (file);
+  _cleanup_free_ char *b = xstrdup (file);
+  _cleanup_free_ char *path = NULL;
+
+  if (strcmp (file, "-") == 0)
+    {
+      *tmp = NULL;
+      *fd = STDOUT_FILENO;
+      return 0;
+    }
+  path = xasprintf ("%s/.%s.esbx-XXXXXX", dirname (d), basename (b));
+  *fd = mkostemp (path, O_CLOEXEC);
+  if (*fd < 0)
+    return esbx_make_error (err, errno, "create a temp file next to `%s`", file);
+  if (fchmod (*fd, 0644) < 0)
+    {
+      int saved = errno;
+      close (*fd);
+      unlink (path);
+      return esbx_make_error (err, saved, "chmod `%s`", path);
+    }
+  *tmp = steal_pointer (&path);
+  return 0;
+}
+
+static int
+commit_output (const char *file, const char *tmp, int fd, esbx_error_t *err)
+{
+  _cleanup_free_ char *d = xstrdup (file);
+  _cleanup_close_ int dfd = -1;
+
+  if (fsync (fd) < 0)
+    return esbx_make_error (err, errno, "fsync `%s`", tmp);
+  if (rename (tmp, file) < 0)
+    return esbx_make_error (err, errno, "rename `%s` to `%s`", tmp, file);
+  dfd = TEMP_FAILURE_RETRY (open (dirname (d), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd >= 0)
+    fsync (dfd);
+  return 0;
+}
+
+/* What REF names: a session, or a project and a layer id.  */
+static int
+resolve_ref (esbx_store_t *store, const char *ref, char **session, char **project, char **id,
+             esbx_error_t *err)
+{
+  _cleanup_free_ char *proj = NULL;
+  const char *at = strchr (ref, '@');
+
+  *session = *project = *id = NULL;
+  if (at == NULL && esbx_session_exists (store, ref))
+    {
+      *session = xstrdup (ref);
+      return 0;
+    }
+  proj = at ? xstrndup (ref, (size_t)(at - ref)) : xstrdup (ref);
+  if (esbx_check_name ("project", proj, err) < 0)
+    return -1;
+  if (!esbx_project_exists (store, proj))
+    return esbx_make_error (err, 0, "no session or project of that name");
+  if (esbx_layer_resolve (store, proj, at && at[1] ? at + 1 : "head", id, err) < 0)
+    return -1;
+  *project = steal_pointer (&proj);
+  return 0;
+}
+
+static int
+export_to (esbx_store_t *store, struct exporter *ex, const char *session, const char *project,
+           const char *id, enum esbx_export_format format, esbx_error_t *err)
+{
+  if (session && format == ESBX_EXPORT_TAR)
+    return export_session_tar (ex, store, session, err);
+  if (session)
+    return export_session_oci (ex, store, session, err);
+  if (format == ESBX_EXPORT_TAR)
+    return export_layer_tar (ex, store, project, id, err);
+  return export_layer_oci (ex, store, project, id, err);
+}
+
+int
+esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_export_format format,
+             esbx_error_t *err)
+{
+  _cleanup_free_ char *shown = esbx_quote_path (ref);
+  _cleanup_free_ char *session = NULL;
+  _cleanup_free_ char *project = NULL;
+  _cleanup_free_ char *id = NULL;
+  _cleanup_free_ char *tmp = NULL;
+  struct exporter ex = { 0 };
+  locale_t utf8, old = (locale_t)0;
+  int fd = -1, ret = -1;
+
+  if (resolve_ref (store, ref, &session, &project, &id, err) < 0)
+    return esbx_error_wrap (err, "export `%s`", shown);
+  if (open_output (file, &tmp, &fd, err) < 0)
+    return esbx_error_wrap (err, "export `%s`", shown);
+
+  /* libarchive converts names through the locale's charset; esbxd is
+     multithreaded, so switch this thread only.  */
+  utf8 = newlocale (LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+  if (utf8)
+    old = uselocale (utf8);
+
+  ex.buf = xmalloc (COPY_BUF);
+  ex.a = archive_write_new ();
+  archive_write_set_format_pax_restricted (ex.a);
+  if (archive_write_open_fd (ex.a, fd) != ARCHIVE_OK)
+    {
+      esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
+      goto out;
+    }
+  if (export_to (store, &ex, session, project, id, format, err) < 0)
+    goto out;
+  if (archive_write_close (ex.a) != ARCHIVE_OK)
+    {
+      esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
+      goto out;
+    }
+  if (tmp && commit_output (file, tmp, fd, err) < 0)
+    goto out;
+  ret = 0;
+
+out:
+  archive_write_free (ex.a);
+  if (utf8)
+    {
+      uselocale (old);
+      freelocale (utf8);
+    }
+  free (ex.buf);
+  tdestroy (ex.emitted, free);
+  if (tmp)
+    {
+      close (fd);
+      if (ret < 0)
+        unlink (tmp);
+    }
+  if (ret < 0)
+    return esbx_error_wrap (err, "export `%s`", shown);
+  return 0;
+}
