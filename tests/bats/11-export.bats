@@ -170,3 +170,20 @@ names() {
   esbx_fails 2 export p -o "$out/x.tar" --format zip
   assert_output --partial "unknown format"
 }
+
+@test "an opaque directory in a layer's diff becomes .wh..wh..opq in the OCI layer" {
+  # Layers published by esbx spell a replaced directory as whiteouts; a
+  # layer in overlayfs format may also carry the opaque xattr: plant one.
+  esbx_ok session create p --name s1
+  m=$("$ESBX" session path s1)
+  echo n >"$m/docs/new.txt"
+  esbx_ok publish s1
+  top=$output
+  esbx_ok discard s1
+  diff=$ESBX_ROOT/projects/p/layers/$top/diff
+  python3 -c 'import os,sys; os.setxattr(sys.argv[1], "trusted.overlay.opaque", b"y")' "$diff/docs"
+  mknod "$diff/gone" c 0 0
+  esbx_ok export "p@$top" --format oci-layer -o "$out/layer.tar"
+  run names "$out/layer.tar"
+  assert_output "$(printf 'docs/\ndocs/.wh..wh..opq\ndocs/new.txt\n.wh.gone')"
+}
