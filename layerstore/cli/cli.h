@@ -42,5 +42,8 @@ int cmd_discard (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 int cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_fsck (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 
 #endif

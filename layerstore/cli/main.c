@@ -26,6 +26,9 @@ static const struct verb verbs[] = {
   { "export", cmd_export, "export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
   { "gc", cmd_gc, "gc" },
+  { "exec", cmd_exec, "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] -- CMD [ARG...]" },
+  { "ps", cmd_ps, "ps S" },
+  { "events", cmd_events, "events S [--json] [--follow]" },
 };
 
 esbx_store_t *

@@ -1,22 +1,228 @@
+/* Cleanup policy.  A session is "crashed" when its holder record names a
+ * process that is gone (the holder was killed, or the host rebooted), or
+ * when an owner marker (owner.h) names a process that is gone (an esbx
+ * killed while starting a holder or running a command).  gc brings a
+ * crashed session back to rest: the holder and every process of the session
+ * killed, the cgroup removed, the merged view unmounted, stale records
+ * deleted.  Its files (upper/) are kept: a reboot must not cost anyone their
+ * work, and the next `esbx exec` starts a fresh holder on them.  A session
+ * with a live owner, a live holder and no dead marker is never touched.  */
 #include "sandbox.h"
+#include "cgroup.h"
+#include "events.h"
+#include "fs.h"
+#include "holder.h"
+#include "owner.h"
+#include "proc.h"
+#include "text.h"
+#include "utils.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 
 int
 esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  if (esbx_holder_stop (store, name, err) < 0)
+    return esbx_error_wrap (err, "discard `%s`", name);
   return esbx_session_discard (store, name, err);
+}
+
+/* Why SESSION needs cleaning, or NULL when it is alive or at rest.  */
+static const char *
+crash_reason (esbx_store_t *store, const char *session, int dfd)
+{
+  _cleanup_json_ json_t *rec = NULL;
+  esbx_error_t jerr = NULL;
+  size_t alive = 0, dead = 0;
+  int64_t pid = 0, start = 0;
+
+  esbx_owner_scan (store, session, &alive, &dead, false);
+  if (alive > 0)
+    return NULL;
+  if (dead > 0)
+    return "owner crashed";
+  if (!esbx_exists_at (dfd, "holder.json"))
+    return NULL;
+  rec = json_parse_file_at (dfd, "holder.json", &jerr);
+  esbx_error_free (&jerr);
+  if (rec == NULL || !json_get_int (rec, "pid", &pid) || !json_get_int (rec, "starttime", &start)
+      || !esbx_proc_alive ((pid_t)pid, (unsigned long long)start))
+    return "holder died";
+  return NULL;
+}
+
+static int
+clean_session (esbx_store_t *store, const char *session, FILE *report, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = esbx_session_dir (store, session);
+  _cleanup_close_ int dfd = -1;
+  _cleanup_close_ int lock = -1;
+  const char *reason;
+  size_t alive, dead;
+  json_t *f;
+
+  dfd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0)
+    return 0; /* discarded meanwhile */
+  /* Someone starting or stopping the holder right now: alive, not ours.  */
+  lock = esbx_lock_at (dfd, "holder.lock", true, false, NULL);
+  if (lock < 0)
+    return 0;
+  reason = crash_reason (store, session, dfd);
+  close (take_fd (&lock));
+  if (reason == NULL)
+    return 0;
+  if (esbx_holder_stop (store, session, err) < 0)
+    return -1;
+  if (esbx_session_is_mounted (store, session) && esbx_session_unmount (store, session, err) < 0)
+    return -1;
+  esbx_owner_scan (store, session, &alive, &dead, true);
+  f = json_new (JSON_OBJECT);
+  json_set_string (f, "reason", reason);
+  esbx_event_append (store, session, "gc", f, NULL);
+  if (report)
+    fprintf (report, "cleaned session `%s`: %s\n", session, reason);
+  return 0;
+}
+
+/* Cgroups of this store whose session is gone.  */
+static void
+clean_stray_cgroups (esbx_store_t *store, FILE *report)
+{
+  _cleanup_free_ char *prefix = esbx_cgroup_store_prefix (store);
+  _cleanup_strv_ char **names = NULL;
+  size_t plen = strlen (prefix);
+  char **n;
+
+  names = esbx_cgroup_list_esbx (NULL);
+  for (n = names; n && *n; n++)
+    {
+      _cleanup_free_ char *rel = NULL;
+      const char *session = *n + plen;
+      size_t k;
+
+      if (strncmp (*n, prefix, plen) != 0)
+        continue;
+      if (plen == 0)
+        {
+          /* "HASH.S" belongs to another store.  */
+          for (k = 0; k < 8 && isxdigit ((unsigned char)(*n)[k]); k++)
+            ;
+          if (k == 8 && (*n)[8] == '.')
+            continue;
+        }
+      if (!esbx_name_valid (session) || esbx_session_exists (store, session))
+        continue;
+      rel = xasprintf ("esbx/%s", *n);
+      if (esbx_cgroup_remove (rel, NULL) == 0 && report)
+        fprintf (report, "removed cgroup `%s` of a session that no longer exists\n", rel);
+    }
 }
 
 int
 esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 {
-  return esbx_gc (store, report, err);
+  _cleanup_strv_ char **sessions = NULL;
+  char **s;
+  int ret = 0;
+
+  sessions = esbx_session_list (store, NULL, err);
+  if (sessions == NULL)
+    return -1;
+  for (s = sessions; *s; s++)
+    {
+      esbx_error_t serr = NULL;
+
+      if (clean_session (store, *s, report, &serr) < 0)
+        {
+          /* Another gc or a discard got there first.  */
+          if (!esbx_session_exists (store, *s))
+            esbx_error_free (&serr);
+          else
+            {
+              if (report)
+                fprintf (report, "session `%s`: %s\n", *s, serr->msg);
+              esbx_error_free (&serr);
+              ret = -1;
+            }
+        }
+    }
+  clean_stray_cgroups (store, report);
+  if (esbx_gc (store, report, err) < 0)
+    return -1;
+  if (ret < 0)
+    return esbx_make_error (err, 0, "gc: some sessions could not be cleaned");
+  return 0;
+}
+
+static json_t *
+num_or_null (uint64_t v)
+{
+  return v == UINT64_MAX ? json_new (JSON_NULL) : json_new_int ((int64_t)v);
 }
 
 json_t *
 esbx_sandbox_status (esbx_store_t *store, const char *name)
 {
   json_t *j = json_new (JSON_OBJECT);
+  struct esbx_holder_info info = { 0 };
+  struct esbx_session *s = NULL;
+  struct esbx_cgroup_usage u;
+  _cleanup_free_ char *cg = esbx_cgroup_session_path (store, name);
+  esbx_error_t err = NULL;
+  json_t *o;
 
-  json_set (j, "holder", json_new (JSON_NULL));
+  if (esbx_holder_get (store, name, &info, &err) == 0)
+    {
+      json_set_int (j, "holder", info.pid);
+      json_set_int (j, "holder_starttime", (int64_t)info.starttime);
+    }
+  else
+    json_set (j, "holder", json_new (JSON_NULL));
+  esbx_error_free (&err);
+  if (esbx_session_load (store, name, &s, &err) == 0)
+    {
+      json_set_string (j, "network", s->network ? s->network : "none");
+      json_set_string (j, "workspace", s->workspace ? s->workspace : "/workspace");
+      o = json_new (JSON_OBJECT);
+      json_set (o, "memory", s->memory ? json_new_int ((int64_t)s->memory) : json_new (JSON_NULL));
+      json_set (o, "pids", s->pids ? json_new_int ((int64_t)s->pids) : json_new (JSON_NULL));
+      json_set (o, "cpus", s->cpus ? json_new_string (s->cpus) : json_new (JSON_NULL));
+      json_set (j, "limits", o);
+      esbx_session_free (s);
+    }
+  esbx_error_free (&err);
+  json_set_string (j, "cgroup", info.cgroup ? info.cgroup : cg);
+  json_set_int (j, "cgroup_version", esbx_cgroup_version ());
+  if (esbx_cgroup_usage (info.cgroup ? info.cgroup : cg, &u, &err) == 0)
+    {
+      o = json_new (JSON_OBJECT);
+      json_set (o, "current", num_or_null (u.memory));
+      json_set (o, "peak", num_or_null (u.memory_peak));
+      json_set (o, "limit", num_or_null (u.memory_limit));
+      json_set (o, "oom_kills", num_or_null (u.oom_kills));
+      json_set (j, "memory", o);
+      o = json_new (JSON_OBJECT);
+      json_set (o, "usage_usec", num_or_null (u.cpu_usec));
+      json_set (j, "cpu", o);
+      o = json_new (JSON_OBJECT);
+      json_set (o, "current", num_or_null (u.pids));
+      json_set (o, "limit", num_or_null (u.pids_limit));
+      json_set (o, "denied", num_or_null (u.pids_denied));
+      json_set (j, "pids", o);
+    }
+  else
+    {
+      json_set (j, "memory", json_new (JSON_NULL));
+      json_set (j, "cpu", json_new (JSON_NULL));
+      json_set (j, "pids", json_new (JSON_NULL));
+    }
+  esbx_error_free (&err);
+  esbx_holder_info_free (&info);
   return j;
 }

@@ -1,0 +1,259 @@
+/* esbx-holder: one per session.  See shim/lib/holder.h for how it is found
+ * and started, shim/holder/rootfs.c for the filesystem it builds.
+ *
+ * The process started by the library (the "launcher") joins the session
+ * cgroup, unshares the namespaces and forks the holder proper, which becomes
+ * PID 1 of the new pid namespace.  The launcher records the holder in
+ * holder.json and exits, so the holder is nobody's child in the CLI's process
+ * tree and survives it.  Both report on the ready pipe: "E message" on
+ * failure, "R" from the holder once the namespaces are ready.
+ *
+ * Like catatonit, the holder then only blocks signals, reads them from a
+ * signalfd and reaps children.  SIGTERM (or SIGINT, SIGHUP, SIGQUIT) ends
+ * it: it SIGKILLs every process of its pid namespace, reaps, exits.  */
+#include "holder.h"
+#include "cgroup.h"
+#include "fs.h"
+#include "json.h"
+#include "proc.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define HOSTNAME_MAX 64
+
+static int ready_fd = -1;
+
+static void __attribute__ ((noreturn)) fail (esbx_error_t *err)
+{
+  const char *msg = (err && *err) ? (*err)->msg : "failed";
+  _cleanup_free_ char *line = xasprintf ("E %s\n", msg);
+
+  if (ready_fd >= 0)
+    esbx_write_all (ready_fd, line, strlen (line));
+  _exit (1);
+}
+
+int
+holder_loopback_up (esbx_error_t *err)
+{
+  _cleanup_close_ int sock = -1;
+  struct ifreq ifr = { 0 };
+
+  sock = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (sock < 0)
+    return esbx_make_error (err, errno, "socket");
+  strcpy (ifr.ifr_name, "lo");
+  if (ioctl (sock, SIOCGIFFLAGS, &ifr) < 0)
+    return esbx_make_error (err, errno, "read flags of `lo`");
+  ifr.ifr_flags |= IFF_UP;
+  if (ioctl (sock, SIOCSIFFLAGS, &ifr) < 0)
+    return esbx_make_error (err, errno, "bring up `lo`");
+  return 0;
+}
+
+static void
+reap (void)
+{
+  while (TEMP_FAILURE_RETRY (waitpid (-1, NULL, WNOHANG)) > 0)
+    ;
+}
+
+static void __attribute__ ((noreturn)) shutdown_session (void)
+{
+  /* As PID 1 of the namespace, -1 reaches every other process in it.  */
+  kill (-1, SIGKILL);
+  while (TEMP_FAILURE_RETRY (waitpid (-1, NULL, 0)) > 0 || errno == EINTR)
+    ;
+  _exit (0);
+}
+
+static void __attribute__ ((noreturn))
+run_holder (const struct holder_config *cfg, const sigset_t *signals)
+{
+  esbx_error_t err = NULL;
+  size_t hlen = strlen (cfg->session);
+  _cleanup_close_ int sfd = -1;
+
+  if (sethostname (cfg->session, hlen > HOSTNAME_MAX ? HOSTNAME_MAX : hlen) < 0)
+    {
+      esbx_make_error (&err, errno, "sethostname");
+      fail (&err);
+    }
+  if (strcmp (cfg->network, "host") != 0 && holder_loopback_up (&err) < 0)
+    fail (&err);
+  if (holder_setup_root (cfg, &err) < 0)
+    fail (&err);
+  sfd = signalfd (-1, signals, SFD_CLOEXEC);
+  if (sfd < 0)
+    {
+      esbx_make_error (&err, errno, "signalfd");
+      fail (&err);
+    }
+  if (esbx_write_all (ready_fd, "R\n", 2) < 0)
+    _exit (1);
+  close (ready_fd);
+  ready_fd = -1;
+
+  for (;;)
+    {
+      struct signalfd_siginfo si;
+      ssize_t r = TEMP_FAILURE_RETRY (read (sfd, &si, sizeof si));
+
+      if (r != sizeof si)
+        continue;
+      switch (si.ssi_signo)
+        {
+        case SIGCHLD:
+          reap ();
+          break;
+        case SIGTERM:
+        case SIGINT:
+        case SIGHUP:
+        case SIGQUIT:
+          shutdown_session ();
+        default:
+          break;
+        }
+    }
+}
+
+static int
+write_record (const struct holder_config *cfg, pid_t pid, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *rec = json_new (JSON_OBJECT);
+  _cleanup_free_ char *now = esbx_rfc3339_now ();
+  _cleanup_free_ char *data = NULL;
+  _cleanup_close_ int dfd = -1;
+  unsigned long long start;
+  size_t len;
+
+  if (esbx_proc_starttime (pid, &start) < 0)
+    return esbx_make_error (err, errno, "read the start time of the holder (pid %d)", (int)pid);
+  json_set_int (rec, "pid", pid);
+  json_set_int (rec, "starttime", (int64_t)start);
+  json_set_string (rec, "cgroup", cfg->cgroup);
+  json_set_string (rec, "network", cfg->network);
+  json_set_string (rec, "workspace", cfg->workspace);
+  json_set_string (rec, "started", now);
+  data = json_serialize (rec, true, &len);
+  dfd = esbx_open_dir_at (AT_FDCWD, cfg->session_dir, err);
+  if (dfd < 0)
+    return -1;
+  return esbx_write_file_atomic_at (dfd, "holder.json", data, len, 0644, err);
+}
+
+static void
+usage (void)
+{
+  fputs ("usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
+         "--network none|host --cgroup REL --hide DIR --ready-fd N\n"
+         "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
+         stderr);
+  exit (2);
+}
+
+int
+main (int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "session", required_argument, NULL, 's' },
+    { "session-dir", required_argument, NULL, 'd' },
+    { "merged", required_argument, NULL, 'm' },
+    { "workspace", required_argument, NULL, 'w' },
+    { "network", required_argument, NULL, 'n' },
+    { "cgroup", required_argument, NULL, 'c' },
+    { "hide", required_argument, NULL, 'h' },
+    { "ready-fd", required_argument, NULL, 'r' },
+    { NULL, 0, NULL, 0 },
+  };
+  struct holder_config cfg = { .workspace = "/workspace", .network = "none", .hide = "" };
+  esbx_error_t err = NULL;
+  sigset_t all;
+  int c, flags;
+  pid_t pid;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 's':
+        cfg.session = optarg;
+        break;
+      case 'd':
+        cfg.session_dir = optarg;
+        break;
+      case 'm':
+        cfg.merged = optarg;
+        break;
+      case 'w':
+        cfg.workspace = optarg;
+        break;
+      case 'n':
+        cfg.network = optarg;
+        break;
+      case 'c':
+        cfg.cgroup = optarg;
+        break;
+      case 'h':
+        cfg.hide = optarg;
+        break;
+      case 'r':
+        ready_fd = atoi (optarg);
+        break;
+      default:
+        usage ();
+      }
+  if (!cfg.session || !cfg.session_dir || !cfg.merged || !cfg.cgroup || ready_fd < 3
+      || optind != argc || fcntl (ready_fd, F_GETFD) < 0)
+    usage ();
+  cfg.ready_fd = ready_fd;
+
+  /* Signals are read from a signalfd; none may run a default action.  */
+  sigfillset (&all);
+  sigprocmask (SIG_BLOCK, &all, NULL);
+  syscall (SYS_close_range, ready_fd + 1, ~0U, 0);
+  if (ready_fd > 3)
+    syscall (SYS_close_range, 3, ready_fd - 1, 0);
+  if (chdir ("/") < 0)
+    {
+      esbx_make_error (&err, errno, "chdir `/`");
+      fail (&err);
+    }
+  if (esbx_cgroup_enter (cfg.cgroup, 0, &err) < 0)
+    fail (&err);
+  flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID;
+  if (strcmp (cfg.network, "host") != 0)
+    flags |= CLONE_NEWNET;
+  if (unshare (flags) < 0)
+    {
+      esbx_make_error (&err, errno, "unshare the session namespaces");
+      fail (&err);
+    }
+  pid = fork ();
+  if (pid < 0)
+    {
+      esbx_make_error (&err, errno, "fork");
+      fail (&err);
+    }
+  if (pid == 0)
+    run_holder (&cfg, &all);
+  if (write_record (&cfg, pid, &err) < 0)
+    {
+      kill (pid, SIGKILL);
+      fail (&err);
+    }
+  return 0;
+}

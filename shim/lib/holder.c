@@ -1,0 +1,497 @@
+#include "holder.h"
+#include "cgroup.h"
+#include "events.h"
+#include "fs.h"
+#include "owner.h"
+#include "proc.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define HOLDER_JSON   "holder.json"
+#define HOLDER_LOCK   "holder.lock"
+#define OWNERS_DIR    "owners"
+#define READY_TIMEOUT 30000 /* ms */
+#define TERM_TIMEOUT  3000  /* ms before SIGKILL */
+
+void
+esbx_holder_info_free (struct esbx_holder_info *info)
+{
+  if (info == NULL)
+    return;
+  free (info->cgroup);
+  info->cgroup = NULL;
+}
+
+static int
+open_session_dir (esbx_store_t *store, const char *session, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = NULL;
+  int fd;
+
+  if (esbx_check_name ("session", session, err) < 0)
+    return -1;
+  dir = esbx_session_dir (store, session);
+  fd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd < 0 && errno == ENOENT)
+    return esbx_make_error (err, ENOENT, "session `%s` does not exist", session);
+  if (fd < 0)
+    return esbx_make_error (err, errno, "open `%s`", dir);
+  return fd;
+}
+
+/* holder.json as written by esbx-holder: pid, starttime, cgroup.  Returns
+   0 with the record, < 0 with ENOENT when there is none.  */
+static int
+read_record (int dfd, struct esbx_holder_info *info, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = NULL;
+  int64_t pid = 0, start = 0;
+  const char *cg;
+
+  if (!esbx_exists_at (dfd, HOLDER_JSON))
+    return esbx_make_error (err, ENOENT, "no holder record");
+  j = json_parse_file_at (dfd, HOLDER_JSON, err);
+  if (j == NULL)
+    return -1;
+  cg = json_get_string (j, "cgroup");
+  if (!json_get_int (j, "pid", &pid) || !json_get_int (j, "starttime", &start) || cg == NULL
+      || pid <= 0)
+    return esbx_make_error (err, EINVAL, "malformed `%s`", HOLDER_JSON);
+  info->pid = (pid_t)pid;
+  info->starttime = (unsigned long long)start;
+  info->cgroup = xstrdup (cg);
+  return 0;
+}
+
+int
+esbx_holder_get (esbx_store_t *store, const char *session, struct esbx_holder_info *info,
+                 esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = -1;
+  esbx_error_t rerr = NULL;
+
+  memset (info, 0, sizeof *info);
+  dfd = open_session_dir (store, session, err);
+  if (dfd < 0)
+    return -1;
+  if (read_record (dfd, info, &rerr) < 0)
+    {
+      esbx_error_free (&rerr);
+      return esbx_make_error (err, ESRCH, "holder of session `%s`", session);
+    }
+  if (!esbx_proc_alive (info->pid, info->starttime))
+    {
+      esbx_holder_info_free (info);
+      return esbx_make_error (err, ESRCH, "holder of session `%s`", session);
+    }
+  return 0;
+}
+
+static char *
+holder_candidate (const char *dir, const char *rel)
+{
+  _cleanup_free_ char *p = xasprintf ("%s/%s", dir, rel);
+
+  if (access (p, X_OK) == 0)
+    return steal_pointer (&p);
+  return NULL;
+}
+
+/* See holder.h for the search order.  */
+static char *
+find_holder_binary (esbx_error_t *err)
+{
+  char self[PATH_MAX];
+  const char *env, *path;
+  ssize_t n;
+  char *found;
+
+  n = readlink ("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0)
+    {
+      self[n] = '\0';
+      *strrchr (self, '/') = '\0';
+      if ((found = holder_candidate (self, "esbx-holder")) != NULL
+          || (found = holder_candidate (self, "../shim/esbx-holder")) != NULL
+          || (found = holder_candidate (self, "../../shim/esbx-holder")) != NULL)
+        return found;
+    }
+  env = getenv ("ESBX_HOLDER");
+  if (env && *env && access (env, X_OK) == 0)
+    return xstrdup (env);
+  path = getenv ("PATH");
+  if (path == NULL)
+    path = "/usr/local/bin:/usr/bin:/bin";
+  {
+    _cleanup_free_ char *copy = xstrdup (path);
+    char *save = NULL, *d;
+
+    for (d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save))
+      if ((found = holder_candidate (d, "esbx-holder")) != NULL)
+        return found;
+  }
+  return esbx_make_error (err, ENOENT,
+                          "esbx-holder not found next to the program, in $ESBX_HOLDER or in $PATH"),
+         NULL;
+}
+
+/* Runs in the child between fork and exec: only async-signal-safe calls.  */
+static void __attribute__ ((noreturn)) exec_holder (int ready, char *const *argv)
+{
+  sigset_t none;
+  int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  if (null < 0 || dup2 (ready, 3) < 0 || dup2 (null, 0) < 0 || dup2 (null, 1) < 0
+      || dup2 (null, 2) < 0)
+    _exit (127);
+  syscall (SYS_close_range, 4, ~0U, 0);
+  /* A session of its own: the terminal and process group of the CLI that
+     started it are not the holder's.  */
+  setsid ();
+  execv (argv[0], argv);
+  _exit (127);
+}
+
+/* What the holder reports on its ready pipe: "R" when its namespaces are
+   set up, "E message" on failure.  */
+static int
+wait_ready (int fd, const char *session, esbx_error_t *err)
+{
+  char buf[4096];
+  size_t used = 0;
+  bool ready = false;
+  char *line, *save = NULL;
+
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      ssize_t r;
+      int pr = TEMP_FAILURE_RETRY (poll (&p, 1, READY_TIMEOUT));
+
+      if (pr == 0)
+        return esbx_make_error (err, ETIMEDOUT, "start holder of session `%s`", session);
+      if (pr < 0)
+        return esbx_make_error (err, errno, "start holder of session `%s`: poll", session);
+      r = TEMP_FAILURE_RETRY (read (fd, buf + used, sizeof buf - 1 - used));
+      if (r < 0)
+        return esbx_make_error (err, errno, "start holder of session `%s`: read", session);
+      if (r == 0 || used + (size_t)r >= sizeof buf - 1)
+        {
+          used += (size_t)r;
+          break;
+        }
+      used += (size_t)r;
+    }
+  buf[used] = '\0';
+  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      if (line[0] == 'E')
+        return esbx_make_error (err, 0, "start holder of session `%s`: %s", session,
+                                line[1] ? line + 2 : "failed");
+      if (line[0] == 'R')
+        ready = true;
+    }
+  if (!ready)
+    return esbx_make_error (err, 0, "start holder of session `%s`: it exited during setup",
+                            session);
+  return 0;
+}
+
+static void
+discard_record (int dfd)
+{
+  unlinkat (dfd, HOLDER_JSON, 0);
+}
+
+/* Kill the holder of INFO (SIGTERM, then SIGKILL) and wait until it is gone.  */
+static void
+end_holder (const struct esbx_holder_info *info)
+{
+  _cleanup_close_ int pidfd = -1;
+  struct pollfd p;
+
+  pidfd = pidfd_open (info->pid, 0);
+  if (pidfd < 0)
+    return;
+  /* The pidfd pins the process: check it is still the recorded one.  */
+  if (!esbx_proc_alive (info->pid, info->starttime))
+    return;
+  pidfd_send_signal (pidfd, SIGTERM, NULL, 0);
+  p.fd = pidfd;
+  p.events = POLLIN;
+  if (TEMP_FAILURE_RETRY (poll (&p, 1, TERM_TIMEOUT)) > 0)
+    return;
+  pidfd_send_signal (pidfd, SIGKILL, NULL, 0);
+  p.revents = 0;
+  TEMP_FAILURE_RETRY (poll (&p, 1, TERM_TIMEOUT));
+}
+
+static int
+start_holder (esbx_store_t *store, const char *session, int dfd, esbx_error_t *err)
+{
+  _cleanup_free_ char *binary = NULL, *dir = NULL, *merged = NULL, *cg = NULL;
+  struct esbx_session *s = NULL;
+  struct esbx_cgroup_limits limits = { 0 };
+  _cleanup_close_ int rd = -1, wr = -1;
+  int fds[2], status, ret;
+  pid_t child;
+
+  if (esbx_session_load (store, session, &s, err) < 0)
+    return -1;
+  binary = find_holder_binary (err);
+  if (binary == NULL)
+    goto fail;
+  if (esbx_session_mount (store, session, err) < 0)
+    goto fail;
+  cg = esbx_cgroup_session_path (store, session);
+  limits.memory = s->memory;
+  limits.pids = s->pids;
+  limits.cpus = s->cpus;
+  if (esbx_cgroup_create (cg, &limits, err) < 0)
+    goto fail;
+  dir = esbx_session_dir (store, session);
+  merged = esbx_session_merged (store, session);
+  if (pipe2 (fds, O_CLOEXEC) < 0)
+    {
+      esbx_make_error (err, errno, "pipe");
+      goto fail;
+    }
+  rd = fds[0];
+  wr = fds[1];
+  {
+    char *argv[] = { binary,
+                     (char *)"--session",
+                     (char *)session,
+                     (char *)"--session-dir",
+                     dir,
+                     (char *)"--merged",
+                     merged,
+                     (char *)"--workspace",
+                     s->workspace ? s->workspace : (char *)"/workspace",
+                     (char *)"--network",
+                     s->network ? s->network : (char *)"none",
+                     (char *)"--cgroup",
+                     cg,
+                     (char *)"--hide",
+                     store->root,
+                     (char *)"--ready-fd",
+                     (char *)"3",
+                     NULL };
+
+    child = fork ();
+    if (child < 0)
+      {
+        esbx_make_error (err, errno, "fork");
+        goto fail;
+      }
+    if (child == 0)
+      exec_holder (wr, argv);
+  }
+  close (take_fd (&wr));
+  ret = wait_ready (rd, session, err);
+  TEMP_FAILURE_RETRY (waitpid (child, &status, 0));
+  if (ret == 0 && !(WIFEXITED (status) && WEXITSTATUS (status) == 0))
+    ret = esbx_make_error (err, 0, "start holder of session `%s`: esbx-holder (%s) failed", session,
+                           binary);
+  if (ret < 0)
+    {
+      struct esbx_holder_info info = { 0 };
+      esbx_error_t rerr = NULL;
+
+      if (read_record (dfd, &info, &rerr) == 0)
+        end_holder (&info);
+      esbx_error_free (&rerr);
+      esbx_holder_info_free (&info);
+      discard_record (dfd);
+      esbx_cgroup_remove (cg, NULL);
+      goto fail;
+    }
+  esbx_session_free (s);
+  return 0;
+
+fail:
+  esbx_session_free (s);
+  return -1;
+}
+
+int
+esbx_holder_ensure (esbx_store_t *store, const char *session, struct esbx_holder_info *info,
+                    esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = -1;
+  _cleanup_close_ int lock = -1;
+  _cleanup_free_ char *marker = NULL;
+  esbx_error_t rerr = NULL;
+  json_t *fields;
+  int ret;
+
+  memset (info, 0, sizeof *info);
+  dfd = open_session_dir (store, session, err);
+  if (dfd < 0)
+    return -1;
+  lock = esbx_lock_at (dfd, HOLDER_LOCK, true, true, err);
+  if (lock < 0)
+    return -1;
+  if (read_record (dfd, info, &rerr) == 0)
+    {
+      if (esbx_proc_alive (info->pid, info->starttime))
+        return 0;
+      /* It died without esbx_holder_stop: whatever it left goes with it.  */
+      esbx_cgroup_remove (info->cgroup, NULL);
+      esbx_holder_info_free (info);
+      discard_record (dfd);
+      fields = json_new (JSON_OBJECT);
+      json_set_string (fields, "reason", "holder died");
+      esbx_event_append (store, session, "holder.lost", fields, NULL);
+    }
+  esbx_error_free (&rerr);
+
+  if (esbx_owner_begin (store, session, &marker, err) < 0)
+    return -1;
+  ret = start_holder (store, session, dfd, err);
+  if (ret == 0)
+    ret = read_record (dfd, info, err);
+  if (ret == 0)
+    {
+      fields = json_new (JSON_OBJECT);
+      json_set_int (fields, "pid", info->pid);
+      json_set_string (fields, "cgroup", info->cgroup);
+      esbx_event_append (store, session, "holder.start", fields, NULL);
+    }
+  esbx_owner_end (store, session, marker);
+  return ret;
+}
+
+int
+esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err)
+{
+  struct esbx_holder_info info = { 0 };
+  _cleanup_close_ int dfd = -1;
+  _cleanup_close_ int lock = -1;
+  _cleanup_free_ char *cg = NULL;
+  esbx_error_t rerr = NULL;
+  bool was_running = false;
+  int ret;
+
+  cg = esbx_cgroup_session_path (store, session);
+  dfd = open_session_dir (store, session, &rerr);
+  if (dfd < 0)
+    {
+      /* No session: only a stray cgroup can be left.  */
+      esbx_error_free (&rerr);
+      return esbx_cgroup_remove (cg, err);
+    }
+  lock = esbx_lock_at (dfd, HOLDER_LOCK, true, true, err);
+  if (lock < 0)
+    return -1;
+  if (read_record (dfd, &info, &rerr) == 0)
+    {
+      was_running = esbx_proc_alive (info.pid, info.starttime);
+      if (was_running)
+        end_holder (&info);
+      if (strcmp (info.cgroup, cg) != 0)
+        esbx_cgroup_remove (info.cgroup, NULL);
+    }
+  esbx_error_free (&rerr);
+  ret = esbx_cgroup_remove (cg, err);
+  if (ret == 0)
+    discard_record (dfd);
+  if (ret == 0 && was_running)
+    {
+      json_t *fields = json_new (JSON_OBJECT);
+      json_set_int (fields, "pid", info.pid);
+      esbx_event_append (store, session, "holder.stop", fields, NULL);
+    }
+  esbx_holder_info_free (&info);
+  if (ret < 0)
+    return esbx_error_wrap (err, "stop holder of session `%s`", session);
+  return 0;
+}
+
+/* ---- owner markers ------------------------------------------------------ */
+
+int
+esbx_owner_begin (esbx_store_t *store, const char *session, char **marker, esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = -1;
+  _cleanup_close_ int fd = -1;
+  unsigned long long start = 0;
+  _cleanup_free_ char *name = NULL;
+
+  dfd = open_session_dir (store, session, err);
+  if (dfd < 0)
+    return -1;
+  if (mkdirat (dfd, OWNERS_DIR, 0700) < 0 && errno != EEXIST)
+    return esbx_make_error (err, errno, "mkdir `%s` of session `%s`", OWNERS_DIR, session);
+  if (esbx_proc_starttime (getpid (), &start) < 0)
+    return esbx_make_error (err, errno, "read start time of self");
+  name = xasprintf (OWNERS_DIR "/%d.%llu", (int)getpid (), start);
+  fd = TEMP_FAILURE_RETRY (openat (dfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd < 0)
+    return esbx_make_error (err, errno, "create `%s` of session `%s`", name, session);
+  *marker = steal_pointer (&name);
+  return 0;
+}
+
+void
+esbx_owner_end (esbx_store_t *store, const char *session, const char *marker)
+{
+  _cleanup_close_ int dfd = -1;
+
+  if (marker == NULL)
+    return;
+  dfd = open_session_dir (store, session, NULL);
+  if (dfd >= 0)
+    unlinkat (dfd, marker, 0);
+}
+
+void
+esbx_owner_scan (esbx_store_t *store, const char *session, size_t *alive, size_t *dead,
+                 bool remove_dead)
+{
+  _cleanup_close_ int dfd = -1;
+  _cleanup_strv_ char **names = NULL;
+  esbx_error_t lerr = NULL;
+  char **n;
+
+  *alive = *dead = 0;
+  dfd = open_session_dir (store, session, NULL);
+  if (dfd < 0)
+    return;
+  names = esbx_list_dir_at (dfd, OWNERS_DIR, &lerr);
+  esbx_error_free (&lerr);
+  if (names == NULL)
+    return;
+  for (n = names; *n; n++)
+    {
+      _cleanup_free_ char *rel = xasprintf (OWNERS_DIR "/%s", *n);
+      int pid;
+      unsigned long long start;
+
+      if (sscanf (*n, "%d.%llu", &pid, &start) != 2)
+        continue;
+      if (esbx_proc_alive (pid, start))
+        {
+          (*alive)++;
+          continue;
+        }
+      (*dead)++;
+      if (remove_dead)
+        unlinkat (dfd, rel, 0);
+    }
+}

@@ -1,0 +1,37 @@
+/* esbx shim: the session holder, esbx-holder, one per session.
+ *
+ * It is PID 1 of the session's pid namespace and owns its mnt, uts, ipc and
+ * (unless the session shares the host network) net namespaces; every process
+ * of the session, local commands and Docker containers alike, joins those
+ * namespaces and sits in the session cgroup.  It is recorded in
+ * ROOT/sessions/S/holder.json with its pid and start time.
+ *
+ * The executable is looked up next to the running program, then in its
+ * ../shim/ (a build tree), then $ESBX_HOLDER, then $PATH.  */
+#ifndef ESBX_HOLDER_H
+#define ESBX_HOLDER_H
+
+#include "layerstore.h"
+
+#include <sys/types.h>
+
+struct esbx_holder_info
+{
+  pid_t pid;
+  unsigned long long starttime;
+  char *cgroup; /* session cgroup path relative to the cgroup root, e.g. "esbx/S" */
+};
+
+/* Start the holder if it is not running; fails with a clear cause if the
+   session does not exist or the holder cannot start.  */
+int esbx_holder_ensure (esbx_store_t *store, const char *session, struct esbx_holder_info *info,
+                        esbx_error_t *err);
+/* < 0 with ESRCH if not running.  */
+int esbx_holder_get (esbx_store_t *store, const char *session, struct esbx_holder_info *info,
+                     esbx_error_t *err);
+/* End the holder and every process of the session, remove the session
+   cgroup.  Not running is not an error.  */
+int esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err);
+void esbx_holder_info_free (struct esbx_holder_info *info);
+
+#endif
