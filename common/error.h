@@ -35,7 +35,8 @@ int esbx_make_error_code (esbx_error_t *err, int code, int status, const char *f
 
 /* Prefix the message of *err with context: "publish `s1`: <old message>".
    Returns -1 so that `return esbx_error_wrap (err, ...)` reads naturally.  */
-int esbx_error_wrap (esbx_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+int esbx_error_wrap (esbx_error_t *err, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
 
 void esbx_error_free (esbx_error_t *err);
 

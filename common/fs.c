@@ -19,7 +19,7 @@ esbx_write_all (int fd, const void *data, size_t len)
       if (w < 0)
         return -1;
       p += w;
-      len -= (size_t) w;
+      len -= (size_t)w;
     }
   return 0;
 }
@@ -51,7 +51,7 @@ esbx_read_file_at (int dirfd, const char *path, size_t limit, char **buf, size_t
         return esbx_make_error (err, errno, "read `%s`", path);
       if (r == 0)
         break;
-      used += (size_t) r;
+      used += (size_t)r;
     }
   if (used > limit)
     return esbx_make_error (err, EFBIG, "read `%s`", path);
@@ -75,8 +75,8 @@ esbx_fsync_at (int dirfd, const char *path, esbx_error_t *err)
 }
 
 int
-esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len,
-                           mode_t mode, esbx_error_t *err)
+esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                           esbx_error_t *err)
 {
   _cleanup_free_ char *suffix = esbx_random_hex (6);
   _cleanup_free_ char *tmp = xasprintf (".%s.tmp-%s", name, suffix);
@@ -167,8 +167,7 @@ esbx_rm_rf_at (int dirfd, const char *name, esbx_error_t *err)
         return esbx_make_error (err, errno, "unlink `%s`", name);
       return 0;
     }
-  fd = TEMP_FAILURE_RETRY (
-      openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  fd = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd < 0 && errno == ENOENT) /* removed by a concurrent remover */
     return 0;
   if (fd < 0)
@@ -190,8 +189,7 @@ esbx_lock_at (int dirfd, const char *name, bool exclusive, bool wait, esbx_error
   _cleanup_close_ int fd = -1;
   int op = (exclusive ? LOCK_EX : LOCK_SH) | (wait ? 0 : LOCK_NB);
 
-  fd = TEMP_FAILURE_RETRY (
-      openat (dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  fd = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (fd < 0)
     return esbx_make_error (err, errno, "open lock `%s`", name);
   if (TEMP_FAILURE_RETRY (flock (fd, op)) < 0)
@@ -202,8 +200,8 @@ esbx_lock_at (int dirfd, const char *name, bool exclusive, bool wait, esbx_error
 int
 esbx_open_dir_at (int dirfd, const char *path, esbx_error_t *err)
 {
-  int fd = TEMP_FAILURE_RETRY (
-      openat (dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  int fd
+      = TEMP_FAILURE_RETRY (openat (dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (fd < 0)
     return esbx_make_error (err, errno, "open directory `%s`", path);
   return fd;
@@ -219,7 +217,7 @@ esbx_exists_at (int dirfd, const char *path)
 static int
 cmp_str (const void *a, const void *b)
 {
-  return strcmp (*(char *const *) a, *(char *const *) b);
+  return strcmp (*(char *const *)a, *(char *const *)b);
 }
 
 char **
@@ -271,7 +269,7 @@ du_fd (int dfd, unsigned long long *bytes, esbx_error_t *err)
         continue;
       if (fstatat (dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         continue;
-      *bytes += (unsigned long long) st.st_blocks * 512;
+      *bytes += (unsigned long long)st.st_blocks * 512;
       if (S_ISDIR (st.st_mode))
         {
           _cleanup_close_ int sub = TEMP_FAILURE_RETRY (

@@ -43,8 +43,8 @@ hash_stream (int in, int out, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *size, es
         }
       if (r == 0)
         break;
-      EVP_DigestUpdate (ctx, buf, (size_t) r);
-      if (out >= 0 && esbx_write_all (out, buf, (size_t) r) < 0)
+      EVP_DigestUpdate (ctx, buf, (size_t)r);
+      if (out >= 0 && esbx_write_all (out, buf, (size_t)r) < 0)
         {
           ret = esbx_make_error (err, errno, "write");
           break;

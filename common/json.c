@@ -87,7 +87,7 @@ find_key (const json_t *obj, const char *key)
     return -1;
   for (i = 0; i < obj->n; i++)
     if (strcmp (obj->keys[i], key) == 0)
-      return (ssize_t) i;
+      return (ssize_t)i;
   return -1;
 }
 
@@ -233,8 +233,7 @@ json_parse (const char *buf, size_t len, esbx_error_t *err)
       nl = strchr (errbuf, '\n');
       if (nl)
         *nl = '\0';
-      return esbx_make_error (err, 0, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error"),
-             NULL;
+      return esbx_make_error (err, 0, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error"), NULL;
     }
   j = from_yajl (v);
   yajl_tree_free (v);
@@ -253,7 +252,7 @@ gen_string (yajl_gen g, const char *s)
       s = fixed;
       len = strlen (fixed);
     }
-  yajl_gen_string (g, (const unsigned char *) s, len);
+  yajl_gen_string (g, (const unsigned char *)s, len);
 }
 
 static void
@@ -307,7 +306,7 @@ json_serialize (const json_t *j, bool pretty, size_t *len)
   yajl_gen_config (g, yajl_gen_validate_utf8, 1);
   gen (g, j);
   yajl_gen_get_buf (g, &buf, &blen);
-  out = xstrndup ((const char *) buf, blen);
+  out = xstrndup ((const char *)buf, blen);
   yajl_gen_free (g);
   /* yajl's beautifier ends with a newline; callers add their own.  */
   while (blen > 0 && out[blen - 1] == '\n')

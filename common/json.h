@@ -24,8 +24,8 @@ struct json
 {
   enum json_type type;
   bool boolean;
-  char *text;     /* JSON_STRING: the string; JSON_NUMBER: its literal.  */
-  size_t n;       /* JSON_ARRAY, JSON_OBJECT: number of items.  */
+  char *text; /* JSON_STRING: the string; JSON_NUMBER: its literal.  */
+  size_t n;   /* JSON_ARRAY, JSON_OBJECT: number of items.  */
   size_t cap;
   char **keys;    /* JSON_OBJECT.  */
   json_t **items; /* JSON_ARRAY, JSON_OBJECT.  */

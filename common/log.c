@@ -19,9 +19,9 @@ emit (const char *level, const char *fmt, va_list ap)
   int n;
 
   n = snprintf (line, sizeof line, "%s: %s", prog, level);
-  if (n < 0 || (size_t) n >= sizeof line)
+  if (n < 0 || (size_t)n >= sizeof line)
     return;
-  vsnprintf (line + n, sizeof line - (size_t) n, fmt, ap);
+  vsnprintf (line + n, sizeof line - (size_t)n, fmt, ap);
   fprintf (stderr, "%s\n", line);
 }
 

@@ -33,7 +33,7 @@ esbx_clean_relpath (const char *path, bool allow_root, char **out, esbx_error_t 
       if (*p == '\0')
         break;
       end = strchrnul (p, '/');
-      n = (size_t) (end - p);
+      n = (size_t)(end - p);
       if (n == 1 && p[0] == '.')
         {
           p = end;
@@ -83,8 +83,7 @@ open_walk (int rootfd, const char *rel, int flags, mode_t mode)
   while ((slash = strchr (p, '/')) != NULL)
     {
       *slash = '\0';
-      fd = TEMP_FAILURE_RETRY (
-          openat (dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      fd = TEMP_FAILURE_RETRY (openat (dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (fd < 0)
         return -1;
       close (dfd);
@@ -102,10 +101,10 @@ open_clean (int rootfd, const char *rel, int flags, mode_t mode)
 
   if (!force_fallback)
     {
-      how.flags = (unsigned long long) (flags | O_CLOEXEC | O_NOFOLLOW);
+      how.flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW);
       how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
       how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-      fd = (int) TEMP_FAILURE_RETRY (
+      fd = (int)TEMP_FAILURE_RETRY (
           syscall (SYS_openat2, rootfd, rel[0] ? rel : ".", &how, sizeof how));
       if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
         return fd;

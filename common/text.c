@@ -14,7 +14,7 @@ esbx_name_valid (const char *name)
   if (name == NULL)
     return false;
   len = strlen (name);
-  if (len == 0 || len > 128 || !isalnum ((unsigned char) name[0]))
+  if (len == 0 || len > 128 || !isalnum ((unsigned char)name[0]))
     return false;
   for (i = 1; i < len; i++)
     {
@@ -33,8 +33,8 @@ esbx_check_name (const char *what, const char *name, esbx_error_t *err)
   if (esbx_name_valid (name))
     return 0;
   shown = esbx_quote_path (name ? name : "");
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "invalid %s name `%s`: must match %s",
-                               what, shown, ESBX_NAME_RULE);
+  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "invalid %s name `%s`: must match %s", what,
+                               shown, ESBX_NAME_RULE);
 }
 
 /* Length of the valid UTF-8 sequence at s (at most len bytes), 0 if none.  */
@@ -71,7 +71,7 @@ utf8_seq (const unsigned char *s, size_t len)
 bool
 esbx_utf8_valid (const char *s, size_t len)
 {
-  const unsigned char *p = (const unsigned char *) s;
+  const unsigned char *p = (const unsigned char *)s;
   size_t i = 0, n;
 
   while (i < len)
@@ -87,7 +87,7 @@ esbx_utf8_valid (const char *s, size_t len)
 char *
 esbx_utf8_sanitize (const char *s, size_t len)
 {
-  const unsigned char *p = (const unsigned char *) s;
+  const unsigned char *p = (const unsigned char *)s;
   char *out = xmalloc (len * 3 + 1), *o = out;
   size_t i = 0, n;
 
@@ -112,7 +112,7 @@ esbx_utf8_sanitize (const char *s, size_t len)
 char *
 esbx_quote_path (const char *s)
 {
-  const unsigned char *p = (const unsigned char *) s;
+  const unsigned char *p = (const unsigned char *)s;
   size_t len = strlen (s), i = 0, n;
   char *out = xmalloc (len * 4 + 1), *o = out;
 
@@ -141,7 +141,7 @@ esbx_rfc3339 (const struct timespec *ts)
 
   gmtime_r (&ts->tv_sec, &tm);
   strftime (buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return xasprintf ("%s.%09ldZ", buf, (long) ts->tv_nsec);
+  return xasprintf ("%s.%09ldZ", buf, (long)ts->tv_nsec);
 }
 
 char *
@@ -196,7 +196,7 @@ parse_suffixed (const char *s, const char *units, const uint64_t *mult, uint64_t
   const char *u;
   unsigned long long v;
 
-  if (s == NULL || !isdigit ((unsigned char) s[0]))
+  if (s == NULL || !isdigit ((unsigned char)s[0]))
     return -1;
   errno = 0;
   v = strtoull (s, &end, 10);
@@ -218,8 +218,8 @@ parse_suffixed (const char *s, const char *units, const uint64_t *mult, uint64_t
 int
 esbx_parse_size (const char *s, uint64_t *out, esbx_error_t *err)
 {
-  static const uint64_t mult[] = { 1024ull, 1024ull, 1024ull << 10, 1024ull << 10,
-                                   1024ull << 20, 1024ull << 20 };
+  static const uint64_t mult[]
+      = { 1024ull, 1024ull, 1024ull << 10, 1024ull << 10, 1024ull << 20, 1024ull << 20 };
 
   if (parse_suffixed (s, "kKmMgG", mult, out) < 0)
     return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
@@ -236,7 +236,7 @@ esbx_parse_duration (const char *s, int64_t *seconds, esbx_error_t *err)
   if (parse_suffixed (s, "smhd", mult, &v) < 0 || v > INT64_MAX)
     return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
                                  "invalid duration `%s`: expected e.g. 30s, 15m, 2h or 7d", s);
-  *seconds = (int64_t) v;
+  *seconds = (int64_t)v;
   return 0;
 }
 

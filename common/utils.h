@@ -15,13 +15,13 @@
   (__extension__({                                                                                 \
     long int __result;                                                                             \
     do                                                                                             \
-      __result = (long int) (expression);                                                          \
+      __result = (long int)(expression);                                                           \
     while (__result == -1L && errno == EINTR);                                                     \
     __result;                                                                                      \
   }))
 #endif
 
-#define ESBX_PUBLIC __attribute__ ((visibility ("default")))
+#define ESBX_PUBLIC   __attribute__ ((visibility ("default")))
 #define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
 
 void *xmalloc (size_t size);
@@ -34,7 +34,7 @@ char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 static inline void
 cleanup_freep (void *p)
 {
-  void **pp = (void **) p;
+  void **pp = (void **)p;
   free (*pp);
 }
 
@@ -76,11 +76,11 @@ cleanup_strvp (char ***v)
   free (*v);
 }
 
-#define _cleanup_free_ __attribute__ ((cleanup (cleanup_freep)))
+#define _cleanup_free_  __attribute__ ((cleanup (cleanup_freep)))
 #define _cleanup_close_ __attribute__ ((cleanup (cleanup_closep)))
-#define _cleanup_file_ __attribute__ ((cleanup (cleanup_filep)))
-#define _cleanup_dir_ __attribute__ ((cleanup (cleanup_dirp)))
-#define _cleanup_strv_ __attribute__ ((cleanup (cleanup_strvp)))
+#define _cleanup_file_  __attribute__ ((cleanup (cleanup_filep)))
+#define _cleanup_dir_   __attribute__ ((cleanup (cleanup_dirp)))
+#define _cleanup_strv_  __attribute__ ((cleanup (cleanup_strvp)))
 
 static inline void *
 steal_ptr (void **pp)
@@ -89,7 +89,7 @@ steal_ptr (void **pp)
   *pp = NULL;
   return p;
 }
-#define steal_pointer(pp) ((__typeof__ (*(pp))) steal_ptr ((void **) (pp)))
+#define steal_pointer(pp) ((__typeof__ (*(pp)))steal_ptr ((void **)(pp)))
 
 static inline int
 take_fd (int *fd)

@@ -27,8 +27,8 @@ touches (const struct esbx_changeset *cs, const char *path)
 }
 
 int
-esbx_blame (esbx_store_t *store, const char *project, const char *path,
-            struct esbx_layer **out, esbx_error_t *err)
+esbx_blame (esbx_store_t *store, const char *project, const char *path, struct esbx_layer **out,
+            esbx_error_t *err)
 {
   _cleanup_strv_ char **ids = NULL;
   _cleanup_free_ char *rel = NULL, *abs = NULL;

@@ -27,7 +27,7 @@ esbx_file_type_parse (const char *s, enum esbx_file_type *t)
   for (i = 1; s && i < ARRAY_SIZE (type_names); i++)
     if (strcmp (s, type_names[i]) == 0)
       {
-        *t = (enum esbx_file_type) i;
+        *t = (enum esbx_file_type)i;
         return 0;
       }
   return -1;
@@ -77,13 +77,13 @@ path_cmp (const char *a, const char *b)
     return -1;
   if (*b == '/')
     return 1;
-  return (unsigned char) *a - (unsigned char) *b;
+  return (unsigned char)*a - (unsigned char)*b;
 }
 
 static int
 change_cmp (const void *a, const void *b)
 {
-  return path_cmp (((const struct esbx_change *) a)->path, ((const struct esbx_change *) b)->path);
+  return path_cmp (((const struct esbx_change *)a)->path, ((const struct esbx_change *)b)->path);
 }
 
 void
@@ -96,7 +96,7 @@ esbx_changeset_sort (struct esbx_changeset *cs)
 const struct esbx_change *
 esbx_changeset_find (const struct esbx_changeset *cs, const char *path)
 {
-  struct esbx_change key = { .path = (char *) path };
+  struct esbx_change key = { .path = (char *)path };
 
   if (cs->n == 0)
     return NULL;
@@ -146,11 +146,11 @@ esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err
       break;
   if (i == ARRAY_SIZE (kind_names))
     return esbx_make_error (err, 0, "change `%s`: unknown kind `%s`", path, kind);
-  c->kind = (enum esbx_change_kind) i;
+  c->kind = (enum esbx_change_kind)i;
   if (esbx_file_type_parse (type, &c->type) < 0)
     return esbx_make_error (err, 0, "change `%s`: unknown type `%s`", path, type);
   if (json_get_int (j, "mode", &v))
-    c->mode = (mode_t) v & 07777;
+    c->mode = (mode_t)v & 07777;
   if (json_get_int (j, "size", &v))
     c->size = v;
   if (sha)

@@ -79,8 +79,8 @@ check_change (struct fsck *f, int diff, const struct esbx_change *c)
       {
         char buf[4097];
         ssize_t l = readlinkat (pfd, base, buf, sizeof buf - 1);
-        if (l < 0 || !c->target || (size_t) l != strlen (c->target)
-            || memcmp (buf, c->target, (size_t) l) != 0)
+        if (l < 0 || !c->target || (size_t)l != strlen (c->target)
+            || memcmp (buf, c->target, (size_t)l) != 0)
           problem (f, c->path, "symlink target differs from the record");
         return;
       }
@@ -161,7 +161,7 @@ fsck_project (esbx_store_t *store, const char *project, FILE *report, size_t *pr
           continue;
         }
       if ((parent == NULL) != (l->parent == NULL) || (parent && strcmp (parent, l->parent) != 0)
-          || l->index != (int64_t) i)
+          || l->index != (int64_t)i)
         problem (&f, "record.json", "parent or index does not match the stack");
       parent = ids[i];
       dfd = esbx_open_dir_at (AT_FDCWD, diff, &e);

@@ -13,11 +13,10 @@
 
 /* Remove DIRFD/NAME unless someone holds a lock on it.  */
 static int
-remove_unlocked (int dirfd, const char *name, const char *shown, FILE *report,
-                 esbx_error_t *err)
+remove_unlocked (int dirfd, const char *name, const char *shown, FILE *report, esbx_error_t *err)
 {
-  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
-      openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  _cleanup_close_ int fd
+      = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
 
   if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
     return 0;

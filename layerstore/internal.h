@@ -33,8 +33,8 @@ const struct esbx_change *esbx_changeset_find (const struct esbx_changeset *cs, 
 int esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *err);
 json_t *esbx_layer_to_json (const struct esbx_layer *l);
 /* Replace the stack file atomically; the caller holds the project lock.  */
-int esbx_project_write_stack (esbx_store_t *store, const char *project, char *const *ids,
-                              size_t n, esbx_error_t *err);
+int esbx_project_write_stack (esbx_store_t *store, const char *project, char *const *ids, size_t n,
+                              esbx_error_t *err);
 /* The project lock (exclusive); returns the fd that holds it.  */
 int esbx_project_lock (esbx_store_t *store, const char *project, esbx_error_t *err);
 
@@ -44,14 +44,14 @@ struct esbx_stack
   esbx_store_t *store;
   char *project;
   size_t n;
-  int *fds;                     /* diff directories, bottom to top */
+  int *fds; /* diff directories, bottom to top */
   char **ids;
-  struct esbx_layer **records;  /* loaded on demand */
+  struct esbx_layer **records; /* loaded on demand */
 };
 bool esbx_is_whiteout (const struct stat *st);
 bool esbx_is_opaque_at (int dirfd, const char *name);
-int esbx_stack_open (esbx_store_t *store, const char *project, const char *upto,
-                     char *const *extra, struct esbx_stack *st, esbx_error_t *err);
+int esbx_stack_open (esbx_store_t *store, const char *project, const char *upto, char *const *extra,
+                     struct esbx_stack *st, esbx_error_t *err);
 void esbx_stack_close (struct esbx_stack *st);
 /* 1 and the layer index and stat when REL ("a/b") exists in the view.  */
 int esbx_stack_lookup (struct esbx_stack *st, const char *rel, size_t *layer, struct stat *out);

@@ -85,8 +85,8 @@ esbx_layer_to_json (const struct esbx_layer *l)
 }
 
 int
-esbx_layer_load (esbx_store_t *store, const char *project, const char *id,
-                 struct esbx_layer **out, esbx_error_t *err)
+esbx_layer_load (esbx_store_t *store, const char *project, const char *id, struct esbx_layer **out,
+                 esbx_error_t *err)
 {
   _cleanup_free_ char *path = xasprintf ("projects/%s/layers/%s/record.json", project, id);
   _cleanup_json_ json_t *j = NULL;
@@ -164,7 +164,7 @@ esbx_project_write_stack (esbx_store_t *store, const char *project, char *const 
   buf = xmalloc (len + 1);
   len = 0;
   for (i = 0; i < n; i++)
-    len += (size_t) sprintf (buf + len, "%s\n", ids[i]);
+    len += (size_t)sprintf (buf + len, "%s\n", ids[i]);
   dfd = esbx_open_dir_at (store->rootfd, dir, err);
   if (dfd < 0)
     return -1;
@@ -224,8 +224,8 @@ esbx_layer_diff_path (esbx_store_t *store, const char *project, const char *id)
 }
 
 int
-esbx_stack_lowers (esbx_store_t *store, const char *project, const char *upto,
-                   char *const *extra, char ***paths, size_t *n, esbx_error_t *err)
+esbx_stack_lowers (esbx_store_t *store, const char *project, const char *upto, char *const *extra,
+                   char ***paths, size_t *n, esbx_error_t *err)
 {
   _cleanup_strv_ char **ids = NULL;
   struct strv v = { 0 };

@@ -68,10 +68,10 @@ struct esbx_change
   enum esbx_file_type type; /* for deletions: the type that was deleted */
   mode_t mode;              /* permission bits (07777) */
   int64_t size;
-  char sha256[65];          /* regular files; "" otherwise */
-  char *target;             /* symlinks */
-  bool opaque;              /* a directory whose old contents were all removed */
-  bool stripped;            /* setuid/setgid bits were removed */
+  char sha256[65]; /* regular files; "" otherwise */
+  char *target;    /* symlinks */
+  bool opaque;     /* a directory whose old contents were all removed */
+  bool stripped;   /* setuid/setgid bits were removed */
 };
 
 struct esbx_changeset
@@ -96,7 +96,7 @@ struct esbx_layer
   char *parent; /* NULL for layer 0 */
   int64_t index;
   char *created;
-  char *session; /* NULL for imported layers */
+  char *session;  /* NULL for imported layers */
   json_t *labels; /* object, may be empty */
   char *message;
   struct esbx_changeset changes; /* sorted by path */
@@ -125,8 +125,8 @@ int esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 int esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_error_t *err);
 /* The newest layer whose change list names PATH (or a directory above it
    that it deleted or replaced).  */
-int esbx_blame (esbx_store_t *store, const char *project, const char *path,
-                struct esbx_layer **out, esbx_error_t *err);
+int esbx_blame (esbx_store_t *store, const char *project, const char *path, struct esbx_layer **out,
+                esbx_error_t *err);
 
 /* ---- sessions --------------------------------------------------------- */
 
@@ -146,16 +146,16 @@ struct esbx_session
 {
   char *name;
   char *project;
-  char *base;        /* layer id the session started from */
-  char **published;  /* ids of layers published from this session, in order */
+  char *base;       /* layer id the session started from */
+  char **published; /* ids of layers published from this session, in order */
   char *network;
   char *workspace;
   char *created;
-  json_t *labels;    /* object */
+  json_t *labels; /* object */
   uint64_t memory;
   uint64_t pids;
   char *cpus;
-  json_t *record;    /* the whole session.json */
+  json_t *record; /* the whole session.json */
 };
 
 int esbx_session_create (esbx_store_t *store, const char *project,

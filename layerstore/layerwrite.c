@@ -93,8 +93,7 @@ write_entry (int srcfd, int dstfd, struct esbx_change *c, esbx_error_t *err)
     case ESBX_TYPE_FILE:
       in = TEMP_FAILURE_RETRY (openat (pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
       if (in < 0 || fstat (in, &st) < 0 || !S_ISREG (st.st_mode))
-        return esbx_make_error (err, in < 0 ? errno : 0, "`%s` changed while publishing",
-                                c->path);
+        return esbx_make_error (err, in < 0 ? errno : 0, "`%s` changed while publishing", c->path);
       out = TEMP_FAILURE_RETRY (
           openat (dstfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (out < 0)
@@ -144,8 +143,8 @@ sync_dirs (int dfd, esbx_error_t *err)
 }
 
 int
-esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd,
-                  struct esbx_changeset *cs, struct esbx_staged *out, esbx_error_t *err)
+esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct esbx_changeset *cs,
+                  struct esbx_staged *out, esbx_error_t *err)
 {
   _cleanup_free_ char *hex = esbx_random_hex (8);
   _cleanup_free_ char *rel = xasprintf ("projects/%s/tmp/%s", project, hex);
@@ -228,7 +227,7 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
   size_t len;
 
   l->parent = n ? xstrdup (ids[n - 1]) : NULL;
-  l->index = (int64_t) n;
+  l->index = (int64_t)n;
   if (l->created == NULL)
     l->created = esbx_rfc3339_now ();
   /* The id names the content: parent, time, provenance and changes.  */

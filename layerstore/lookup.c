@@ -21,8 +21,8 @@ esbx_is_whiteout (const struct stat *st)
 bool
 esbx_is_opaque_at (int dirfd, const char *name)
 {
-  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
-      openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  _cleanup_close_ int fd
+      = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   char v[4];
   ssize_t r;
 
@@ -33,8 +33,8 @@ esbx_is_opaque_at (int dirfd, const char *name)
 }
 
 int
-esbx_stack_open (esbx_store_t *store, const char *project, const char *upto,
-                 char *const *extra, struct esbx_stack *st, esbx_error_t *err)
+esbx_stack_open (esbx_store_t *store, const char *project, const char *upto, char *const *extra,
+                 struct esbx_stack *st, esbx_error_t *err)
 {
   _cleanup_strv_ char **paths = NULL;
   _cleanup_strv_ char **ids = NULL;
@@ -68,7 +68,7 @@ esbx_stack_open (esbx_store_t *store, const char *project, const char *upto,
           esbx_stack_close (st);
           return -1;
         }
-      (void) j;
+      (void)j;
     }
   return 0;
 }

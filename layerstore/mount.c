@@ -22,7 +22,7 @@ static const char *const plain_options[][2] = {
 static int
 fsconfig_string (int fd, const char *key, const char *value)
 {
-  return (int) syscall (SYS_fsconfig, fd, FSCONFIG_SET_STRING, key, value, 0);
+  return (int)syscall (SYS_fsconfig, fd, FSCONFIG_SET_STRING, key, value, 0);
 }
 
 /* The kernel explains a failed fsconfig on the fs context fd.  */
@@ -50,7 +50,7 @@ mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *wo
   char msg[512];
   size_t i;
 
-  fsfd = (int) syscall (SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+  fsfd = (int)syscall (SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
   if (fsfd < 0)
     return -2;
   fsconfig_string (fsfd, "source", "esbx");
@@ -64,12 +64,12 @@ mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *wo
         return esbx_make_error (err, errno, "overlay lower layer `%s`%s%s", lowers[i - 1],
                                 msg[0] ? ": " : "", msg);
       }
-  if (upper && (fsconfig_string (fsfd, "upperdir", upper) < 0
-                || fsconfig_string (fsfd, "workdir", work) < 0))
+  if (upper
+      && (fsconfig_string (fsfd, "upperdir", upper) < 0
+          || fsconfig_string (fsfd, "workdir", work) < 0))
     {
       fs_context_message (fsfd, msg, sizeof msg);
-      return esbx_make_error (err, errno, "overlay upper `%s`%s%s", upper, msg[0] ? ": " : "",
-                              msg);
+      return esbx_make_error (err, errno, "overlay upper `%s`%s%s", upper, msg[0] ? ": " : "", msg);
     }
   for (i = 0; i < ARRAY_SIZE (plain_options); i++)
     if (fsconfig_string (fsfd, plain_options[i][0], plain_options[i][1]) < 0)
@@ -78,10 +78,10 @@ mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *wo
   if (syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
     {
       fs_context_message (fsfd, msg, sizeof msg);
-      return esbx_make_error (err, errno, "create overlay for `%s`%s%s", target,
-                              msg[0] ? ": " : "", msg);
+      return esbx_make_error (err, errno, "create overlay for `%s`%s%s", target, msg[0] ? ": " : "",
+                              msg);
     }
-  mfd = (int) syscall (SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, 0);
+  mfd = (int)syscall (SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, 0);
   if (mfd < 0)
     return esbx_make_error (err, errno, "fsmount overlay for `%s`", target);
   if (syscall (SYS_move_mount, mfd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -115,7 +115,7 @@ mount_legacy (char *const *lowers, size_t n, const char *upper, const char *work
       len += strlen (lowers[i]) - dirlen;
     }
   len += (upper ? strlen (upper) + strlen (work) : 0) + 128;
-  if (len >= (size_t) sysconf (_SC_PAGESIZE))
+  if (len >= (size_t)sysconf (_SC_PAGESIZE))
     return esbx_make_error (err, E2BIG,
                             "overlay of %zu layers: options exceed one page on this kernel "
                             "(no fsconfig lowerdir+); run `esbx project squash`",

@@ -18,7 +18,7 @@ is_text (int fd)
   char buf[8192];
   ssize_t r = pread (fd, buf, sizeof buf, 0);
 
-  return r >= 0 && memchr (buf, '\0', (size_t) r) == NULL;
+  return r >= 0 && memchr (buf, '\0', (size_t)r) == NULL;
 }
 
 static int
@@ -45,7 +45,7 @@ run_diff (int oldfd, int newfd, const char *path, FILE *out, esbx_error_t *err)
       if (dup2 (fileno (out), STDOUT_FILENO) < 0)
         _exit (127);
       execlp ("diff", "diff", "-u", "--label", oldfd >= 0 ? a : "/dev/null", "--label",
-              newfd >= 0 ? b : "/dev/null", oldp, newp, (char *) NULL);
+              newfd >= 0 ? b : "/dev/null", oldp, newp, (char *)NULL);
       _exit (127);
     }
   if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)

@@ -55,8 +55,7 @@ out:
 }
 
 int
-esbx_project_create (esbx_store_t *store, const char *name, const char *from,
-                     esbx_error_t *err)
+esbx_project_create (esbx_store_t *store, const char *name, const char *from, esbx_error_t *err)
 {
   static const char *const subdirs[] = { "layers", "tmp" };
   _cleanup_free_ char *rel = NULL, *message = NULL;

@@ -110,7 +110,7 @@ upstream_load (esbx_store_t *store, const char *project, const char *base, char 
 static const struct upstream_entry *
 upstream_find (const struct upstream *u, const char *path)
 {
-  struct esbx_change c = { .path = (char *) path };
+  struct esbx_change c = { .path = (char *)path };
   struct upstream_entry key = { .change = &c };
 
   if (u->n == 0)
@@ -213,11 +213,12 @@ static int
 conflict_error (esbx_error_t *err, const char *verb, const char *name,
                 const struct esbx_publish_result *r)
 {
-  return esbx_make_error_code (err, ESBX_EXIT_CONFLICT, 0,
-                               "%s `%s`: %zu conflicting path%s with upstream (first: `%s` in layer "
-                               "`%s`)",
-                               verb, name, r->n_conflicts, r->n_conflicts == 1 ? "" : "s",
-                               r->conflicts[0].path, r->conflicts[0].layer);
+  return esbx_make_error_code (
+      err, ESBX_EXIT_CONFLICT, 0,
+      "%s `%s`: %zu conflicting path%s with upstream (first: `%s` in layer "
+      "`%s`)",
+      verb, name, r->n_conflicts, r->n_conflicts == 1 ? "" : "s", r->conflicts[0].path,
+      r->conflicts[0].layer);
 }
 
 int

@@ -50,11 +50,10 @@ esbx_check_entry_name (const char *session, const char *rel, const char *name, e
                               shown);
     }
   for (p = name; *p; p++)
-    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
       {
         shown = esbx_quote_path (rel);
-        return esbx_make_error (err, 0,
-                                "session `%s`: `/%s`: file name has a control character",
+        return esbx_make_error (err, 0, "session `%s`: `/%s`: file name has a control character",
                                 session, shown);
       }
   if (esbx_has_prefix (name, ".wh."))
@@ -82,7 +81,7 @@ push (struct esbx_changeset *cs, const char *rel, enum esbx_change_kind kind,
       c.mode = st->st_mode & 07777;
       if (type == ESBX_TYPE_FILE && (c.mode & (S_ISUID | S_ISGID)))
         {
-          c.mode &= ~(mode_t) (S_ISUID | S_ISGID);
+          c.mode &= ~(mode_t)(S_ISUID | S_ISGID);
           c.stripped = true;
         }
       c.size = type == ESBX_TYPE_FILE ? st->st_size : 0;
@@ -96,7 +95,7 @@ published_mode (const struct stat *st)
   mode_t m = st->st_mode & 07777;
 
   if (S_ISREG (st->st_mode))
-    m &= ~(mode_t) (S_ISUID | S_ISGID);
+    m &= ~(mode_t)(S_ISUID | S_ISGID);
   return m;
 }
 
@@ -201,19 +200,19 @@ scan_entry (struct scan *sc, int dfd, const char *name, const char *rel, esbx_er
           if (bdir < 0)
             return -1;
           lb = readlinkat (bdir, bname, b, sizeof b - 1);
-          if (la >= 0 && la == lb && memcmp (a, b, (size_t) la) == 0)
+          if (la >= 0 && la == lb && memcmp (a, b, (size_t)la) == 0)
             goto same;
         }
       else if (type == ESBX_TYPE_FILE && st.st_size == bst.st_size)
         {
           char usha[65], bsha[65];
-          _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
-              openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+          _cleanup_close_ int fd
+              = TEMP_FAILURE_RETRY (openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
 
           if (fd < 0 || esbx_sha256_fd (fd, usha, NULL, err) < 0)
-            return fd < 0 ? esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session,
-                                             rel)
-                          : -1;
+            return fd < 0
+                       ? esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel)
+                       : -1;
           if (esbx_stack_file_sha (sc->base, layer, rel, bsha, err) < 0)
             return -1;
           if (strcmp (usha, bsha) == 0)
@@ -270,11 +269,9 @@ scan_dir (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
     return esbx_error_wrap (err, "session `%s`", sc->session);
   for (i = 0; names[i]; i++)
     {
-      _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i])
-                                          : xstrdup (names[i]);
+      _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i]) : xstrdup (names[i]);
       if (strlen (child) >= 4095)
-        return esbx_make_error (err, ENAMETOOLONG, "session `%s`: `/%.64s...`", sc->session,
-                                child);
+        return esbx_make_error (err, ENAMETOOLONG, "session `%s`: `/%.64s...`", sc->session, child);
       if (scan_entry (sc, dfd, names[i], child, err) < 0)
         return -1;
     }

@@ -97,9 +97,9 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
   s->created = xstrdup (json_get_string (j, "created"));
   s->cpus = xstrdup (json_get_string (j, "cpus"));
   if (json_get_int (j, "memory", &v))
-    s->memory = (uint64_t) v;
+    s->memory = (uint64_t)v;
   if (json_get_int (j, "pids", &v))
-    s->pids = (uint64_t) v;
+    s->pids = (uint64_t)v;
   arr = json_get (j, "published");
   for (i = 0; arr && arr->type == JSON_ARRAY && i < arr->n; i++)
     if (arr->items[i]->type == JSON_STRING)
@@ -116,8 +116,7 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
 
 /* Write session.json of an existing session atomically.  */
 int
-esbx_session_save (esbx_store_t *store, const char *name, const json_t *record,
-                   esbx_error_t *err)
+esbx_session_save (esbx_store_t *store, const char *name, const json_t *record, esbx_error_t *err)
 {
   _cleanup_free_ char *dir = xasprintf ("sessions/%s", name);
   _cleanup_free_ char *text = NULL;
@@ -157,7 +156,7 @@ parse_labels (char **labels, json_t *obj, esbx_error_t *err)
       if (eq == NULL || eq == labels[i])
         return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "label `%s`: expected KEY=VALUE",
                                      labels[i]);
-      key = xstrndup (labels[i], (size_t) (eq - labels[i]));
+      key = xstrndup (labels[i], (size_t)(eq - labels[i]));
       if (!esbx_utf8_valid (labels[i], strlen (labels[i])))
         return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "label `%s`: not UTF-8", key);
       json_set_string (obj, key, eq + 1);
@@ -181,9 +180,9 @@ session_record (const char *name, const char *project, const char *base,
   json_set_string (j, "network", o->network ? o->network : "none");
   json_set_string (j, "workspace", o->workspace ? o->workspace : "/workspace");
   if (o->memory)
-    json_set_int (j, "memory", (int64_t) o->memory);
+    json_set_int (j, "memory", (int64_t)o->memory);
   if (o->pids)
-    json_set_int (j, "pids", (int64_t) o->pids);
+    json_set_int (j, "pids", (int64_t)o->pids);
   if (o->cpus)
     json_set_string (j, "cpus", o->cpus);
   return j;
@@ -197,8 +196,9 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
   if (o->network && strcmp (o->network, "none") != 0 && strcmp (o->network, "host") != 0)
     return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
                                  "invalid network `%s`: expected none or host", o->network);
-  if (o->workspace && (o->workspace[0] != '/' || strstr (o->workspace, "..") != NULL
-                       || strcmp (o->workspace, "/") == 0))
+  if (o->workspace
+      && (o->workspace[0] != '/' || strstr (o->workspace, "..") != NULL
+          || strcmp (o->workspace, "/") == 0))
     return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
                                  "invalid workspace `%s`: expected an absolute path below /",
                                  o->workspace);
@@ -260,8 +260,8 @@ esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err)
 }
 
 int
-esbx_session_create (esbx_store_t *store, const char *project,
-                     const struct esbx_session_opts *opts, char **name_out, esbx_error_t *err)
+esbx_session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
+                     char **name_out, esbx_error_t *err)
 {
   static const char *const subdirs[] = { "upper", "work", "merged" };
   _cleanup_free_ char *name = NULL, *base = NULL, *tmp = NULL, *text = NULL, *dest = NULL;

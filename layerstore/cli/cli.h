@@ -9,9 +9,9 @@
 
 struct esbx_cli
 {
-  const char *root;  /* --root or $ESBX_ROOT */
-  const char *host;  /* --host or $ESBX_HOST: gateway mode */
-  bool json;         /* --json */
+  const char *root; /* --root or $ESBX_ROOT */
+  const char *host; /* --host or $ESBX_HOST: gateway mode */
+  bool json;        /* --json */
   esbx_store_t *store;
 };
 

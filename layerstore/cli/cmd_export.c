@@ -28,8 +28,7 @@ cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
         else if (strcmp (optarg, "oci-layer") == 0)
           format = ESBX_EXPORT_OCI_LAYER;
         else
-          return cli_usage (err, "export: unknown format `%s`: expected tar or oci-layer",
-                            optarg);
+          return cli_usage (err, "export: unknown format `%s`: expected tar or oci-layer", optarg);
         break;
       case 'J':
         break;

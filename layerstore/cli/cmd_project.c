@@ -57,7 +57,7 @@ project_list (struct esbx_cli *cli, esbx_error_t *err)
         }
       o = json_new (JSON_OBJECT);
       json_set_string (o, "name", names[i]);
-      json_set_int (o, "layers", (int64_t) n);
+      json_set_int (o, "layers", (int64_t)n);
       json_set_string (o, "head", ids[n - 1]);
       json_append (arr, o);
     }
@@ -81,7 +81,7 @@ cli_layer_summary (const struct esbx_layer *l)
     json_set_string (labels, l->labels->keys[i], l->labels->items[i]->text);
   json_set (o, "labels", labels);
   json_set_string (o, "message", l->message ? l->message : "");
-  json_set_int (o, "changes", (int64_t) l->changes.n);
+  json_set_int (o, "changes", (int64_t)l->changes.n);
   return o;
 }
 

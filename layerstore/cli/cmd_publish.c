@@ -18,8 +18,9 @@ cli_print_conflicts (struct esbx_cli *cli, const struct esbx_publish_result *r)
       json_t *c = json_new (JSON_OBJECT);
       json_set_string (c, "path", r->conflicts[i].path);
       json_set_string (c, "layer", r->conflicts[i].layer);
-      json_set (c, "session", r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
-                                                      : json_new (JSON_NULL));
+      json_set (c, "session",
+                r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
+                                        : json_new (JSON_NULL));
       json_append (arr, c);
       if (!cli->json)
         fprintf (stderr, "conflict: %s (layer %s, session %s)\n", r->conflicts[i].path,
@@ -69,7 +70,7 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     {
       _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
       json_set (o, "layer", r.layer ? json_new_string (r.layer) : json_new (JSON_NULL));
-      json_set_int (o, "changes", (int64_t) r.n_changes);
+      json_set_int (o, "changes", (int64_t)r.n_changes);
       cli_print_json (o);
     }
   else if (r.layer)

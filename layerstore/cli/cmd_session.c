@@ -12,13 +12,16 @@
 static int
 session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
-  static const struct option opts[] = {
-    { "name", required_argument, NULL, 'n' },      { "base", required_argument, NULL, 'b' },
-    { "label", required_argument, NULL, 'l' },     { "network", required_argument, NULL, 'N' },
-    { "workspace", required_argument, NULL, 'w' }, { "memory", required_argument, NULL, 'm' },
-    { "pids", required_argument, NULL, 'p' },      { "cpus", required_argument, NULL, 'c' },
-    { "json", no_argument, NULL, 'J' },            { NULL, 0, NULL, 0 }
-  };
+  static const struct option opts[] = { { "name", required_argument, NULL, 'n' },
+                                        { "base", required_argument, NULL, 'b' },
+                                        { "label", required_argument, NULL, 'l' },
+                                        { "network", required_argument, NULL, 'N' },
+                                        { "workspace", required_argument, NULL, 'w' },
+                                        { "memory", required_argument, NULL, 'm' },
+                                        { "pids", required_argument, NULL, 'p' },
+                                        { "cpus", required_argument, NULL, 'c' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
   struct esbx_session_opts o = { 0 };
   struct strv labels = { 0 };
   _cleanup_free_ char *name = NULL;
@@ -114,12 +117,11 @@ session_json (esbx_store_t *store, const struct esbx_session *s, bool full)
       esbx_error_free (&e);
       if (esbx_du_at (AT_FDCWD, upper, &bytes, &e) < 0)
         esbx_error_free (&e);
-      json_set_int (o, "upper_bytes", (int64_t) bytes);
+      json_set_int (o, "upper_bytes", (int64_t)bytes);
       json_set_string (o, "upper", upper);
-      json_set (limits, "memory", s->memory ? json_new_int ((int64_t) s->memory)
-                                           : json_new (JSON_NULL));
-      json_set (limits, "pids", s->pids ? json_new_int ((int64_t) s->pids)
-                                       : json_new (JSON_NULL));
+      json_set (limits, "memory",
+                s->memory ? json_new_int ((int64_t)s->memory) : json_new (JSON_NULL));
+      json_set (limits, "pids", s->pids ? json_new_int ((int64_t)s->pids) : json_new (JSON_NULL));
       json_set (limits, "cpus", s->cpus ? json_new_string (s->cpus) : json_new (JSON_NULL));
       json_set (o, "limits", limits);
       json_set (o, "runtime", esbx_sandbox_status (store, s->name));

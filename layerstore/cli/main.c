@@ -16,8 +16,11 @@ struct verb
 };
 
 static const struct verb verbs[] = {
-  { "project", cmd_project, "project create NAME [--from SRC] | list | log NAME | rm NAME | squash NAME" },
-  { "session", cmd_session, "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host] | list [--project P] | inspect S | path S" },
+  { "project", cmd_project,
+    "project create NAME [--from SRC] | list | log NAME | rm NAME | squash NAME" },
+  { "session", cmd_session,
+    "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host] | list "
+    "[--project P] | inspect S | path S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
   { "diff", cmd_diff, "diff S [--json | --patch]" },
   { "publish", cmd_publish, "publish S [-m MESSAGE]" },
@@ -26,7 +29,8 @@ static const struct verb verbs[] = {
   { "export", cmd_export, "export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
   { "gc", cmd_gc, "gc" },
-  { "exec", cmd_exec, "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] -- CMD [ARG...]" },
+  { "exec", cmd_exec,
+    "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
 };

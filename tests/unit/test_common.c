@@ -65,10 +65,12 @@ test_json_set_remove (void **state)
 static void
 test_json_invalid_utf8_output (void **state)
 {
-  _cleanup_json_ json_t *j = json_new_string ("a\xff" "b");
+  _cleanup_json_ json_t *j = json_new_string ("a\xff"
+                                              "b");
   _cleanup_free_ char *out = json_serialize (j, false, NULL);
 
-  assert_string_equal (out, "\"a\xef\xbf\xbd" "b\"");
+  assert_string_equal (out, "\"a\xef\xbf\xbd"
+                            "b\"");
 }
 
 static void
@@ -105,9 +107,9 @@ test_utf8 (void **state)
   _cleanup_free_ char *q = esbx_quote_path ("a\nb\xff");
 
   assert_true (esbx_utf8_valid ("h\xc3\xa9llo", 6));
-  assert_false (esbx_utf8_valid ("\xc0\x80", 2));      /* overlong */
-  assert_false (esbx_utf8_valid ("\xed\xa0\x80", 3));  /* surrogate */
-  assert_false (esbx_utf8_valid ("\xe2\x82", 2));      /* truncated */
+  assert_false (esbx_utf8_valid ("\xc0\x80", 2));     /* overlong */
+  assert_false (esbx_utf8_valid ("\xed\xa0\x80", 3)); /* surrogate */
+  assert_false (esbx_utf8_valid ("\xe2\x82", 2));     /* truncated */
   assert_string_equal (q, "a\\x0ab\\xff");
 }
 
@@ -162,10 +164,10 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_json_roundtrip), cmocka_unit_test (test_json_errors),
+    cmocka_unit_test (test_json_roundtrip),  cmocka_unit_test (test_json_errors),
     cmocka_unit_test (test_json_set_remove), cmocka_unit_test (test_json_invalid_utf8_output),
-    cmocka_unit_test (test_names),          cmocka_unit_test (test_utf8),
-    cmocka_unit_test (test_sizes),          cmocka_unit_test (test_error_wrap),
+    cmocka_unit_test (test_names),           cmocka_unit_test (test_utf8),
+    cmocka_unit_test (test_sizes),           cmocka_unit_test (test_error_wrap),
     cmocka_unit_test (test_rfc3339),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);

@@ -53,7 +53,8 @@ teardown (void **state)
 static void
 check_all (bool fallback)
 {
-  static const char *const refused[] = { "escape/passwd", "abs", "inner/file", "../etc/passwd",
+  static const char *const refused[] = { "escape/passwd",        "abs",
+                                         "inner/file",           "../etc/passwd",
                                          "dir/../../etc/passwd", "/escape" };
   esbx_error_t err = NULL;
   size_t i;
