@@ -44,11 +44,31 @@ teardown_store() {
     [ -d "$s" ] || continue
     "$ESBX" discard "$(basename "$s")" >/dev/null 2>&1 || true
   done
+  kill_session_remnants
   # Whatever discard could not take down: unmount deepest first.
   grep -F "$ESBX_ROOT" /proc/self/mountinfo | awk '{print $5}' | sort -r |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$ESBX_ROOT"
   unset ESBX_ROOT
+}
+
+# Holders and cgroups of this store that discard left (a test killed esbx
+# mid-way, or discard itself is what failed).  The store's cgroups are
+# esbx/HASH.S, HASH the first 8 hex digits of sha256 of the root.
+kill_session_remnants() {
+  local rec pid hash d
+  for rec in "$ESBX_ROOT"/sessions/*/holder.json; do
+    [ -f "$rec" ] || continue
+    pid=$(sed -n 's/^ *"pid": *\([0-9]*\).*/\1/p' "$rec")
+    [ -n "$pid" ] && grep -qa esbx-holder "/proc/$pid/cmdline" 2>/dev/null &&
+      kill -9 "$pid" 2>/dev/null || true
+  done
+  hash=$(printf %s "$ESBX_ROOT" | sha256sum | cut -c1-8)
+  for d in /sys/fs/cgroup/*/esbx/"$hash".* /sys/fs/cgroup/esbx/"$hash".*; do
+    [ -d "$d" ] || continue
+    xargs -r kill -9 <"$d/cgroup.procs" 2>/dev/null || true
+    for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
+  done
 }
 
 # A small source tree for `project create --from`.
