@@ -262,7 +262,8 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
     char **next = xmalloc ((n + 2) * sizeof (char *));
     int r;
 
-    memcpy (next, ids, n * sizeof (char *));
+    if (n > 0)
+      memcpy (next, ids, n * sizeof (char *));
     next[n] = l->id;
     next[n + 1] = NULL;
     r = esbx_project_write_stack (store, project, next, n + 1, err);
