@@ -3,6 +3,7 @@
    being created) or checked under the project lock (unreferenced layers), so
    gc is safe at any time, twice, or concurrently with anything.  */
 #include "internal.h"
+#include "failpoint.h"
 #include "fs.h"
 #include "utils.h"
 
@@ -20,6 +21,7 @@ remove_unlocked (int dirfd, const char *name, const char *shown, FILE *report, e
 
   if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
     return 0;
+  esbx_failpoint ("gc-remove");
   if (esbx_rm_rf_at (dirfd, name, err) < 0)
     return -1;
   if (report)

@@ -8,6 +8,7 @@
  * the last rename leaves the old head and a layer that no stack names, which
  * gc removes.  */
 #include "internal.h"
+#include "failpoint.h"
 #include "fs.h"
 #include "hash.h"
 #include "path.h"
@@ -249,6 +250,7 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
     return -1;
   if (esbx_write_file_atomic_at (fd, "record.json", text, len, 0644, err) < 0)
     return -1;
+  esbx_failpoint ("layer-record-written");
   layers = xasprintf ("projects/%s/layers", project);
   dest = xasprintf ("%s/%s", layers, l->id);
   if (renameat2 (store->rootfd, st->rel, store->rootfd, dest, RENAME_NOREPLACE) < 0)
@@ -258,6 +260,7 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
   lfd = esbx_open_dir_at (store->rootfd, layers, err);
   if (lfd < 0 || fsync (lfd) < 0)
     return lfd < 0 ? -1 : esbx_make_error (err, errno, "fsync `%s`", layers);
+  esbx_failpoint ("layer-installed");
   {
     char **next = xmalloc ((n + 2) * sizeof (char *));
     int r;

@@ -1,5 +1,6 @@
 /* Projects: create (layer 0 from an import), list, rm, squash.  */
 #include "internal.h"
+#include "failpoint.h"
 #include "fs.h"
 #include "text.h"
 #include "utils.h"
@@ -31,6 +32,7 @@ import_layer (esbx_store_t *store, const char *project, const char *from, const 
     goto out;
   if (from && esbx_import_tree (from, diff, err) < 0)
     goto out;
+  esbx_failpoint ("import-extracted");
   /* The record lists everything of the base as added, with hashes: later
      scans take base hashes from it instead of reading the files again.  */
   if (esbx_scan_upper (&empty, diff, project, &layer.changes, NULL, err) < 0)
@@ -39,6 +41,7 @@ import_layer (esbx_store_t *store, const char *project, const char *from, const 
   layer.labels = json_new (JSON_OBJECT);
   if (esbx_layer_commit (store, project, &staged, &layer, ids, n, err) < 0)
     goto out;
+  esbx_failpoint ("import-committed");
   if (new_id)
     *new_id = xstrdup (layer.id);
   ret = 0;

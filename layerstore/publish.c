@@ -2,6 +2,7 @@
  * The change set is scanned and staged as a layer outside the project lock;
  * the lock covers only reading the head, the conflict check and the append.  */
 #include "internal.h"
+#include "failpoint.h"
 #include "fs.h"
 #include "path.h"
 #include "text.h"
@@ -264,8 +265,10 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
       ret = 0;
       goto out;
     }
+  esbx_failpoint ("publish-scanned");
   if (esbx_layer_stage (store, s->project, ufd, &layer.changes, &staged, err) < 0)
     goto out;
+  esbx_failpoint ("publish-staged");
 
   plock = esbx_project_lock (store, s->project, err);
   if (plock < 0 || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
@@ -285,6 +288,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
     json_set_string (layer.labels, s->labels->keys[i], s->labels->items[i]->text);
   if (esbx_layer_commit (store, s->project, &staged, &layer, ids, n, err) < 0)
     goto out;
+  esbx_failpoint ("publish-head-moved");
   close (plock);
   plock = -1;
   r->layer = xstrdup (layer.id);
@@ -299,6 +303,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   json_append (pub, json_new_string (layer.id));
   if (esbx_session_save (store, name, s->record, err) < 0)
     goto out;
+  esbx_failpoint ("publish-done");
   ret = 0;
 
 out:
