@@ -467,7 +467,7 @@ run_in_holder (esbx_store_t *store, const char *session, const struct esbx_exec_
   struct sigaction sa = { 0 }, old[4];
   static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
   struct rusage ru = { 0 };
-  unsigned long seq;
+  unsigned long seq = 0;
   int fds[2], wstatus = 0;
   json_t *ev;
   pid_t pid;
