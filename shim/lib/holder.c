@@ -431,7 +431,7 @@ esbx_owner_begin (esbx_store_t *store, const char *session, char **marker, esbx_
   _cleanup_close_ int dfd = -1;
   _cleanup_close_ int fd = -1;
   unsigned long long start = 0;
-  _cleanup_free_ char *name = NULL;
+  _cleanup_free_ char *name = NULL, *suffix = NULL;
 
   dfd = open_session_dir (store, session, err);
   if (dfd < 0)
@@ -440,7 +440,9 @@ esbx_owner_begin (esbx_store_t *store, const char *session, char **marker, esbx_
     return esbx_make_error (err, errno, "mkdir `%s` of session `%s`", OWNERS_DIR, session);
   if (esbx_proc_starttime (getpid (), &start) < 0)
     return esbx_make_error (err, errno, "read start time of self");
-  name = xasprintf (OWNERS_DIR "/%d.%llu", (int)getpid (), start);
+  /* Unique per operation: one process may nest them (exec starts a holder).  */
+  suffix = esbx_random_hex (4);
+  name = xasprintf (OWNERS_DIR "/%d.%llu.%s", (int)getpid (), start, suffix);
   fd = TEMP_FAILURE_RETRY (openat (dfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (fd < 0)
     return esbx_make_error (err, errno, "create `%s` of session `%s`", name, session);

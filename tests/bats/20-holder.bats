@@ -111,6 +111,7 @@ holder_pid() {
   kill -TERM "$pid"
   for _ in $(seq 50); do proc_gone "$sleeper" && break; sleep 0.1; done
   proc_gone "$sleeper"
+  for _ in $(seq 50); do proc_gone "$pid" && break; sleep 0.1; done
   proc_gone "$pid"
   # The next exec notices and starts a fresh holder.
   esbx_ok exec s1 -- true
