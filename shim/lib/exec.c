@@ -4,6 +4,7 @@
 #include "events.h"
 #include "fs.h"
 #include "holder.h"
+#include "log.h"
 #include "owner.h"
 #include "path.h"
 #include "proc.h"
@@ -458,6 +459,7 @@ run_in_holder (esbx_store_t *store, const char *session, const struct esbx_exec_
                esbx_error_t *err)
 {
   _cleanup_close_ int pidfd = -1, outlog = -1, errlog = -1, child_pidfd = -1;
+  _cleanup_close_ int ownpid = -1;
   _cleanup_close_ int rep_r = -1, rep_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
   _cleanup_strv_ char **env = NULL;
   _cleanup_free_ char *outname = NULL, *errname = NULL, *started = NULL, *ended = NULL;
@@ -526,15 +528,22 @@ run_in_holder (esbx_store_t *store, const char *session, const struct esbx_exec_
   esbx_cgroup_usage (info->cgroup, &before, NULL);
   started = esbx_rfc3339_now ();
 
-  /* Our children from now on are born in the session's pid namespace; we
-     stay where we are and can wait for them.  */
+  /* The child is born in the session's pid namespace while we stay where we
+     are and can wait for it.  Then our own children go back to being born
+     in ours: esbxd forks other things later.  */
+  ownpid = TEMP_FAILURE_RETRY (open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+  if (ownpid < 0)
+    return esbx_make_error (err, errno, "open `/proc/self/ns/pid`");
   if (setns (pidfd, CLONE_NEWPID) < 0)
     return esbx_make_error (err, errno, "join the pid namespace of the holder");
   pid = fork ();
-  if (pid < 0)
-    return esbx_make_error (err, errno, "fork");
   if (pid == 0)
     run_child (&c);
+  if (setns (ownpid, CLONE_NEWPID) < 0)
+    esbx_warn ("exec in session `%s`: cannot return to the own pid namespace: %s", session,
+               strerror (errno));
+  if (pid < 0)
+    return esbx_make_error (err, errno, "fork");
 
   forward_to = pid;
   sa.sa_handler = forward_signal;
