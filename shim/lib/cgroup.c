@@ -535,10 +535,32 @@ remove_one (const char *dir, esbx_error_t *err)
   return esbx_make_error (err, errno, "rmdir `%s`", dir);
 }
 
+/* Every v1 hierarchy mounted under /sys/fs/cgroup, not only ours: runc
+   puts a container of the session under REL in all of them.  */
+static char **
+v1_hierarchies (void)
+{
+  struct strv names = { 0 };
+  _cleanup_dir_ DIR *d = opendir (CGROUP_FS);
+  struct dirent *de;
+
+  while (d && (de = readdir (d)) != NULL)
+    {
+      if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+        continue;
+      if (v1_mounted (de->d_name))
+        strv_push (&names, xstrdup (de->d_name));
+    }
+  if (names.v == NULL)
+    return xmalloc0 (sizeof (char *));
+  return names.v;
+}
+
 int
 esbx_cgroup_remove (const char *rel, esbx_error_t *err)
 {
-  size_t i;
+  _cleanup_strv_ char **hier = NULL;
+  char **h;
 
   if (esbx_cgroup_kill (rel, err) < 0)
     return -1;
@@ -547,9 +569,10 @@ esbx_cgroup_remove (const char *rel, esbx_error_t *err)
       _cleanup_free_ char *dir = dir_of (NULL, rel);
       return remove_one (dir, err);
     }
-  for (i = 0; i < ARRAY_SIZE (v1_controllers); i++)
+  hier = v1_hierarchies ();
+  for (h = hier; *h; h++)
     {
-      _cleanup_free_ char *dir = dir_of (v1_controllers[i], rel);
+      _cleanup_free_ char *dir = dir_of (*h, rel);
 
       if (access (dir, F_OK) < 0)
         continue;
@@ -563,12 +586,12 @@ char **
 esbx_cgroup_list_esbx (esbx_error_t *err)
 {
   struct strv names = { 0 };
-  const char *const *ctl = v1_controllers;
-  size_t i, k, nctl = v2_root () ? 1 : ARRAY_SIZE (v1_controllers);
+  _cleanup_strv_ char **hier = v2_root () ? NULL : v1_hierarchies ();
+  size_t i, k, nh = v2_root () ? 1 : strv_len (hier);
 
-  for (i = 0; i < nctl; i++)
+  for (i = 0; i < nh; i++)
     {
-      _cleanup_free_ char *dir = dir_of (v2_root () ? NULL : ctl[i], "esbx");
+      _cleanup_free_ char *dir = dir_of (v2_root () ? NULL : hier[i], "esbx");
       _cleanup_dir_ DIR *d = opendir (dir);
       struct dirent *de;
 
