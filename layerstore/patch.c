@@ -61,22 +61,18 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
   struct esbx_session *s = NULL;
   struct esbx_changeset cs = { 0 };
   struct esbx_stack base;
-  _cleanup_free_ char *upper = NULL;
   _cleanup_close_ int ufd = -1;
   size_t i;
   int ret = -1;
 
   if (esbx_session_load (store, name, &s, err) < 0)
     return -1;
-  if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
+  ufd = esbx_session_scan (store, s, &base, &cs, NULL, err);
+  if (ufd < 0)
     {
       esbx_session_free (s);
       return -1;
     }
-  upper = esbx_session_upper (store, name);
-  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
-  if (ufd < 0 || esbx_scan_upper (&base, ufd, name, &cs, NULL, err) < 0)
-    goto out;
   for (i = 0; i < cs.n; i++)
     {
       const struct esbx_change *c = &cs.v[i];

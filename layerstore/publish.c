@@ -227,11 +227,9 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
                       struct esbx_publish_result *r, esbx_error_t *err)
 {
   struct esbx_session *s = NULL;
-  struct esbx_stack base;
   struct esbx_staged staged = { .lockfd = -1 };
   struct esbx_layer layer = { 0 };
   struct upstream up = { 0 };
-  _cleanup_free_ char *upper = NULL;
   _cleanup_close_ int ufd = -1;
   _cleanup_close_ int slock = -1;
   _cleanup_close_ int plock = -1;
@@ -249,16 +247,9 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
     return esbx_error_wrap (err, "publish");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "publish");
-  if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
+  ufd = esbx_session_scan (store, s, NULL, &layer.changes, NULL, err);
+  if (ufd < 0)
     goto out;
-  upper = esbx_session_upper (store, name);
-  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
-  if (ufd < 0 || esbx_scan_upper (&base, ufd, name, &layer.changes, NULL, err) < 0)
-    {
-      esbx_stack_close (&base);
-      goto out;
-    }
-  esbx_stack_close (&base);
   r->n_changes = layer.changes.n;
   if (layer.changes.n == 0)
     {
@@ -328,10 +319,8 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
                      esbx_error_t *err)
 {
   struct esbx_session *s = NULL;
-  struct esbx_stack base;
   struct esbx_changeset cs = { 0 }, same = { 0 };
   struct upstream up = { 0 };
-  _cleanup_free_ char *upper = NULL;
   _cleanup_close_ int ufd = -1;
   _cleanup_close_ int slock = -1;
   _cleanup_close_ int plock = -1;
@@ -345,16 +334,9 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
     return esbx_error_wrap (err, "rebase");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "rebase");
-  if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
+  ufd = esbx_session_scan (store, s, NULL, &cs, &same, err);
+  if (ufd < 0)
     goto out;
-  upper = esbx_session_upper (store, name);
-  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
-  if (ufd < 0 || esbx_scan_upper (&base, ufd, name, &cs, &same, err) < 0)
-    {
-      esbx_stack_close (&base);
-      goto out;
-    }
-  esbx_stack_close (&base);
   r->n_changes = cs.n;
 
   plock = esbx_project_lock (store, s->project, err);

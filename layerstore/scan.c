@@ -298,29 +298,46 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session,
 }
 
 int
+esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esbx_stack *keep,
+                   struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err)
+{
+  struct esbx_stack base;
+  _cleanup_free_ char *upper = NULL;
+  _cleanup_close_ int ufd = -1;
+
+  memset (out, 0, sizeof *out);
+  /* The base of the diff: the session's base plus what it already
+     published, so that a second publish carries only what is new.  */
+  if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
+    return esbx_error_wrap (err, "session `%s`", s->name);
+  upper = esbx_session_upper (store, s->name);
+  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
+  if (ufd < 0 || esbx_scan_upper (&base, ufd, s->name, out, same, err) < 0)
+    {
+      esbx_stack_close (&base);
+      return -1;
+    }
+  if (keep)
+    *keep = base;
+  else
+    esbx_stack_close (&base);
+  return take_fd (&ufd);
+}
+
+int
 esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
                       esbx_error_t *err)
 {
   struct esbx_session *s = NULL;
-  struct esbx_stack base;
-  _cleanup_free_ char *upper = NULL;
-  _cleanup_close_ int ufd = -1;
-  int ret;
+  int ufd;
 
   memset (out, 0, sizeof *out);
   if (esbx_session_load (store, name, &s, err) < 0)
     return -1;
-  /* The base of the diff: the session's base plus what it already
-     published, so that a second publish carries only what is new.  */
-  if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
-    {
-      esbx_session_free (s);
-      return esbx_error_wrap (err, "session `%s`", name);
-    }
-  upper = esbx_session_upper (store, name);
-  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
-  ret = ufd < 0 ? -1 : esbx_scan_upper (&base, ufd, name, out, NULL, err);
-  esbx_stack_close (&base);
+  ufd = esbx_session_scan (store, s, NULL, out, NULL, err);
   esbx_session_free (s);
-  return ret;
+  if (ufd < 0)
+    return -1;
+  close (ufd);
+  return 0;
 }
