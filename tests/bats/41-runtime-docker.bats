@@ -59,6 +59,9 @@ unregister_runtime() {
       else
         rm -f "$DAEMON_JSON"
       fi
+      # dockerd keeps its old configuration when the file is missing:
+      # reload from an empty one first (the file goes after the reload).
+      [ -f "$DAEMON_JSON" ] || echo '{}' >"$DAEMON_JSON"
     elif [ -f "$DAEMON_JSON" ]; then
       jq 'del(.runtimes.esbx) | if .runtimes == {} then del(.runtimes) else . end' \
         "$DAEMON_JSON" >"$DAEMON_JSON.new" && mv "$DAEMON_JSON.new" "$DAEMON_JSON"
@@ -69,6 +72,9 @@ unregister_runtime() {
     kill -HUP "$(dockerd_pid)"
   else
     reload_dockerd gone
+  fi
+  if ! [ -f "$BATS_FILE_TMPDIR/daemon.json.orig" ] && [ "$(cat "$DAEMON_JSON" 2>/dev/null)" = '{}' ]; then
+    rm -f "$DAEMON_JSON"
   fi
 }
 
@@ -109,11 +115,20 @@ setup() {
   setup_docker
   conf_add_root
   make_project demo
+  # Volume names are global in dockerd: unique per test, like the driver.
+  S1=${DRIVER}s1
+  S2=${DRIVER}s2
 }
 
 teardown() {
   # Containers first: their cgroups sit under the session's.
   teardown_docker_containers
+  # By name: a volume whose session was discarded behind Docker's back is
+  # no longer in the plugin's list, so teardown_docker would not see it.
+  local v
+  for v in ${S1:-} ${S2:-}; do
+    docker volume rm -f "$v" >/dev/null 2>&1 || true
+  done
   conf_remove_root
   stop_holders
   teardown_docker
@@ -154,37 +169,37 @@ holder_pid() {
 }
 
 @test "runtime/docker: containers of one session share processes, hostname and files" {
-  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
-  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 300
-  dstart a2 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 301
+  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sleep 300
+  dstart a2 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sleep 301
 
   run docker exec "a1-$DRIVER" ps -o args
   assert_success
   assert_output --partial "sleep 300"
   assert_output --partial "sleep 301"
   run docker exec "a2-$DRIVER" hostname
-  assert_output s1
+  assert_output $S1
   run docker exec "a1-$DRIVER" cat /work/README
   assert_output hello
   docker exec "a1-$DRIVER" sh -c 'echo private > /work/new'
   run docker exec "a2-$DRIVER" cat /work/new
   assert_output private
   # The session's own view: esbx exec runs in the holder's namespaces.
-  run "$ESBX" exec s1 -- ps -o args
+  run "$ESBX" exec $S1 -- ps -o args
   assert_success
   assert_output --partial "sleep 300"
   assert_output --partial "sleep 301"
   # Both attachments are in the session's event log.
-  run grep -c '"container-attached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  run grep -c '"container-attached"' "$ESBX_ROOT/sessions/$S1/events.jsonl"
   assert_output 2
 }
 
 @test "runtime/docker: the session account holds the containers' processes" {
-  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
-  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" \
+  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" \
     sh -c 'head -c 20000000 /dev/zero > /dev/shm/fill; sleep 300'
   sleep 1
-  run "$ESBX" session inspect s1 --json
+  run "$ESBX" session inspect $S1 --json
   assert_success
   local mem
   mem=$(jq -r '.. | objects | select(has("memory")) | .memory | numbers' <<<"$output" | head -1)
@@ -195,21 +210,21 @@ holder_pid() {
 }
 
 @test "runtime/docker: docker stop and rm leave the holder; volume rm ends it" {
-  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
-  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sh -c 'sleep 1234 & exec sleep 300'
+  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sh -c 'sleep 1234 & exec sleep 300'
   local pid
-  pid=$(holder_pid s1)
+  pid=$(holder_pid $S1)
   kill -0 "$pid"
   docker stop -t 1 "a1-$DRIVER" >/dev/null
   docker rm "a1-$DRIVER" >/dev/null
   kill -0 "$pid"
-  run grep -c '"container-detached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  run grep -c '"container-detached"' "$ESBX_ROOT/sessions/$S1/events.jsonl"
   assert_output 1
   # A later container still finds the same holder.
-  dstart a2 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 301
-  assert_equal "$(holder_pid s1)" "$pid"
+  dstart a2 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sleep 301
+  assert_equal "$(holder_pid $S1)" "$pid"
   docker rm -f "a2-$DRIVER" >/dev/null
-  docker volume rm s1 >/dev/null
+  docker volume rm $S1 >/dev/null
   local i
   for i in $(seq 50); do
     kill -0 "$pid" 2>/dev/null || break
@@ -220,11 +235,11 @@ holder_pid() {
 }
 
 @test "runtime/docker: esbx discard ends the containers of the session" {
-  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
-  dstart a1 --runtime esbx -v s1:/work "$ESBX_TEST_IMAGE" sleep 300
+  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sleep 300
   local pid
-  pid=$(holder_pid s1)
-  esbx_ok discard s1
+  pid=$(holder_pid $S1)
+  esbx_ok discard $S1
   run kill -0 "$pid"
   assert_failure
   local i
@@ -244,31 +259,31 @@ holder_pid() {
 }
 
 @test "runtime/docker: two sessions in one container fail with the cause, no container" {
-  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
-  docker volume create -d "$DRIVER" -o project=demo s2 >/dev/null
-  run drun --runtime esbx -v s1:/a -v s2:/b "$ESBX_TEST_IMAGE" true
+  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  docker volume create -d "$DRIVER" -o project=demo $S2 >/dev/null
+  run drun --runtime esbx -v $S1:/a -v $S2:/b "$ESBX_TEST_IMAGE" true
   assert_failure
   assert_output --partial "two esbx sessions"
   run docker ps -aq --filter "label=esbx-test=$DRIVER"
   assert_output ""
   # Neither session got a holder from the failed create.
-  [ ! -s "$ESBX_ROOT/sessions/s1/holder.json" ] || ! kill -0 "$(holder_pid s1)" 2>/dev/null
+  [ ! -s "$ESBX_ROOT/sessions/$S1/holder.json" ] || ! kill -0 "$(holder_pid $S1)" 2>/dev/null
 }
 
 @test "runtime/docker: a session discarded behind Docker's back fails at create" {
-  docker volume create -d "$DRIVER" -o project=demo s1 >/dev/null
+  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
   local merged
-  merged=$(merged_of s1)
-  esbx_ok discard s1
-  mkdir -p "$BATS_TEST_TMPDIR/m"
+  merged=$(merged_of $S1)
+  esbx_ok discard $S1
   # Docker checks that a bind source exists: give it one that is the
   # discarded session's path again, but no session.
   mkdir -p "$merged"
   run docker run --rm --label "esbx-test=$DRIVER" --runtime esbx -v "$merged:/work" \
     "$ESBX_TEST_IMAGE" true
   assert_failure
-  assert_output --partial "esbx session \`s1\`"
+  assert_output --partial "esbx session \`$S1\`"
   assert_output --partial "discarded"
   run docker ps -aq --filter "label=esbx-test=$DRIVER"
   assert_output ""
+  rmdir "$merged" "$(dirname "$merged")"
 }
