@@ -213,6 +213,39 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
   return 0;
 }
 
+/* overlayfs stacks at most ESBX_MAX_LAYERS lower layers.  A deeper stack
+   gets its bottom layers folded into a read-only overlay of their own at
+   S/lower: an overlay as a lower layer of another is one level of nesting,
+   which the kernel allows, so stacks up to twice the limit mount.  */
+static int
+fold_lowers (const char *dir, char ***lowers, size_t *n, esbx_error_t *err)
+{
+  size_t k, i;
+  _cleanup_free_ char *folded = NULL;
+  char **v = *lowers;
+
+  if (*n <= ESBX_MAX_LAYERS)
+    return 0;
+  /* Fold enough bottom layers (always two or more) to leave room for the
+     folded one.  */
+  k = *n - (ESBX_MAX_LAYERS - 1);
+  if (k > ESBX_MAX_LAYERS)
+    return esbx_make_error (err, 0,
+                            "%zu layers: more than %d cannot be mounted; run `esbx project squash`",
+                            *n, 2 * ESBX_MAX_LAYERS - 1);
+  folded = xasprintf ("%s/lower", dir);
+  if (mkdir (folded, 0755) < 0 && errno != EEXIST)
+    return esbx_make_error (err, errno, "mkdir `%s`", folded);
+  if (!esbx_is_mountpoint (folded) && esbx_mount_overlay (v, k, NULL, NULL, folded, err) < 0)
+    return -1;
+  for (i = 0; i < k; i++)
+    free (v[i]);
+  v[0] = steal_pointer (&folded);
+  memmove (&v[1], &v[k], (*n - k + 1) * sizeof (char *));
+  *n -= k - 1;
+  return 0;
+}
+
 int
 esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
@@ -235,6 +268,8 @@ esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
   work = xasprintf ("%s/work", dir);
   ret = esbx_stack_lowers (store, s->project, s->base, NULL, &lowers, &n, err);
   if (ret == 0)
+    ret = fold_lowers (dir, &lowers, &n, err);
+  if (ret == 0)
     ret = esbx_mount_overlay (lowers, n, upper, work, merged, err);
   if (ret < 0)
     esbx_error_wrap (err, "session `%s`", name);
@@ -249,14 +284,23 @@ esbx_session_is_mounted (esbx_store_t *store, const char *name)
   return esbx_is_mountpoint (merged);
 }
 
+/* Unmount the merged view, then the folded bottom layers under it.  */
+static int
+unmount_session (esbx_store_t *store, const char *name, bool lazy, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = esbx_session_dir (store, name);
+  _cleanup_free_ char *merged = xasprintf ("%s/merged", dir);
+  _cleanup_free_ char *folded = xasprintf ("%s/lower", dir);
+
+  if (esbx_unmount (merged, lazy, err) < 0 || esbx_unmount (folded, lazy, err) < 0)
+    return esbx_error_wrap (err, "session `%s`", name);
+  return 0;
+}
+
 int
 esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
-  _cleanup_free_ char *merged = esbx_session_merged (store, name);
-
-  if (esbx_unmount (merged, false, err) < 0)
-    return esbx_error_wrap (err, "session `%s`", name);
-  return 0;
+  return unmount_session (store, name, false, err);
 }
 
 int
@@ -382,7 +426,7 @@ esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err)
 int
 esbx_session_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
-  _cleanup_free_ char *rel = NULL, *merged = NULL, *graveyard = NULL, *hex = NULL;
+  _cleanup_free_ char *rel = NULL, *graveyard = NULL, *hex = NULL;
   _cleanup_close_ int lockfd = -1;
 
   if (esbx_check_name ("session", name, err) < 0)
@@ -393,11 +437,10 @@ esbx_session_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
   lockfd = esbx_session_lock (store, name, err);
   if (lockfd < 0)
     return -1;
-  merged = esbx_session_merged (store, name);
   /* Lazily: a container that still has it open must not keep the session
      alive once its owner said discard.  */
-  if (esbx_unmount (merged, true, err) < 0)
-    return esbx_error_wrap (err, "discard `%s`", name);
+  if (unmount_session (store, name, true, err) < 0)
+    return esbx_error_wrap (err, "discard");
   /* Move it out of sessions/ first so that a crash half-way through the
      removal leaves something gc finds, not a broken session.  */
   hex = esbx_random_hex (6);

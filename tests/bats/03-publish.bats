@@ -158,14 +158,15 @@ more"
 }
 
 @test "concurrent publishers from separate processes: every disjoint change lands once" {
-  for i in $(seq 1 8); do
+  for i in $(seq 1 16); do
     esbx_ok session create p --name w$i
     echo $i >"$(path_of w$i)/file$i"
   done
-  for i in $(seq 1 8); do "$ESBX" publish w$i >"$BATS_TEST_TMPDIR/out$i" 2>&1 & done
+  for i in $(seq 1 16); do "$ESBX" publish w$i >"$BATS_TEST_TMPDIR/out$i" 2>&1 & done
   wait
-  [ "$(wc -l <"$ESBX_ROOT/projects/p/stack")" -eq 9 ]
+  [ "$(wc -l <"$ESBX_ROOT/projects/p/stack")" -eq 17 ]
+  [ "$(sort -u "$BATS_TEST_TMPDIR"/out* | grep -cE '^[0-9a-f]{16}$')" -eq 16 ]
   esbx_ok session create p --name check
-  for i in $(seq 1 8); do [ "$(cat "$(path_of check)/file$i")" = "$i" ]; done
+  for i in $(seq 1 16); do [ "$(cat "$(path_of check)/file$i")" = "$i" ]; done
   esbx_ok fsck p
 }

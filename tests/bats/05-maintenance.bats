@@ -88,19 +88,31 @@ teardown() { teardown_store; }
   assert_output --partial "s1"
 }
 
-@test "a stack of 500 layers mounts; a session on it sees the top" {
+@test "a stack of 600 layers still creates sessions and reads files" {
   esbx_ok project create deep
-  # Layers are built through the real publish path, several per session.
+  # Layers are built through the real publish path, one per publish.
   esbx_ok session create deep --name builder
   m=$("$ESBX" session path builder)
-  for i in $(seq 1 499); do
+  for i in $(seq 1 599); do
     echo $i >"$m/f"
+    echo $i >"$m/g$((i % 7))"
     "$ESBX" publish builder >/dev/null || fail "publish $i"
   done
-  [ "$(wc -l <"$ESBX_ROOT/projects/deep/stack")" -eq 500 ]
+  [ "$(wc -l <"$ESBX_ROOT/projects/deep/stack")" -eq 600 ]
   esbx_ok session create deep --name top
-  [ "$(cat "$("$ESBX" session path top)/f")" = 499 ]
+  top=$("$ESBX" session path top)
+  [ "$(cat "$top/f")" = 599 ]
+  for k in 0 1 2 3 4 5 6; do [ -f "$top/g$k" ]; done
+  [ "$(cat "$top/g1")" = 596 ]
+  # Beyond overlayfs's 500 lower layers the bottom ones are folded into a
+  # read-only overlay of their own.
+  grep -qF "$ESBX_ROOT/sessions/top/lower " /proc/self/mountinfo
+  echo write >"$top/new"
+  esbx_ok diff top
+  assert_output "A /new"
   esbx_ok discard top
+  run grep -F "$ESBX_ROOT/sessions/top" /proc/self/mountinfo
+  assert_failure
   esbx_ok discard builder
   esbx_ok project squash deep
 }
