@@ -12,9 +12,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-/* Remove DIRFD/NAME unless someone holds a lock on it.  */
+/* Remove DIRFD/NAME (PATH, absolute) unless someone holds a lock on it.  */
 static int
-remove_unlocked (int dirfd, const char *name, const char *shown, FILE *report, esbx_error_t *err)
+remove_unlocked (int dirfd, const char *name, const char *path, const char *shown, FILE *report,
+                 esbx_error_t *err)
 {
   _cleanup_close_ int fd
       = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
@@ -22,6 +23,9 @@ remove_unlocked (int dirfd, const char *name, const char *shown, FILE *report, e
   if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
     return 0;
   esbx_failpoint ("gc-remove");
+  /* A squash that crashed leaves its read-only view mounted here.  */
+  if (esbx_unmount (path, true, err) < 0)
+    return -1;
   if (esbx_rm_rf_at (dirfd, name, err) < 0)
     return -1;
   if (report)
@@ -30,7 +34,7 @@ remove_unlocked (int dirfd, const char *name, const char *shown, FILE *report, e
 }
 
 static int
-gc_tmp (int dfd, const char *where, FILE *report, esbx_error_t *err)
+gc_tmp (esbx_store_t *store, int dfd, const char *where, FILE *report, esbx_error_t *err)
 {
   _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
   size_t i;
@@ -40,7 +44,8 @@ gc_tmp (int dfd, const char *where, FILE *report, esbx_error_t *err)
   for (i = 0; names[i]; i++)
     {
       _cleanup_free_ char *shown = xasprintf ("%s/%s", where, names[i]);
-      if (remove_unlocked (dfd, names[i], shown, report, err) < 0)
+      _cleanup_free_ char *path = xasprintf ("%s/%s", store->root, shown);
+      if (remove_unlocked (dfd, names[i], path, shown, report, err) < 0)
         return -1;
     }
   return 0;
@@ -112,7 +117,7 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
   size_t i;
 
   tfd = esbx_open_dir_at (store->rootfd, "tmp", err);
-  if (tfd < 0 || gc_tmp (tfd, "tmp", report, err) < 0)
+  if (tfd < 0 || gc_tmp (store, tfd, "tmp", report, err) < 0)
     return esbx_error_wrap (err, "gc");
 
   projects = esbx_list_dir_at (store->rootfd, "projects", err);
@@ -146,7 +151,8 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
           esbx_error_free (err);
           continue;
         }
-      if (gc_tmp (pfd, tmprel, report, err) < 0 || gc_layers (store, projects[i], report, err) < 0)
+      if (gc_tmp (store, pfd, tmprel, report, err) < 0
+          || gc_layers (store, projects[i], report, err) < 0)
         return esbx_error_wrap (err, "gc");
     }
   return 0;

@@ -119,9 +119,10 @@ write_entry (int srcfd, int dstfd, struct esbx_change *c, esbx_error_t *err)
   return 0;
 }
 
-/* fsync every directory of the tree, children first.  */
+/* fsync every directory of the tree, children first, and with FILES every
+   regular file too.  */
 static int
-sync_dirs (int dfd, esbx_error_t *err)
+sync_tree (int dfd, bool files, esbx_error_t *err)
 {
   _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
   size_t i;
@@ -131,11 +132,20 @@ sync_dirs (int dfd, esbx_error_t *err)
   for (i = 0; names[i]; i++)
     {
       struct stat st;
-      if (fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+      if (fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (S_ISDIR (st.st_mode))
         {
           _cleanup_close_ int sub = esbx_open_dir_at (dfd, names[i], err);
-          if (sub < 0 || sync_dirs (sub, err) < 0)
+          if (sub < 0 || sync_tree (sub, files, err) < 0)
             return -1;
+        }
+      else if (files && S_ISREG (st.st_mode))
+        {
+          _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
+              openat (dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+          if (fd < 0 || fsync (fd) < 0)
+            return esbx_make_error (err, errno, "fsync `%s`", names[i]);
         }
     }
   if (fsync (dfd) < 0)
@@ -181,7 +191,7 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   for (i = 0; srcfd >= 0 && i < cs->n; i++)
     if (write_entry (srcfd, diff, &cs->v[i], err) < 0)
       goto fail;
-  if (sync_dirs (diff, err) < 0)
+  if (sync_tree (diff, false, err) < 0)
     goto fail;
   out->lockfd = take_fd (&fd);
   return 0;
@@ -189,6 +199,12 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
 fail:
   esbx_layer_unstage (store, out);
   return -1;
+}
+
+int
+esbx_layer_sync (int diffd, esbx_error_t *err)
+{
+  return sync_tree (diffd, true, err);
 }
 
 void

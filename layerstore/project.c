@@ -32,6 +32,10 @@ import_layer (esbx_store_t *store, const char *project, const char *from, const 
     goto out;
   if (from && esbx_import_tree (from, diff, err) < 0)
     goto out;
+  /* The extraction does not fsync: make the tree durable before the head
+     can name it (the README's durability order).  */
+  if (esbx_layer_sync (diff, err) < 0)
+    goto out;
   esbx_failpoint ("import-extracted");
   /* The record lists everything of the base as added, with hashes: later
      scans take base hashes from it instead of reading the files again.  */

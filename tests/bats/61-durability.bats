@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# Durability order (README, "Durability"), checked on the system calls that
+# esbx makes, traced with strace: every file and directory of a new layer is
+# fsynced before the rename that moves the head, record.json and the stack
+# file are fsynced before their renames, layers/ is fsynced after the layer's
+# rename, and the project directory is fsynced after the head's rename and
+# before the command reports success.
+
+load helpers
+
+setup_file() {
+  [ -x "$ESBX" ] || skip "esbx not built at $ESBX"
+  command -v strace >/dev/null || skip "strace is not installed"
+}
+
+setup() {
+  setup_store
+}
+
+teardown() {
+  teardown_store
+}
+
+# Trace `esbx ARGS` into $BATS_TEST_TMPDIR/trace (paths of fds shown, -y).
+traced() {
+  run strace -f -y -qq -s 256 -o "$BATS_TEST_TMPDIR/trace" \
+    -e trace=fsync,fdatasync,rename,renameat,renameat2,openat,mkdirat,mknodat,symlinkat,write,exit_group \
+    "$ESBX" "$@"
+  [ "$status" -eq 0 ] || { echo "esbx $* exited $status: $output" >&2; return 1; }
+}
+
+# check_order PROJECT LAYER: the trace against the layer as it now is.
+check_order() {
+  python3 - "$BATS_TEST_TMPDIR/trace" "$ESBX_ROOT" "$1" "$2" <<'PY'
+import os, re, sys
+
+trace, root, project, layer = sys.argv[1:]
+proj = os.path.realpath(os.path.join(root, "projects", project))
+final = os.path.join(proj, "layers", layer)
+lines = open(trace).read().splitlines()
+fd_path = re.compile(r"^\d+\s+(\w+)\((\d+)<([^>]*)>(.*)$")
+problems = []
+
+def ev(i):
+    m = fd_path.match(lines[i])
+    return m.groups() if m else (None, None, None, None)
+
+# The head moves by the rename of the stack's temp file to "stack".
+head = [i for i, l in enumerate(lines)
+        if re.search(r"rename\w*\(.*<%s>, \"\.stack\.tmp-[0-9a-f]+\", .*\"stack\"" % re.escape(proj), l)]
+if len(head) != 1:
+    sys.exit("expected one rename of the stack, found %d" % len(head))
+head = head[0]
+
+# Where the layer was staged: the rename of projects/P/tmp/X to layers/ID.
+install = [i for i, l in enumerate(lines)
+           if re.search(r"renameat2?\(.*\"projects/%s/tmp/([0-9a-f]+)\", .*\"projects/%s/layers/%s\"" %
+                        (re.escape(project), re.escape(project), layer), l)]
+if len(install) != 1:
+    sys.exit("expected one rename installing layer %s, found %d" % (layer, len(install)))
+install = install[0]
+staged = os.path.join(proj, "tmp",
+                      re.search(r"/tmp/([0-9a-f]+)\"", lines[install]).group(1))
+
+fsynced = {}  # path -> first line index of an fsync
+for i, l in enumerate(lines):
+    op, fd, path, rest = ev(i)
+    if op in ("fsync", "fdatasync") and path not in fsynced:
+        fsynced.setdefault(os.path.realpath(path) if os.path.exists(path) else path, i)
+        fsynced.setdefault(path, i)
+
+def synced_before(path, limit, what):
+    i = fsynced.get(path)
+    if i is None or i > limit:
+        problems.append("%s `%s` not fsynced before line %d" % (what, path, limit + 1))
+
+# Every regular file and directory of the layer, under its staged name.
+for d, dirs, files in os.walk(final):
+    for n in [d] + [os.path.join(d, f) for f in files]:
+        st = os.lstat(n)
+        import stat
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            continue
+        staged_name = staged + n[len(final):]
+        if n.endswith("/record.json") and d == final:
+            continue  # written atomically under another name, checked below
+        if n == final:
+            continue  # its content reaches disk with layers/ and the record's dir fsync
+        synced_before(staged_name, install, "layer entry")
+
+# record.json: its temp file fsynced, renamed, the layer dir fsynced, all
+# before the install.
+rec = [i for i, l in enumerate(lines) if re.search(r"\"\.record\.json\.tmp-[0-9a-f]+\", .*\"record\.json\"", l)]
+if len(rec) != 1 or rec[0] > install:
+    problems.append("record.json not renamed into place before the install")
+else:
+    tmpname = re.search(r"\"(\.record\.json\.tmp-[0-9a-f]+)\"", lines[rec[0]]).group(1)
+    synced_before(os.path.join(staged, tmpname), rec[0], "record temp file")
+    after = [i for i in range(rec[0], install) if ev(i)[0] == "fsync" and ev(i)[2] == staged]
+    if not after:
+        problems.append("the staged layer directory is not fsynced after record.json's rename")
+
+# layers/ fsynced after the install and before the head moves.
+if not [i for i in range(install, head) if ev(i)[0] == "fsync" and ev(i)[2] == os.path.join(proj, "layers")]:
+    problems.append("layers/ not fsynced between the install and the head's rename")
+
+# The stack's temp file fsynced before its rename.
+tmpname = re.search(r"\"(\.stack\.tmp-[0-9a-f]+)\"", lines[head]).group(1)
+synced_before(os.path.join(proj, tmpname), head, "stack temp file")
+
+# The project directory fsynced after the head's rename, before any output
+# to stdout and before the process exits.
+out = [i for i in range(head, len(lines)) if re.match(r"^\d+\s+write\(1<", lines[i])]
+end = out[0] if out else len(lines)
+if not [i for i in range(head, end) if ev(i)[0] == "fsync" and ev(i)[2] == proj]:
+    problems.append("the project directory is not fsynced after the head's rename and before success")
+
+for p in problems:
+    print(p)
+sys.exit(1 if problems else 0)
+PY
+}
+
+@test "publish: the new layer, its record and the head are durable in order" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+  esbx_ok session create p
+  s=$output
+  m=$("$ESBX" session path "$s")
+  mkdir -p "$m/new/deep/er" "$m/other"
+  for i in 1 2 3; do echo "$i" >"$m/new/deep/er/f$i"; done
+  echo changed >>"$m/README"
+  echo x >"$m/other/x"
+  ln -s ../README "$m/new/link"
+  rm "$m/docs/guide.txt"
+  traced publish "$s"
+  layer=${output##*$'\n'}
+  run check_order p "$layer"
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+@test "project create --from: the imported layer is durable before the head names it" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  mkdir -p "$BATS_TEST_TMPDIR/src/a/b/c"
+  echo deep >"$BATS_TEST_TMPDIR/src/a/b/c/d"
+  traced project create p --from "$BATS_TEST_TMPDIR/src"
+  layer=$(cat "$ESBX_ROOT/projects/p/stack")
+  run check_order p "$layer"
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+@test "project squash: the flattened layer is durable before the head names it" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+  for i in 1 2; do
+    esbx_ok session create p
+    s=$output
+    echo "$i" >"$("$ESBX" session path "$s")/f$i"
+    esbx_ok publish "$s"
+    esbx_ok discard "$s"
+  done
+  traced project squash p
+  layer=$(cat "$ESBX_ROOT/projects/p/stack")
+  run check_order p "$layer"
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
