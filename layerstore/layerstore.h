@@ -236,4 +236,54 @@ int esbx_fsck (esbx_store_t *store, const char *project, FILE *report, esbx_erro
    half-created sessions.  Safe at any time and concurrently.  */
 int esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 
+/* ---- gateway tokens (token.c) ------------------------------------------- */
+
+/* Scopes a token can carry (DESIGN.md, "Gateway and permissions").  */
+enum
+{
+  ESBX_SCOPE_MANAGE = 1u << 0,  /* projects, sessions, publish, discard */
+  ESBX_SCOPE_RUNTIME = 1u << 1, /* exec, file read/write inside a session */
+  ESBX_SCOPE_OBSERVE = 1u << 2, /* list, inspect, diff, events */
+};
+
+/* A token as stored in ROOT/tokens/ID.json: only the SHA-256 of its secret
+   is kept.  */
+struct esbx_token
+{
+  char *id;
+  unsigned scopes;
+  char *project;   /* NULL: any project */
+  char *session;   /* NULL: any session */
+  char *created;   /* RFC 3339 */
+  int64_t expires; /* seconds since the epoch, 0: never */
+};
+
+void esbx_token_free (struct esbx_token *t);
+/* "manage,observe" -> bits; unknown or empty scopes are a usage error.  */
+int esbx_token_parse_scopes (const char *s, unsigned *scopes, esbx_error_t *err);
+/* Bits -> "manage,runtime,observe" (owned).  */
+char *esbx_token_scopes_string (unsigned scopes);
+/* The record without its hash, for `token list` and the audit log.  */
+json_t *esbx_token_to_json (const struct esbx_token *t);
+/* TTL_SECONDS 0: never expires.  *secret receives the bearer secret, which
+   is shown once and never stored.  */
+int esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project,
+                       const char *session, int64_t ttl_seconds, char **secret,
+                       struct esbx_token **out, esbx_error_t *err);
+/* Every token, sorted by id.  */
+int esbx_token_list (esbx_store_t *store, struct esbx_token ***out, size_t *n, esbx_error_t *err);
+int esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err);
+/* The token whose secret is SECRET, compared in constant time against every
+   stored hash.  Fails for an unknown, revoked or expired one.  */
+int esbx_token_verify (esbx_store_t *store, const char *secret, struct esbx_token **out,
+                       esbx_error_t *err);
+
+/* ---- JSON views shared by the CLI and the gateway (view.c) -------------- */
+
+/* A layer's provenance without its change list, for log and blame.  */
+json_t *esbx_layer_summary_json (const struct esbx_layer *l);
+/* A session as `session list` (RUNTIME NULL) or `session inspect` shows it;
+   RUNTIME (owned) is the shim's status of the session.  */
+json_t *esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *runtime);
+
 #endif

@@ -1,8 +1,12 @@
 /* esbxd: serves Docker's volume plugin protocol for an esbx store.  */
+#include "audit.h"
 #include "driver.h"
+#include "gateway.h"
 #include "http.h"
 #include "layerstore.h"
+#include "listen.h"
 #include "log.h"
+#include "metrics.h"
 #include "utils.h"
 #include "volumes.h"
 
@@ -11,20 +15,79 @@
 #include <string.h>
 
 #define DEFAULT_PLUGIN_SOCKET "/run/docker/plugins/esbx.sock"
+#define DEFAULT_METRICS       "127.0.0.1:9595"
+
+/* The gateway and metrics listeners (gateway.h, metrics.h).  A default
+   address that is taken only warns, so that a second esbxd serving another
+   store still starts; an address given explicitly must work.  */
+struct listeners
+{
+  struct esbx_gateway_config gateway;
+  bool gateway_explicit;
+  const char *metrics;
+  bool metrics_explicit;
+};
 
 static void
 usage (FILE *out)
 {
-  fprintf (out,
-           "usage: esbxd [--root DIR] [--plugin-socket PATH]\n"
-           "  --root DIR            store root (default $ESBX_ROOT or " ESBX_DEFAULT_ROOT ")\n"
-           "  --plugin-socket PATH  Docker volume plugin socket (default " DEFAULT_PLUGIN_SOCKET
-           ")\n");
+  fprintf (
+      out,
+      "usage: esbxd [--root DIR] [--plugin-socket PATH] [--gateway-socket PATH|none]\n"
+      "             [--gateway-group GROUP] [--gateway-tcp ADDR:PORT] [--metrics "
+      "ADDR:PORT|none]\n"
+      "  --root DIR            store root (default $ESBX_ROOT or " ESBX_DEFAULT_ROOT ")\n"
+      "  --plugin-socket PATH  Docker volume plugin socket (default " DEFAULT_PLUGIN_SOCKET ")\n"
+      "  --gateway-socket PATH authenticated gateway socket (default " ESBX_GATEWAY_DEFAULT_SOCKET
+      ")\n"
+      "  --gateway-group GROUP group owning the gateway socket (mode 0660)\n"
+      "  --gateway-tcp ADDR:PORT  also serve the gateway on a loopback TCP port\n"
+      "  --metrics ADDR:PORT   /healthz and /metrics, loopback only (default " DEFAULT_METRICS
+      ")\n");
 }
 
 static int
-serve (const char *root, const char *socket_path, esbx_error_t *err)
+start_listeners (esbx_store_t *store, const struct listeners *l, struct esbx_metrics *metrics,
+                 struct esbx_audit *audit, struct esbx_gateway **gw, esbx_error_t *err)
 {
+  esbx_error_t e = NULL;
+
+  if (l->metrics && esbx_metrics_serve (metrics, l->metrics, &e) < 0)
+    {
+      if (l->metrics_explicit)
+        {
+          *err = e;
+          return -1;
+        }
+      esbx_warn ("metrics disabled: %s", e->msg);
+      esbx_error_free (&e);
+    }
+  else if (l->metrics)
+    esbx_info ("metrics on http://%s/metrics", l->metrics);
+  if (l->gateway.socket_path == NULL && l->gateway.tcp == NULL)
+    return 0;
+  if (esbx_gateway_start (store, metrics, audit, &l->gateway, gw, &e) < 0)
+    {
+      if (l->gateway_explicit)
+        {
+          *err = e;
+          return -1;
+        }
+      esbx_warn ("gateway disabled: %s", e->msg);
+      esbx_error_free (&e);
+      return 0;
+    }
+  esbx_info ("gateway on `%s`%s%s", l->gateway.socket_path ? l->gateway.socket_path : "-",
+             l->gateway.tcp ? " and " : "", l->gateway.tcp ? l->gateway.tcp : "");
+  return 0;
+}
+
+static int
+serve (const char *root, const char *socket_path, const struct listeners *l, esbx_error_t *err)
+{
+  struct esbx_metrics *metrics = NULL;
+  struct esbx_audit *audit = NULL;
+  struct esbx_gateway *gw = NULL;
   _cleanup_store_ esbx_store_t *store = NULL;
   struct esbx_volumes *vols = NULL;
   struct esbx_driver *driver = NULL;
@@ -50,6 +113,13 @@ serve (const char *root, const char *socket_path, esbx_error_t *err)
       < 0)
     goto out;
   esbx_info ("serving store `%s` on `%s`", store->root, socket_path);
+  metrics = esbx_metrics_new (store);
+  if (esbx_audit_open (store, &audit, err) < 0
+      || start_listeners (store, l, metrics, audit, &gw, err) < 0)
+    {
+      esbx_http_stop (server);
+      goto out;
+    }
 
   for (;;)
     {
@@ -62,8 +132,11 @@ serve (const char *root, const char *socket_path, esbx_error_t *err)
     }
   esbx_info ("signal %d: stopping", sig);
   esbx_http_stop (server);
+  esbx_gateway_stop (gw);
   ret = 0;
 out:
+  esbx_metrics_free (metrics);
+  esbx_audit_close (audit);
   esbx_driver_free (driver);
   esbx_volumes_close (vols);
   return ret;
@@ -75,11 +148,17 @@ main (int argc, char **argv)
   static const struct option long_options[] = {
     { "root", required_argument, NULL, 'r' },
     { "plugin-socket", required_argument, NULL, 's' },
+    { "gateway-socket", required_argument, NULL, 'g' },
+    { "gateway-group", required_argument, NULL, 'G' },
+    { "gateway-tcp", required_argument, NULL, 'T' },
+    { "metrics", required_argument, NULL, 'm' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *root = getenv ("ESBX_ROOT");
   const char *socket_path = DEFAULT_PLUGIN_SOCKET;
+  struct listeners l
+      = { .gateway = { .socket_path = ESBX_GATEWAY_DEFAULT_SOCKET }, .metrics = DEFAULT_METRICS };
   esbx_error_t err = NULL;
   int c;
 
@@ -92,6 +171,21 @@ main (int argc, char **argv)
         break;
       case 's':
         socket_path = optarg;
+        break;
+      case 'g':
+        l.gateway.socket_path = strcmp (optarg, "none") == 0 ? NULL : optarg;
+        l.gateway_explicit = true;
+        break;
+      case 'G':
+        l.gateway.group = optarg;
+        break;
+      case 'T':
+        l.gateway.tcp = optarg;
+        l.gateway_explicit = true;
+        break;
+      case 'm':
+        l.metrics = strcmp (optarg, "none") == 0 ? NULL : optarg;
+        l.metrics_explicit = true;
         break;
       case 'h':
         usage (stdout);
@@ -112,7 +206,20 @@ main (int argc, char **argv)
       return ESBX_EXIT_USAGE;
     }
 
-  if (serve (root, socket_path, &err) < 0)
+  if (l.gateway.socket_path && l.gateway.socket_path[0] != '/')
+    {
+      fprintf (stderr, "esbxd: --gateway-socket `%s`: must be an absolute path\n",
+               l.gateway.socket_path);
+      return ESBX_EXIT_USAGE;
+    }
+  /* Unauthenticated or unencrypted listeners never leave the host: refuse
+     before anything starts.  TLS is not implemented, so the gateway's TCP
+     listener is loopback-only too.  */
+  if ((l.metrics && esbx_loopback_check ("--metrics", l.metrics, &err) < 0)
+      || (l.gateway.tcp && esbx_loopback_check ("--gateway-tcp", l.gateway.tcp, &err) < 0))
+    return esbx_error_report (&err, stderr, "esbxd");
+
+  if (serve (root, socket_path, &l, &err) < 0)
     return esbx_error_report (&err, stderr, "esbxd");
   return ESBX_EXIT_OK;
 }

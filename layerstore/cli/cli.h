@@ -32,6 +32,20 @@ json_t *cli_layer_summary (const struct esbx_layer *l);
 /* Conflicts of a publish or rebase: stderr lines, or JSON with --json.  */
 void cli_print_conflicts (struct esbx_cli *cli, const struct esbx_publish_result *r);
 
+/* Printing from the JSON views (print.c), shared by embedded and remote mode.  */
+void cli_print_projects (struct esbx_cli *cli, const json_t *arr);
+void cli_print_log (struct esbx_cli *cli, const json_t *arr);
+void cli_print_blame (struct esbx_cli *cli, const json_t *layer);
+void cli_print_sessions (struct esbx_cli *cli, const json_t *arr);
+void cli_print_changes (struct esbx_cli *cli, const json_t *arr);
+void cli_print_published (struct esbx_cli *cli, const char *session, const json_t *result);
+void cli_print_rebased (struct esbx_cli *cli, const json_t *result);
+void cli_print_ps (struct esbx_cli *cli, const json_t *arr);
+void cli_print_event (bool json, const json_t *event);
+
+/* Remote mode (remote.c): run the verb through the gateway at cli->host.  */
+int cli_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
@@ -45,5 +59,6 @@ int cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_token (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 
 #endif

@@ -1,12 +1,9 @@
 /* esbx diff S [--json | --patch] */
 #include "cli.h"
-#include "text.h"
 #include "utils.h"
 
 #include <getopt.h>
 #include <inttypes.h>
-
-static const char kind_letter[] = { 'A', 'M', 'D' };
 
 int
 cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
@@ -38,20 +35,12 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return esbx_session_patch (store, argv[optind], stdout, err) < 0 ? -1 : 0;
   if (esbx_session_changes (store, argv[optind], &cs, err) < 0)
     return -1;
-  if (cli->json)
-    {
-      _cleanup_json_ json_t *arr = json_new (JSON_ARRAY);
-      for (i = 0; i < cs.n; i++)
-        json_append (arr, esbx_change_to_json (&cs.v[i]));
-      cli_print_json (arr);
-    }
-  else
+  {
+    _cleanup_json_ json_t *arr = json_new (JSON_ARRAY);
     for (i = 0; i < cs.n; i++)
-      {
-        _cleanup_free_ char *shown = esbx_quote_path (cs.v[i].path);
-        printf ("%c %s%s\n", kind_letter[cs.v[i].kind], shown,
-                cs.v[i].stripped ? "  (setuid/setgid stripped)" : "");
-      }
+      json_append (arr, esbx_change_to_json (&cs.v[i]));
+    cli_print_changes (cli, arr);
+  }
   esbx_changeset_free (&cs);
   return 0;
 }

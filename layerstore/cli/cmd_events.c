@@ -11,63 +11,12 @@
 
 #define FOLLOW_INTERVAL_MS 200
 
-static void
-print_value (const json_t *v)
-{
-  _cleanup_free_ char *s = NULL;
-
-  if (v->type == JSON_STRING)
-    fputs (v->text, stdout);
-  else
-    {
-      s = json_serialize (v, false, NULL);
-      fputs (s, stdout);
-    }
-}
-
-static void
-print_argv (const json_t *argv)
-{
-  size_t i;
-
-  for (i = 0; argv && argv->type == JSON_ARRAY && i < argv->n; i++)
-    {
-      if (i)
-        putchar (' ');
-      print_value (argv->items[i]);
-    }
-}
-
 static int
 print_event (const json_t *ev, void *data)
 {
   const bool *json = data;
-  const char *type = json_get_string (ev, "type");
-  size_t i;
 
-  if (*json)
-    {
-      _cleanup_free_ char *s = json_serialize (ev, false, NULL);
-      printf ("%s\n", s);
-      return 0;
-    }
-  printf ("%s %s", json_get_string (ev, "time") ? json_get_string (ev, "time") : "-",
-          type ? type : "-");
-  for (i = 0; i < ev->n; i++)
-    {
-      const char *k = ev->keys[i];
-
-      if (strcmp (k, "time") == 0 || strcmp (k, "type") == 0 || strcmp (k, "argv") == 0)
-        continue;
-      printf (" %s=", k);
-      print_value (ev->items[i]);
-    }
-  if (json_get (ev, "argv"))
-    {
-      fputs (" -- ", stdout);
-      print_argv (json_get (ev, "argv"));
-    }
-  putchar ('\n');
+  cli_print_event (*json, ev);
   return 0;
 }
 

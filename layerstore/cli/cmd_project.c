@@ -50,39 +50,20 @@ project_list (struct esbx_cli *cli, esbx_error_t *err)
 
       if (esbx_project_stack (store, names[i], &ids, &n, err) < 0)
         return -1;
-      if (!cli->json)
-        {
-          printf ("%s\t%zu\t%s\n", names[i], n, ids[n - 1]);
-          continue;
-        }
       o = json_new (JSON_OBJECT);
       json_set_string (o, "name", names[i]);
       json_set_int (o, "layers", (int64_t)n);
       json_set_string (o, "head", ids[n - 1]);
       json_append (arr, o);
     }
-  if (cli->json)
-    cli_print_json (arr);
+  cli_print_projects (cli, arr);
   return 0;
 }
 
 json_t *
 cli_layer_summary (const struct esbx_layer *l)
 {
-  json_t *o = json_new (JSON_OBJECT), *labels = json_new (JSON_OBJECT);
-  size_t i;
-
-  json_set_string (o, "id", l->id);
-  json_set_int (o, "index", l->index);
-  json_set (o, "parent", l->parent ? json_new_string (l->parent) : json_new (JSON_NULL));
-  json_set_string (o, "created", l->created ? l->created : "");
-  json_set (o, "session", l->session ? json_new_string (l->session) : json_new (JSON_NULL));
-  for (i = 0; l->labels && i < l->labels->n; i++)
-    json_set_string (labels, l->labels->keys[i], l->labels->items[i]->text);
-  json_set (o, "labels", labels);
-  json_set_string (o, "message", l->message ? l->message : "");
-  json_set_int (o, "changes", (int64_t)l->changes.n);
-  return o;
+  return esbx_layer_summary_json (l);
 }
 
 static int
@@ -102,16 +83,10 @@ project_log (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 
       if (esbx_layer_load (store, name, ids[i - 1], &l, err) < 0)
         return -1;
-      if (cli->json)
-        json_append (arr, cli_layer_summary (l));
-      else
-        printf ("%s %3" PRId64 " %s %-20s %zu change%s  %s\n", l->id, l->index, l->created,
-                l->session ? l->session : "-", l->changes.n, l->changes.n == 1 ? " " : "s",
-                l->message ? l->message : "");
+      json_append (arr, cli_layer_summary (l));
       esbx_layer_free (l);
     }
-  if (cli->json)
-    cli_print_json (arr);
+  cli_print_log (cli, arr);
   return 0;
 }
 

@@ -68,25 +68,18 @@ cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       nrows++;
     }
   qsort (rows, nrows, sizeof *rows, cmp_row);
-  if (cli->json)
-    {
-      _cleanup_json_ json_t *a = json_new (JSON_ARRAY);
-      for (i = 0; i < nrows; i++)
-        {
-          json_t *o = json_new (JSON_OBJECT);
-          json_set_int (o, "pid", rows[i].pid);
-          json_set_int (o, "host_pid", rows[i].host_pid);
-          json_set_string (o, "command", rows[i].cmd);
-          json_append (a, o);
-        }
-      cli_print_json (a);
-    }
-  else
-    {
-      printf ("%7s %7s %s\n", "PID", "HOSTPID", "COMMAND");
-      for (i = 0; i < nrows; i++)
-        printf ("%7d %7d %s\n", (int)rows[i].pid, (int)rows[i].host_pid, rows[i].cmd);
-    }
+  {
+    _cleanup_json_ json_t *a = json_new (JSON_ARRAY);
+    for (i = 0; i < nrows; i++)
+      {
+        json_t *o = json_new (JSON_OBJECT);
+        json_set_int (o, "pid", rows[i].pid);
+        json_set_int (o, "host_pid", rows[i].host_pid);
+        json_set_string (o, "command", rows[i].cmd);
+        json_append (a, o);
+      }
+    cli_print_ps (cli, a);
+  }
   for (i = 0; i < nrows; i++)
     free (rows[i].cmd);
   return 0;

@@ -66,17 +66,12 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       esbx_publish_result_free (&r);
       return -1;
     }
-  if (cli->json)
-    {
-      _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
-      json_set (o, "layer", r.layer ? json_new_string (r.layer) : json_new (JSON_NULL));
-      json_set_int (o, "changes", (int64_t)r.n_changes);
-      cli_print_json (o);
-    }
-  else if (r.layer)
-    printf ("%s\n", r.layer);
-  else
-    fprintf (stderr, "esbx: publish `%s`: nothing to publish\n", argv[optind]);
+  {
+    _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
+    json_set (o, "layer", r.layer ? json_new_string (r.layer) : json_new (JSON_NULL));
+    json_set_int (o, "changes", (int64_t)r.n_changes);
+    cli_print_published (cli, argv[optind], o);
+  }
   esbx_publish_result_free (&r);
   /* The final publish of a session ends it.  */
   if (discard && esbx_sandbox_discard (store, argv[optind], err) < 0)

@@ -37,14 +37,11 @@ cmd_rebase (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       esbx_publish_result_free (&r);
       return -1;
     }
-  if (cli->json)
-    {
-      _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
-      json_set_string (o, "base", r.layer);
-      cli_print_json (o);
-    }
-  else
-    printf ("%s\n", r.layer);
+  {
+    _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
+    json_set_string (o, "base", r.layer);
+    cli_print_rebased (cli, o);
+  }
   esbx_publish_result_free (&r);
   return 0;
 }

@@ -84,49 +84,7 @@ out:
 static json_t *
 session_json (esbx_store_t *store, const struct esbx_session *s, bool full)
 {
-  json_t *o = json_new (JSON_OBJECT), *pub = json_new (JSON_ARRAY), *labels;
-  _cleanup_free_ char *merged = esbx_session_merged (store, s->name);
-  _cleanup_free_ char *upper = esbx_session_upper (store, s->name);
-  size_t i;
-
-  json_set_string (o, "name", s->name);
-  json_set_string (o, "project", s->project);
-  json_set_string (o, "base", s->base);
-  for (i = 0; s->published[i]; i++)
-    json_append (pub, json_new_string (s->published[i]));
-  json_set (o, "published", pub);
-  json_set_string (o, "created", s->created ? s->created : "");
-  labels = json_new (JSON_OBJECT);
-  for (i = 0; i < s->labels->n; i++)
-    json_set_string (labels, s->labels->keys[i], s->labels->items[i]->text);
-  json_set (o, "labels", labels);
-  json_set_string (o, "network", s->network);
-  json_set_string (o, "workspace", s->workspace);
-  json_set (o, "mounted", json_new_bool (esbx_session_is_mounted (store, s->name)));
-  json_set_string (o, "path", merged);
-  if (full)
-    {
-      unsigned long long bytes = 0;
-      esbx_error_t e = NULL;
-      _cleanup_strv_ char **ids = NULL;
-      size_t n;
-      json_t *limits = json_new (JSON_OBJECT);
-
-      if (esbx_project_stack (store, s->project, &ids, &n, &e) == 0)
-        json_set_string (o, "head", ids[n - 1]);
-      esbx_error_free (&e);
-      if (esbx_du_at (AT_FDCWD, upper, &bytes, &e) < 0)
-        esbx_error_free (&e);
-      json_set_int (o, "upper_bytes", (int64_t)bytes);
-      json_set_string (o, "upper", upper);
-      json_set (limits, "memory",
-                s->memory ? json_new_int ((int64_t)s->memory) : json_new (JSON_NULL));
-      json_set (limits, "pids", s->pids ? json_new_int ((int64_t)s->pids) : json_new (JSON_NULL));
-      json_set (limits, "cpus", s->cpus ? json_new_string (s->cpus) : json_new (JSON_NULL));
-      json_set (o, "limits", limits);
-      json_set (o, "runtime", esbx_sandbox_status (store, s->name));
-    }
-  return o;
+  return esbx_session_json (store, s, full ? esbx_sandbox_status (store, s->name) : NULL);
 }
 
 static int
@@ -167,15 +125,10 @@ session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
           esbx_error_free (&e);
           continue;
         }
-      if (cli->json)
-        json_append (arr, session_json (store, s, false));
-      else
-        printf ("%s\t%s\t%s\t%s\n", s->name, s->project, s->base,
-                esbx_session_is_mounted (store, s->name) ? "mounted" : "unmounted");
+      json_append (arr, session_json (store, s, false));
       esbx_session_free (s);
     }
-  if (cli->json)
-    cli_print_json (arr);
+  cli_print_sessions (cli, arr);
   return 0;
 }
 

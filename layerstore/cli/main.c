@@ -33,6 +33,9 @@ static const struct verb verbs[] = {
     "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
+  { "token", cmd_token,
+    "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION] | list | "
+    "revoke ID" },
 };
 
 esbx_store_t *
@@ -134,7 +137,10 @@ main (int argc, char **argv)
         }
       opterr = 0; /* verbs report bad options themselves, on one line */
       optind = 0; /* glibc: full re-initialisation for each verb */
-      ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
+      if (cli.host && cli.host[0])
+        ret = cli_remote (&cli, argc - i, argv + i, &err);
+      else
+        ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
       if (ret < 0)
         {
           if (err && err->code == ESBX_EXIT_USAGE)

@@ -1,0 +1,344 @@
+/* Gateway tokens.  A token is a bearer secret "esbx_" + 64 hex digits (256
+   random bits); the store keeps only its SHA-256 in ROOT/tokens/ID.json, so a
+   copy of the store does not reveal a usable token.  The secret has full
+   entropy, which is why a fast hash is enough here.  */
+#include "fs.h"
+#include "hash.h"
+#include "layerstore.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define TOKEN_PREFIX  "esbx_"
+#define TOKENS_DIR    "tokens"
+#define TOKEN_ID_LEN  6 /* random bytes of an id: 12 hex digits */
+#define SECRET_BYTES  32
+#define MAX_TOKEN_LEN 256
+
+static const struct
+{
+  const char *name;
+  unsigned bit;
+} scope_names[] = {
+  { "manage", ESBX_SCOPE_MANAGE },
+  { "runtime", ESBX_SCOPE_RUNTIME },
+  { "observe", ESBX_SCOPE_OBSERVE },
+};
+
+void
+esbx_token_free (struct esbx_token *t)
+{
+  if (t == NULL)
+    return;
+  free (t->id);
+  free (t->project);
+  free (t->session);
+  free (t->created);
+  free (t);
+}
+
+int
+esbx_token_parse_scopes (const char *s, unsigned *scopes, esbx_error_t *err)
+{
+  _cleanup_free_ char *copy = xstrdup (s);
+  char *tok, *save = NULL;
+  unsigned bits = 0;
+  size_t i;
+
+  for (tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save))
+    {
+      for (i = 0; i < ARRAY_SIZE (scope_names); i++)
+        if (strcmp (tok, scope_names[i].name) == 0)
+          break;
+      if (i == ARRAY_SIZE (scope_names))
+        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                     "unknown scope `%s`: expected manage, runtime or observe",
+                                     tok);
+      bits |= scope_names[i].bit;
+    }
+  if (bits == 0)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                 "no scope given: expected manage, runtime or observe");
+  *scopes = bits;
+  return 0;
+}
+
+char *
+esbx_token_scopes_string (unsigned scopes)
+{
+  char buf[64] = "";
+  size_t i;
+
+  for (i = 0; i < ARRAY_SIZE (scope_names); i++)
+    if (scopes & scope_names[i].bit)
+      {
+        if (buf[0])
+          strcat (buf, ",");
+        strcat (buf, scope_names[i].name);
+      }
+  return xstrdup (buf);
+}
+
+static char *
+expiry_string (int64_t expires)
+{
+  struct timespec ts = { .tv_sec = (time_t)expires };
+  return esbx_rfc3339 (&ts);
+}
+
+json_t *
+esbx_token_to_json (const struct esbx_token *t)
+{
+  json_t *o = json_new (JSON_OBJECT), *scopes = json_new (JSON_ARRAY);
+  size_t i;
+
+  json_set_string (o, "id", t->id);
+  for (i = 0; i < ARRAY_SIZE (scope_names); i++)
+    if (t->scopes & scope_names[i].bit)
+      json_append (scopes, json_new_string (scope_names[i].name));
+  json_set (o, "scopes", scopes);
+  json_set (o, "project", t->project ? json_new_string (t->project) : json_new (JSON_NULL));
+  json_set (o, "session", t->session ? json_new_string (t->session) : json_new (JSON_NULL));
+  json_set_string (o, "created", t->created ? t->created : "");
+  if (t->expires)
+    {
+      _cleanup_free_ char *e = expiry_string (t->expires);
+      json_set_string (o, "expires", e);
+    }
+  else
+    json_set (o, "expires", json_new (JSON_NULL));
+  return o;
+}
+
+static int
+open_tokens_dir (esbx_store_t *store, esbx_error_t *err)
+{
+  /* Hashes are not secrets, but nobody but root needs to list them.  */
+  if (mkdirat (store->rootfd, TOKENS_DIR, 0700) < 0 && errno != EEXIST)
+    return esbx_make_error (err, errno, "mkdir `%s/%s`", store->root, TOKENS_DIR);
+  return esbx_open_dir_at (store->rootfd, TOKENS_DIR, err);
+}
+
+static bool
+token_id_valid (const char *id)
+{
+  size_t i;
+
+  for (i = 0; id[i]; i++)
+    if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+      return false;
+  return i == TOKEN_ID_LEN * 2;
+}
+
+/* *hash (owned) receives the stored SHA-256.  */
+static int
+load_token (int dirfd, const char *file, struct esbx_token **out, char **hash, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = json_parse_file_at (dirfd, file, err);
+  struct esbx_token *t;
+  const char *id, *sha, *s;
+  json_t *scopes;
+  int64_t expires = 0;
+  size_t i, k;
+
+  if (j == NULL)
+    return esbx_error_wrap (err, "token record `%s`", file);
+  id = json_get_string (j, "id");
+  sha = json_get_string (j, "sha256");
+  scopes = json_get (j, "scopes");
+  if (id == NULL || sha == NULL || scopes == NULL || scopes->type != JSON_ARRAY)
+    return esbx_make_error (err, 0, "token record `%s`: missing id, sha256 or scopes", file);
+  json_get_int (j, "expires_unix", &expires);
+  t = xmalloc0 (sizeof *t);
+  t->id = xstrdup (id);
+  for (i = 0; i < scopes->n; i++)
+    for (k = 0; k < ARRAY_SIZE (scope_names); k++)
+      if (scopes->items[i]->type == JSON_STRING
+          && strcmp (scopes->items[i]->text, scope_names[k].name) == 0)
+        t->scopes |= scope_names[k].bit;
+  if ((s = json_get_string (j, "project")))
+    t->project = xstrdup (s);
+  if ((s = json_get_string (j, "session")))
+    t->session = xstrdup (s);
+  t->created = xstrdup (json_get_string (j, "created") ? json_get_string (j, "created") : "");
+  t->expires = expires;
+  *out = t;
+  if (hash)
+    *hash = xstrdup (sha);
+  return 0;
+}
+
+int
+esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project, const char *session,
+                   int64_t ttl_seconds, char **secret, struct esbx_token **out, esbx_error_t *err)
+{
+  _cleanup_close_ int dirfd = -1;
+  _cleanup_free_ char *rand = NULL, *id = NULL, *file = NULL, *doc = NULL;
+  _cleanup_json_ json_t *rec = NULL;
+  char hash[ESBX_SHA256_HEX_LEN + 1];
+  struct esbx_token *t;
+  size_t len;
+
+  if (scopes == 0)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "token: no scope given");
+  if (project && esbx_check_name ("project", project, err) < 0)
+    return -1;
+  if (session && esbx_check_name ("session", session, err) < 0)
+    return -1;
+  if (ttl_seconds < 0)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "token: negative ttl");
+  dirfd = open_tokens_dir (store, err);
+  if (dirfd < 0)
+    return -1;
+
+  rand = esbx_random_hex (SECRET_BYTES);
+  id = esbx_random_hex (TOKEN_ID_LEN);
+  *secret = xasprintf (TOKEN_PREFIX "%s", rand);
+  esbx_sha256_buf (*secret, strlen (*secret), hash);
+
+  t = xmalloc0 (sizeof *t);
+  t->id = xstrdup (id);
+  t->scopes = scopes;
+  t->project = project ? xstrdup (project) : NULL;
+  t->session = session ? xstrdup (session) : NULL;
+  t->created = esbx_rfc3339_now ();
+  t->expires = ttl_seconds ? (int64_t)time (NULL) + ttl_seconds : 0;
+
+  rec = esbx_token_to_json (t);
+  json_set_string (rec, "sha256", hash);
+  json_set_int (rec, "expires_unix", t->expires);
+  doc = json_serialize (rec, true, &len);
+  file = xasprintf ("%s.json", id);
+  if (esbx_write_file_atomic_at (dirfd, file, doc, len, 0600, err) < 0)
+    {
+      esbx_token_free (t);
+      free (steal_pointer (secret));
+      return esbx_error_wrap (err, "token `%s`", id);
+    }
+  *out = t;
+  return 0;
+}
+
+static int
+cmp_token (const void *a, const void *b)
+{
+  const struct esbx_token *const *x = a, *const *y = b;
+  return strcmp ((*x)->id, (*y)->id);
+}
+
+int
+esbx_token_list (esbx_store_t *store, struct esbx_token ***out, size_t *n, esbx_error_t *err)
+{
+  _cleanup_close_ int dirfd = open_tokens_dir (store, err);
+  _cleanup_strv_ char **names = NULL;
+  struct esbx_token **v;
+  size_t i, count = 0;
+
+  if (dirfd < 0)
+    return -1;
+  names = esbx_list_dir_at (dirfd, ".", err);
+  if (names == NULL)
+    return -1;
+  v = xmalloc0 ((strv_len (names) + 1) * sizeof *v);
+  for (i = 0; names[i]; i++)
+    {
+      size_t l = strlen (names[i]);
+
+      /* Temp files of a write in progress are not tokens.  */
+      if (l < 6 || strcmp (names[i] + l - 5, ".json") != 0 || names[i][0] == '.')
+        continue;
+      if (load_token (dirfd, names[i], &v[count], NULL, err) < 0)
+        {
+          while (count)
+            esbx_token_free (v[--count]);
+          free (v);
+          return -1;
+        }
+      count++;
+    }
+  qsort (v, count, sizeof *v, cmp_token);
+  *out = v;
+  *n = count;
+  return 0;
+}
+
+int
+esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
+{
+  _cleanup_close_ int dirfd = -1;
+  _cleanup_free_ char *file = NULL;
+
+  if (!token_id_valid (id))
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                                 "token `%s`: an id is %d lower-case hex digits", id,
+                                 TOKEN_ID_LEN * 2);
+  dirfd = open_tokens_dir (store, err);
+  if (dirfd < 0)
+    return -1;
+  file = xasprintf ("%s.json", id);
+  if (unlinkat (dirfd, file, 0) < 0)
+    {
+      if (errno == ENOENT)
+        return esbx_make_error (err, 0, "token `%s` does not exist", id);
+      return esbx_make_error (err, errno, "revoke token `%s`", id);
+    }
+  return esbx_fsync_at (dirfd, ".", err);
+}
+
+int
+esbx_token_verify (esbx_store_t *store, const char *secret, struct esbx_token **out,
+                   esbx_error_t *err)
+{
+  _cleanup_close_ int dirfd = -1;
+  _cleanup_strv_ char **names = NULL;
+  char hash[ESBX_SHA256_HEX_LEN + 1];
+  struct esbx_token *found = NULL;
+  size_t i;
+
+  if (strlen (secret) > MAX_TOKEN_LEN || !esbx_has_prefix (secret, TOKEN_PREFIX))
+    return esbx_make_error (err, 0, "malformed token");
+  esbx_sha256_buf (secret, strlen (secret), hash);
+  dirfd = open_tokens_dir (store, err);
+  if (dirfd < 0)
+    return -1;
+  names = esbx_list_dir_at (dirfd, ".", err);
+  if (names == NULL)
+    return -1;
+  /* Compare against every record, even after a match, so that the time
+     taken does not depend on which token matched.  */
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *stored = NULL;
+      struct esbx_token *t = NULL;
+      esbx_error_t e = NULL;
+      size_t l = strlen (names[i]);
+
+      if (l < 6 || strcmp (names[i] + l - 5, ".json") != 0 || names[i][0] == '.')
+        continue;
+      if (load_token (dirfd, names[i], &t, &stored, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (esbx_ct_streq (stored, hash) && found == NULL)
+        found = t;
+      else
+        esbx_token_free (t);
+    }
+  if (found == NULL)
+    return esbx_make_error (err, 0, "unknown or revoked token");
+  if (found->expires && (int64_t)time (NULL) >= found->expires)
+    {
+      int r = esbx_make_error (err, 0, "token `%s` expired", found->id);
+      esbx_token_free (found);
+      return r;
+    }
+  *out = found;
+  return 0;
+}

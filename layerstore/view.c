@@ -1,0 +1,75 @@
+/* JSON views of layers and sessions.  `esbx --json` prints them and the
+   gateway sends them, so that the remote CLI prints exactly what the
+   embedded one does.  */
+#include "fs.h"
+#include "layerstore.h"
+#include "utils.h"
+
+#include <fcntl.h>
+
+json_t *
+esbx_layer_summary_json (const struct esbx_layer *l)
+{
+  json_t *o = json_new (JSON_OBJECT), *labels = json_new (JSON_OBJECT);
+  size_t i;
+
+  json_set_string (o, "id", l->id);
+  json_set_int (o, "index", l->index);
+  json_set (o, "parent", l->parent ? json_new_string (l->parent) : json_new (JSON_NULL));
+  json_set_string (o, "created", l->created ? l->created : "");
+  json_set (o, "session", l->session ? json_new_string (l->session) : json_new (JSON_NULL));
+  for (i = 0; l->labels && i < l->labels->n; i++)
+    json_set_string (labels, l->labels->keys[i], l->labels->items[i]->text);
+  json_set (o, "labels", labels);
+  json_set_string (o, "message", l->message ? l->message : "");
+  json_set_int (o, "changes", (int64_t)l->changes.n);
+  return o;
+}
+
+json_t *
+esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *runtime)
+{
+  json_t *o = json_new (JSON_OBJECT), *pub = json_new (JSON_ARRAY), *labels;
+  _cleanup_free_ char *merged = esbx_session_merged (store, s->name);
+  _cleanup_free_ char *upper = esbx_session_upper (store, s->name);
+  size_t i;
+
+  json_set_string (o, "name", s->name);
+  json_set_string (o, "project", s->project);
+  json_set_string (o, "base", s->base);
+  for (i = 0; s->published[i]; i++)
+    json_append (pub, json_new_string (s->published[i]));
+  json_set (o, "published", pub);
+  json_set_string (o, "created", s->created ? s->created : "");
+  labels = json_new (JSON_OBJECT);
+  for (i = 0; i < s->labels->n; i++)
+    json_set_string (labels, s->labels->keys[i], s->labels->items[i]->text);
+  json_set (o, "labels", labels);
+  json_set_string (o, "network", s->network);
+  json_set_string (o, "workspace", s->workspace);
+  json_set (o, "mounted", json_new_bool (esbx_session_is_mounted (store, s->name)));
+  json_set_string (o, "path", merged);
+  if (runtime)
+    {
+      unsigned long long bytes = 0;
+      esbx_error_t e = NULL;
+      _cleanup_strv_ char **ids = NULL;
+      size_t n;
+      json_t *limits = json_new (JSON_OBJECT);
+
+      if (esbx_project_stack (store, s->project, &ids, &n, &e) == 0)
+        json_set_string (o, "head", ids[n - 1]);
+      esbx_error_free (&e);
+      if (esbx_du_at (AT_FDCWD, upper, &bytes, &e) < 0)
+        esbx_error_free (&e);
+      json_set_int (o, "upper_bytes", (int64_t)bytes);
+      json_set_string (o, "upper", upper);
+      json_set (limits, "memory",
+                s->memory ? json_new_int ((int64_t)s->memory) : json_new (JSON_NULL));
+      json_set (limits, "pids", s->pids ? json_new_int ((int64_t)s->pids) : json_new (JSON_NULL));
+      json_set (limits, "cpus", s->cpus ? json_new_string (s->cpus) : json_new (JSON_NULL));
+      json_set (o, "limits", limits);
+      json_set (o, "runtime", runtime);
+    }
+  return o;
+}

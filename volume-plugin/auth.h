@@ -1,0 +1,22 @@
+/* esbxd: who may do what through the gateway.  Authentication turns the
+   bearer secret into a stored token; authorization compares the token's
+   scopes and project/session limits with what a request is about.  */
+#ifndef ESBX_PLUGIN_AUTH_H
+#define ESBX_PLUGIN_AUTH_H
+
+#include "gateway_routes.h"
+#include "layerstore.h"
+
+/* HEADER is the Authorization header (may be NULL).  On failure *reason
+   (owned) says why, for the 401 answer and the audit log.  */
+int esbx_auth_authenticate (esbx_store_t *store, const char *header, struct esbx_token **token,
+                            char **reason);
+
+/* Fill ctx->project and ctx->session from the route's target.  */
+void esbx_auth_resolve_target (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route);
+
+/* true when allowed; otherwise *reason (owned) says why.  */
+bool esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route,
+                          char **reason);
+
+#endif

@@ -1,0 +1,31 @@
+/* esbxd: the authenticated gateway (DESIGN.md, "Gateway and permissions").
+   HTTP+JSON on a unix socket (mode 0660, group configurable) and optionally
+   on a loopback TCP port.  Every request carries `Authorization: Bearer
+   TOKEN`; a missing or bad token gets 401, a request outside the token's
+   scopes, project or session 403, and neither changes anything.  Every
+   request, allowed or denied, goes to the audit log.  */
+#ifndef ESBX_PLUGIN_GATEWAY_H
+#define ESBX_PLUGIN_GATEWAY_H
+
+#include "audit.h"
+#include "error.h"
+#include "layerstore.h"
+#include "metrics.h"
+
+#define ESBX_GATEWAY_DEFAULT_SOCKET "/run/esbx/gateway.sock"
+
+struct esbx_gateway_config
+{
+  const char *socket_path; /* NULL: no unix socket */
+  const char *group;       /* NULL: root's group */
+  const char *tcp;         /* NULL: no TCP listener; else a loopback ADDR:PORT */
+};
+
+struct esbx_gateway;
+
+int esbx_gateway_start (esbx_store_t *store, struct esbx_metrics *metrics, struct esbx_audit *audit,
+                        const struct esbx_gateway_config *cfg, struct esbx_gateway **out,
+                        esbx_error_t *err);
+void esbx_gateway_stop (struct esbx_gateway *gw);
+
+#endif

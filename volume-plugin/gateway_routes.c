@@ -1,0 +1,1122 @@
+/* The gateway's operations: one handler per route, each the equivalent of
+   a CLI verb, answering with the JSON view `esbx --json` prints (view.c)
+   so that the remote CLI prints the same bytes.  Authorization has been
+   decided before a handler runs (gateway.c, auth.c).  */
+#include "gateway_routes.h"
+#include "cgroup.h"
+#include "events.h"
+#include "exec.h"
+#include "fs.h"
+#include "holder.h"
+#include "path.h"
+#include "proc.h"
+#include "sandbox.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+/* Largest file the files endpoint returns in one answer.  */
+#define MAX_FILE_READ      (64u * 1024 * 1024)
+#define MAX_EXEC_OUTPUT    (16u * 1024 * 1024)
+#define FOLLOW_INTERVAL_MS 200
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static const char *
+query (struct esbx_gw_ctx *ctx, const char *key)
+{
+  return MHD_lookup_connection_value (ctx->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+/* Library errors to HTTP: usage 400, conflict 409, unknown objects 404,
+   other failures of the request 400, system failures 500.  */
+static void
+reply_err (struct esbx_gw_ctx *ctx, esbx_error_t *err)
+{
+  unsigned status;
+  int code = (*err)->code ? (*err)->code : ESBX_EXIT_ERROR;
+
+  if (code == ESBX_EXIT_USAGE)
+    status = MHD_HTTP_BAD_REQUEST;
+  else if (code == ESBX_EXIT_CONFLICT)
+    status = MHD_HTTP_CONFLICT;
+  else if ((*err)->status == ENOENT || strstr ((*err)->msg, "does not exist"))
+    status = MHD_HTTP_NOT_FOUND;
+  else if ((*err)->status == 0 || (*err)->status == EEXIST || (*err)->status == EBUSY
+           || (*err)->status == ELOOP || (*err)->status == EXDEV)
+    status = MHD_HTTP_BAD_REQUEST;
+  else
+    status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+  esbx_gw_reply_error (ctx, status, code, "%s", (*err)->msg);
+  esbx_error_free (err);
+}
+
+static void
+reply_ok (struct esbx_gw_ctx *ctx)
+{
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, json_new (JSON_OBJECT));
+}
+
+static void
+reply_raw (struct esbx_gw_ctx *ctx, char *owned, size_t len, const char *content_type)
+{
+  free (ctx->out);
+  ctx->out = owned;
+  ctx->out_len = len;
+  ctx->status = MHD_HTTP_OK;
+  ctx->content_type = content_type;
+}
+
+static bool
+field_allowed (const char *key, const char *const *allowed)
+{
+  for (; *allowed; allowed++)
+    if (strcmp (key, *allowed) == 0)
+      return true;
+  return false;
+}
+
+/* Refuse unknown fields and fields of the wrong type.  TYPES holds one
+   letter per allowed field: s string, b bool, a array of strings.  */
+static int
+check_body (struct esbx_gw_ctx *ctx, const char *const *allowed, const char *types)
+{
+  size_t i, k;
+
+  for (i = 0; i < ctx->json->n; i++)
+    {
+      const char *key = ctx->json->keys[i];
+      const json_t *v = ctx->json->items[i];
+      char want;
+
+      if (!field_allowed (key, allowed))
+        {
+          esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                               "unknown field `%s` in the request body", key);
+          return -1;
+        }
+      for (k = 0; strcmp (allowed[k], key) != 0; k++)
+        ;
+      want = types[k];
+      if (v->type == JSON_NULL)
+        continue;
+      if ((want == 's' && v->type != JSON_STRING) || (want == 'b' && v->type != JSON_BOOL)
+          || (want == 'a' && v->type != JSON_ARRAY))
+        {
+          esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "field `%s` must be %s",
+                               key,
+                               want == 's'   ? "a string"
+                               : want == 'b' ? "true or false"
+                                             : "an array of strings");
+          return -1;
+        }
+      if (want == 'a')
+        for (k = 0; k < v->n; k++)
+          if (v->items[k]->type != JSON_STRING)
+            {
+              esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                   "field `%s` must be an array of strings", key);
+              return -1;
+            }
+    }
+  return 0;
+}
+
+/* A NULL-terminated vector borrowing the strings of a JSON array.  */
+static char **
+borrow_strings (const json_t *arr)
+{
+  size_t n = arr && arr->type == JSON_ARRAY ? arr->n : 0, i;
+  char **v = xmalloc0 ((n + 1) * sizeof *v);
+
+  for (i = 0; i < n; i++)
+    v[i] = arr->items[i]->text;
+  return v;
+}
+
+static int
+session_must_exist (struct esbx_gw_ctx *ctx)
+{
+  if (esbx_session_exists (ctx->store, ctx->arg))
+    return 0;
+  esbx_gw_reply_error (ctx, MHD_HTTP_NOT_FOUND, ESBX_EXIT_ERROR, "session `%s` does not exist",
+                       ctx->arg);
+  return -1;
+}
+
+/* Everything readable from FD (from offset 0), up to LIMIT bytes.  */
+static char *
+slurp_fd (int fd, size_t limit, size_t *len)
+{
+  struct stat st;
+  char *buf;
+  size_t n = 0;
+  ssize_t r;
+
+  if (fstat (fd, &st) < 0)
+    st.st_size = 0;
+  if ((size_t)st.st_size < limit)
+    limit = (size_t)st.st_size;
+  buf = xmalloc (limit + 1);
+  while (n < limit && (r = TEMP_FAILURE_RETRY (pread (fd, buf + n, limit - n, (off_t)n))) > 0)
+    n += (size_t)r;
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+/* ---- projects ----------------------------------------------------------- */
+
+static void
+h_whoami (struct esbx_gw_ctx *ctx)
+{
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, esbx_token_to_json (ctx->token));
+}
+
+static void
+h_projects_list (struct esbx_gw_ctx *ctx)
+{
+  _cleanup_strv_ char **names = NULL;
+  esbx_error_t err = NULL;
+  json_t *arr;
+  size_t i;
+
+  names = esbx_project_list (ctx->store, &err);
+  if (names == NULL)
+    return reply_err (ctx, &err);
+  arr = json_new (JSON_ARRAY);
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_strv_ char **ids = NULL;
+      size_t n;
+      json_t *o;
+
+      if (!esbx_gw_token_sees (ctx->store, ctx->token, names[i], NULL))
+        continue;
+      if (esbx_project_stack (ctx->store, names[i], &ids, &n, &err) < 0)
+        {
+          json_free (arr);
+          return reply_err (ctx, &err);
+        }
+      o = json_new (JSON_OBJECT);
+      json_set_string (o, "name", names[i]);
+      json_set_int (o, "layers", (int64_t)n);
+      json_set_string (o, "head", ids[n - 1]);
+      json_append (arr, o);
+    }
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+static void
+h_project_create (struct esbx_gw_ctx *ctx)
+{
+  static const char *const fields[] = { "name", NULL };
+  esbx_error_t err = NULL;
+  const char *name;
+  json_t *o;
+
+  if (check_body (ctx, fields, "s") < 0)
+    return;
+  name = json_get_string (ctx->json, "name");
+  if (name == NULL)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "field `name` is required");
+  /* No `from`: importing would read host paths with the daemon's rights.  */
+  if (esbx_project_create (ctx->store, name, NULL, &err) < 0)
+    return reply_err (ctx, &err);
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "name", name);
+  esbx_gw_reply_json (ctx, MHD_HTTP_CREATED, o);
+}
+
+static void
+h_project_rm (struct esbx_gw_ctx *ctx)
+{
+  esbx_error_t err = NULL;
+
+  if (esbx_project_rm (ctx->store, ctx->arg, &err) < 0)
+    return reply_err (ctx, &err);
+  reply_ok (ctx);
+}
+
+static void
+h_project_squash (struct esbx_gw_ctx *ctx)
+{
+  _cleanup_free_ char *id = NULL;
+  esbx_error_t err = NULL;
+  json_t *o;
+
+  if (esbx_project_squash (ctx->store, ctx->arg, &id, &err) < 0)
+    return reply_err (ctx, &err);
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "layer", id);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+static void
+h_project_log (struct esbx_gw_ctx *ctx)
+{
+  _cleanup_strv_ char **ids = NULL;
+  esbx_error_t err = NULL;
+  json_t *arr;
+  size_t n, i;
+
+  if (esbx_project_stack (ctx->store, ctx->arg, &ids, &n, &err) < 0)
+    return reply_err (ctx, &err);
+  arr = json_new (JSON_ARRAY);
+  for (i = n; i > 0; i--)
+    {
+      struct esbx_layer *l = NULL;
+
+      if (esbx_layer_load (ctx->store, ctx->arg, ids[i - 1], &l, &err) < 0)
+        {
+          json_free (arr);
+          return reply_err (ctx, &err);
+        }
+      json_append (arr, esbx_layer_summary_json (l));
+      esbx_layer_free (l);
+    }
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+static void
+h_project_blame (struct esbx_gw_ctx *ctx)
+{
+  const char *path = query (ctx, "path");
+  struct esbx_layer *l = NULL;
+  esbx_error_t err = NULL;
+
+  if (path == NULL)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "query parameter `path` is required");
+  if (esbx_blame (ctx->store, ctx->arg, path, &l, &err) < 0)
+    return reply_err (ctx, &err);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, esbx_layer_summary_json (l));
+  esbx_layer_free (l);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static void
+h_sessions_list (struct esbx_gw_ctx *ctx)
+{
+  const char *project = query (ctx, "project");
+  _cleanup_strv_ char **names = NULL;
+  esbx_error_t err = NULL;
+  json_t *arr;
+  size_t i;
+
+  if (project && esbx_check_name ("project", project, &err) < 0)
+    return reply_err (ctx, &err);
+  names = esbx_session_list (ctx->store, project, &err);
+  if (names == NULL)
+    return reply_err (ctx, &err);
+  arr = json_new (JSON_ARRAY);
+  for (i = 0; names[i]; i++)
+    {
+      struct esbx_session *s = NULL;
+
+      if (esbx_session_load (ctx->store, names[i], &s, &err) < 0)
+        {
+          esbx_error_free (&err);
+          continue;
+        }
+      if (esbx_gw_token_sees (ctx->store, ctx->token, s->project, s->name))
+        json_append (arr, esbx_session_json (ctx->store, s, NULL));
+      esbx_session_free (s);
+    }
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+static void
+h_session_create (struct esbx_gw_ctx *ctx)
+{
+  static const char *const fields[] = { "project",   "name",   "base", "labels", "network",
+                                        "workspace", "memory", "pids", "cpus",   NULL };
+  struct esbx_session_opts o = { 0 };
+  _cleanup_free_ char **labels = NULL;
+  _cleanup_free_ char *name = NULL;
+  const char *project, *s;
+  esbx_error_t err = NULL;
+  uint64_t v;
+  json_t *out;
+
+  if (check_body (ctx, fields, "sssassssss") < 0)
+    return;
+  project = json_get_string (ctx->json, "project");
+  if (project == NULL)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "field `project` is required");
+  o.name = json_get_string (ctx->json, "name");
+  o.base = json_get_string (ctx->json, "base");
+  o.network = json_get_string (ctx->json, "network");
+  o.workspace = json_get_string (ctx->json, "workspace");
+  o.cpus = json_get_string (ctx->json, "cpus");
+  labels = borrow_strings (json_get (ctx->json, "labels"));
+  o.labels = labels;
+  if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
+    return reply_err (ctx, &err);
+  if ((s = json_get_string (ctx->json, "pids")))
+    {
+      if (esbx_parse_size (s, &v, &err) < 0)
+        return reply_err (ctx, &err);
+      o.pids = v;
+    }
+  if (esbx_session_create (ctx->store, project, &o, &name, &err) < 0)
+    return reply_err (ctx, &err);
+  out = json_new (JSON_OBJECT);
+  json_set_string (out, "name", name);
+  esbx_gw_reply_json (ctx, MHD_HTTP_CREATED, out);
+}
+
+static void
+h_session_inspect (struct esbx_gw_ctx *ctx)
+{
+  struct esbx_session *s = NULL;
+  esbx_error_t err = NULL;
+
+  if (esbx_session_load (ctx->store, ctx->arg, &s, &err) < 0)
+    return reply_err (ctx, &err);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK,
+                      esbx_session_json (ctx->store, s, esbx_sandbox_status (ctx->store, s->name)));
+  esbx_session_free (s);
+}
+
+static void
+h_session_path (struct esbx_gw_ctx *ctx)
+{
+  _cleanup_free_ char *merged = NULL;
+  esbx_error_t err = NULL;
+  json_t *o;
+
+  if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
+    return reply_err (ctx, &err);
+  merged = esbx_session_merged (ctx->store, ctx->arg);
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "path", merged);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+static void
+h_session_discard (struct esbx_gw_ctx *ctx)
+{
+  esbx_error_t err = NULL;
+
+  if (esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
+    return reply_err (ctx, &err);
+  reply_ok (ctx);
+}
+
+static void
+h_session_diff (struct esbx_gw_ctx *ctx)
+{
+  const char *patch = query (ctx, "patch");
+  struct esbx_changeset cs = { 0 };
+  esbx_error_t err = NULL;
+  json_t *arr;
+  size_t i;
+
+  if (patch && strcmp (patch, "0") != 0 && strcmp (patch, "false") != 0)
+    {
+      _cleanup_close_ int fd = memfd_create ("esbx-patch", MFD_CLOEXEC);
+      _cleanup_file_ FILE *f = NULL;
+      char *buf;
+      size_t len;
+
+      if (fd < 0 || (f = fdopen (dup (fd), "w")) == NULL)
+        return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                    "memfd: %s", strerror (errno));
+      if (esbx_session_patch (ctx->store, ctx->arg, f, &err) < 0)
+        return reply_err (ctx, &err);
+      fflush (f);
+      buf = slurp_fd (fd, MAX_FILE_READ, &len);
+      return reply_raw (ctx, buf, len, "text/x-diff; charset=utf-8");
+    }
+  if (esbx_session_changes (ctx->store, ctx->arg, &cs, &err) < 0)
+    return reply_err (ctx, &err);
+  arr = json_new (JSON_ARRAY);
+  for (i = 0; i < cs.n; i++)
+    json_append (arr, esbx_change_to_json (&cs.v[i]));
+  esbx_changeset_free (&cs);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+static int
+collect_event (const json_t *ev, void *data)
+{
+  json_t *arr = data;
+  _cleanup_free_ char *s = json_serialize (ev, false, NULL);
+  esbx_error_t err = NULL;
+  json_t *copy = json_parse (s, strlen (s), &err);
+
+  esbx_error_free (&err);
+  if (copy)
+    json_append (arr, copy);
+  return 0;
+}
+
+/* The follow stream: JSON lines until the session is discarded.  */
+struct follow
+{
+  esbx_store_t *store;
+  char *session;
+  off_t offset;
+  char *pending;
+  size_t len, pos;
+};
+
+static int
+append_line (const json_t *ev, void *data)
+{
+  struct follow *f = data;
+  size_t l;
+  _cleanup_free_ char *s = json_serialize (ev, false, &l);
+
+  f->pending = xrealloc (f->pending, f->len + l + 1);
+  memcpy (f->pending + f->len, s, l);
+  f->pending[f->len + l] = '\n';
+  f->len += l + 1;
+  return 0;
+}
+
+static ssize_t
+follow_read (void *cls, uint64_t pos, char *buf, size_t max)
+{
+  struct follow *f = cls;
+  esbx_error_t err = NULL;
+  size_t n;
+
+  while (f->pos == f->len)
+    {
+      struct timespec ts = { 0, FOLLOW_INTERVAL_MS * 1000000L };
+
+      free (f->pending);
+      f->pending = NULL;
+      f->len = f->pos = 0;
+      if (esbx_events_read (f->store, f->session, &f->offset, append_line, f, &err) < 0)
+        esbx_error_free (&err);
+      if (f->len)
+        break;
+      if (!esbx_session_exists (f->store, f->session))
+        return MHD_CONTENT_READER_END_OF_STREAM;
+      nanosleep (&ts, NULL);
+    }
+  n = f->len - f->pos < max ? f->len - f->pos : max;
+  memcpy (buf, f->pending + f->pos, n);
+  f->pos += n;
+  return (ssize_t)n;
+}
+
+static void
+follow_free (void *cls)
+{
+  struct follow *f = cls;
+  free (f->session);
+  free (f->pending);
+  free (f);
+}
+
+static void
+h_session_events (struct esbx_gw_ctx *ctx)
+{
+  const char *off = query (ctx, "offset"), *follow = query (ctx, "follow");
+  esbx_error_t err = NULL;
+  off_t offset = 0;
+  json_t *arr, *o;
+  char *end;
+
+  if (session_must_exist (ctx) < 0)
+    return;
+  if (off)
+    {
+      errno = 0;
+      offset = (off_t)strtoll (off, &end, 10);
+      if (*off == '\0' || *end || errno || offset < 0)
+        return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                    "query parameter `offset` must be a byte offset");
+    }
+  if (follow && strcmp (follow, "0") != 0 && strcmp (follow, "false") != 0)
+    {
+      struct follow *f = xmalloc0 (sizeof *f);
+      f->store = ctx->store;
+      f->session = xstrdup (ctx->arg);
+      f->offset = offset;
+      ctx->stream
+          = MHD_create_response_from_callback (MHD_SIZE_UNKNOWN, 4096, follow_read, f, follow_free);
+      if (ctx->stream == NULL)
+        {
+          follow_free (f);
+          return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                      "cannot start the event stream");
+        }
+      MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
+      ctx->status = MHD_HTTP_OK;
+      return;
+    }
+  arr = json_new (JSON_ARRAY);
+  if (esbx_events_read (ctx->store, ctx->arg, &offset, collect_event, arr, &err) < 0)
+    {
+      json_free (arr);
+      return reply_err (ctx, &err);
+    }
+  o = json_new (JSON_OBJECT);
+  json_set (o, "events", arr);
+  json_set_int (o, "offset", (int64_t)offset);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+static json_t *
+conflicts_json (const struct esbx_publish_result *r)
+{
+  json_t *arr = json_new (JSON_ARRAY);
+  size_t i;
+
+  for (i = 0; i < r->n_conflicts; i++)
+    {
+      json_t *c = json_new (JSON_OBJECT);
+      json_set_string (c, "path", r->conflicts[i].path);
+      json_set_string (c, "layer", r->conflicts[i].layer);
+      json_set (c, "session",
+                r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
+                                        : json_new (JSON_NULL));
+      json_append (arr, c);
+    }
+  return arr;
+}
+
+static void
+reply_conflict (struct esbx_gw_ctx *ctx, esbx_error_t *err, const struct esbx_publish_result *r)
+{
+  json_t *o = json_new (JSON_OBJECT);
+
+  json_set_string (o, "error", (*err)->msg);
+  json_set_int (o, "code", ESBX_EXIT_CONFLICT);
+  json_set (o, "conflicts", conflicts_json (r));
+  free (ctx->reason);
+  ctx->reason = xstrdup ((*err)->msg);
+  esbx_error_free (err);
+  esbx_gw_reply_json (ctx, MHD_HTTP_CONFLICT, o);
+}
+
+static void
+h_session_publish (struct esbx_gw_ctx *ctx)
+{
+  static const char *const fields[] = { "message", "discard", NULL };
+  struct esbx_publish_result r = { 0 };
+  esbx_error_t err = NULL;
+  json_t *o;
+
+  if (check_body (ctx, fields, "sb") < 0)
+    return;
+  if (esbx_session_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), &r, &err)
+      < 0)
+    {
+      if (r.n_conflicts)
+        {
+          esbx_metrics_publish (ctx->metrics, true);
+          reply_conflict (ctx, &err, &r);
+        }
+      else
+        reply_err (ctx, &err);
+      esbx_publish_result_free (&r);
+      return;
+    }
+  esbx_metrics_publish (ctx->metrics, false);
+  o = json_new (JSON_OBJECT);
+  json_set (o, "layer", r.layer ? json_new_string (r.layer) : json_new (JSON_NULL));
+  json_set_int (o, "changes", (int64_t)r.n_changes);
+  esbx_publish_result_free (&r);
+  if (json_get_bool (ctx->json, "discard", false)
+      && esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
+    {
+      json_free (o);
+      return reply_err (ctx, &err);
+    }
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+static void
+h_session_rebase (struct esbx_gw_ctx *ctx)
+{
+  static const char *const fields[] = { NULL };
+  struct esbx_publish_result r = { 0 };
+  esbx_error_t err = NULL;
+  json_t *o;
+
+  if (check_body (ctx, fields, "") < 0 || session_must_exist (ctx) < 0)
+    return;
+  {
+    _cleanup_json_ json_t *status = esbx_sandbox_status (ctx->store, ctx->arg);
+    json_t *holder = json_get (status, "holder");
+    if (holder && holder->type != JSON_NULL)
+      return esbx_gw_reply_error (ctx, MHD_HTTP_CONFLICT, ESBX_EXIT_ERROR,
+                                  "rebase `%s`: the session's holder is running; stop its "
+                                  "processes first",
+                                  ctx->arg);
+  }
+  if (esbx_session_rebase (ctx->store, ctx->arg, &r, &err) < 0)
+    {
+      if (r.n_conflicts)
+        reply_conflict (ctx, &err, &r);
+      else
+        reply_err (ctx, &err);
+      esbx_publish_result_free (&r);
+      return;
+    }
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "base", r.layer);
+  esbx_publish_result_free (&r);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+struct ps_row
+{
+  pid_t pid, host_pid;
+  char *cmd;
+};
+
+static int
+cmp_row (const void *a, const void *b)
+{
+  const struct ps_row *x = a, *y = b;
+  return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void
+h_session_ps (struct esbx_gw_ctx *ctx)
+{
+  struct esbx_holder_info info = { 0 };
+  _cleanup_free_ pid_t *pids = NULL;
+  _cleanup_free_ struct ps_row *rows = NULL;
+  esbx_error_t herr = NULL;
+  size_t n = 0, nrows = 0, i;
+  json_t *arr;
+
+  if (session_must_exist (ctx) < 0)
+    return;
+  if (esbx_holder_get (ctx->store, ctx->arg, &info, &herr) == 0
+      && esbx_cgroup_pids (info.cgroup, &pids, &n, &herr) < 0)
+    n = 0;
+  esbx_error_free (&herr);
+  esbx_holder_info_free (&info);
+  rows = xmalloc0 ((n + 1) * sizeof *rows);
+  for (i = 0; i < n; i++)
+    {
+      char *cmd = esbx_proc_cmdline (pids[i]);
+      pid_t nspid = esbx_proc_ns_pid (pids[i]);
+
+      if (cmd == NULL || nspid <= 0)
+        {
+          free (cmd);
+          continue;
+        }
+      rows[nrows++] = (struct ps_row){ nspid, pids[i], cmd };
+    }
+  qsort (rows, nrows, sizeof *rows, cmp_row);
+  arr = json_new (JSON_ARRAY);
+  for (i = 0; i < nrows; i++)
+    {
+      json_t *o = json_new (JSON_OBJECT);
+      json_set_int (o, "pid", rows[i].pid);
+      json_set_int (o, "host_pid", rows[i].host_pid);
+      json_set_string (o, "command", rows[i].cmd);
+      json_append (arr, o);
+      free (rows[i].cmd);
+    }
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+/* ---- runtime: exec and files -------------------------------------------- */
+
+/* Output as text when it is UTF-8, else as hex under KEY_hex, so that the
+   remote CLI can write back the exact bytes.  */
+static void
+set_output (json_t *o, const char *key, const char *buf, size_t len)
+{
+  if (esbx_utf8_valid (buf, len) && memchr (buf, '\0', len) == NULL)
+    json_set_string (o, key, buf);
+  else
+    {
+      _cleanup_free_ char *hex = esbx_hex ((const unsigned char *)buf, len);
+      _cleanup_free_ char *k = xasprintf ("%s_hex", key);
+      json_set_string (o, k, hex);
+    }
+}
+
+/* esbx_exec_run joins the holder's pid namespace and redirects signals in
+   the calling process, so it runs in a child of its own; the daemon's
+   threads never see that.  */
+static void
+h_session_exec (struct esbx_gw_ctx *ctx)
+{
+  static const char *const fields[] = { "argv", "env", "cwd", "user", "detach", NULL };
+  struct esbx_exec_opts o = { 0 };
+  _cleanup_free_ char **argv = NULL, **env = NULL;
+  _cleanup_close_ int out = -1, errfd = -1, rep = -1;
+  _cleanup_free_ char *obuf = NULL, *ebuf = NULL, *rbuf = NULL;
+  const json_t *a;
+  esbx_error_t err = NULL;
+  size_t i, olen, elen, rlen;
+  int wstatus, status;
+  pid_t pid;
+  json_t *res;
+
+  if (check_body (ctx, fields, "aassb") < 0 || session_must_exist (ctx) < 0)
+    return;
+  a = json_get (ctx->json, "argv");
+  if (a == NULL || a->type != JSON_ARRAY || a->n == 0)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "field `argv` is required: a non-empty array of strings");
+  argv = borrow_strings (a);
+  env = borrow_strings (json_get (ctx->json, "env"));
+  for (i = 0; env[i]; i++)
+    if (esbx_exec_check_env (env[i], &err) < 0)
+      return reply_err (ctx, &err);
+  o.argv = argv;
+  o.env = env;
+  o.cwd = json_get_string (ctx->json, "cwd");
+  o.user = json_get_string (ctx->json, "user");
+  o.detach = json_get_bool (ctx->json, "detach", false);
+
+  out = memfd_create ("esbx-exec-out", MFD_CLOEXEC);
+  errfd = memfd_create ("esbx-exec-err", MFD_CLOEXEC);
+  rep = memfd_create ("esbx-exec-report", MFD_CLOEXEC);
+  if (out < 0 || errfd < 0 || rep < 0)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "memfd: %s",
+                                strerror (errno));
+  pid = fork ();
+  if (pid < 0)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "fork: %s",
+                                strerror (errno));
+  if (pid == 0)
+    {
+      int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+      sigset_t none;
+
+      sigemptyset (&none);
+      sigprocmask (SIG_SETMASK, &none, NULL);
+      if (devnull < 0 || dup2 (devnull, 0) < 0 || dup2 (out, 1) < 0 || dup2 (errfd, 2) < 0)
+        _exit (125);
+      if (esbx_exec_run (ctx->store, ctx->arg, &o, &status, &err) < 0)
+        {
+          _cleanup_free_ char *line = xasprintf ("%d %s", err->code, err->msg);
+          esbx_write_all (rep, line, strlen (line));
+          _exit (125);
+        }
+      _exit (status & 0xff);
+    }
+  while (TEMP_FAILURE_RETRY (waitpid (pid, &wstatus, 0)) < 0 && errno != ECHILD)
+    ;
+  rbuf = slurp_fd (rep, 4096, &rlen);
+  if (rlen > 0)
+    {
+      char *msg = strchr (rbuf, ' ');
+      int code = atoi (rbuf);
+
+      /* 126/127: the command could not run; the CLI exits with that.  */
+      return esbx_gw_reply_error (ctx,
+                                  code == ESBX_EXIT_USAGE ? MHD_HTTP_BAD_REQUEST
+                                  : code >= 126           ? MHD_HTTP_UNPROCESSABLE_CONTENT
+                                                          : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                  code ? code : ESBX_EXIT_ERROR, "%s", msg ? msg + 1 : rbuf);
+    }
+  obuf = slurp_fd (out, MAX_EXEC_OUTPUT, &olen);
+  ebuf = slurp_fd (errfd, MAX_EXEC_OUTPUT, &elen);
+  res = json_new (JSON_OBJECT);
+  json_set_int (res, "status",
+                WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 128 + WTERMSIG (wstatus));
+  set_output (res, "stdout", obuf, olen);
+  set_output (res, "stderr", ebuf, elen);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, res);
+}
+
+/* The session's merged view, mounted on demand, as a directory fd that
+   every request path is resolved beneath.  */
+static int
+open_session_root (struct esbx_gw_ctx *ctx)
+{
+  _cleanup_free_ char *merged = NULL;
+  esbx_error_t err = NULL;
+  int fd;
+
+  if (session_must_exist (ctx) < 0)
+    return -1;
+  if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
+    {
+      reply_err (ctx, &err);
+      return -1;
+    }
+  merged = esbx_session_merged (ctx->store, ctx->arg);
+  fd = esbx_open_dir_at (AT_FDCWD, merged, &err);
+  if (fd < 0)
+    reply_err (ctx, &err);
+  return fd;
+}
+
+static int
+clean_request_path (struct esbx_gw_ctx *ctx, bool allow_root, char **rel)
+{
+  const char *path = query (ctx, "path");
+  esbx_error_t err = NULL;
+
+  if (path == NULL)
+    {
+      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                           "query parameter `path` is required");
+      return -1;
+    }
+  if (esbx_clean_relpath (path, allow_root, rel, &err) < 0)
+    {
+      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "path `%s`: %s", path,
+                           err->msg);
+      esbx_error_free (&err);
+      return -1;
+    }
+  return 0;
+}
+
+static const char *
+type_of (mode_t m)
+{
+  return S_ISREG (m)    ? "file"
+         : S_ISDIR (m)  ? "dir"
+         : S_ISLNK (m)  ? "symlink"
+         : S_ISFIFO (m) ? "fifo"
+                        : "other";
+}
+
+static void
+list_dir (struct esbx_gw_ctx *ctx, int fd)
+{
+  _cleanup_dir_ DIR *d = fdopendir (dup (fd));
+  json_t *arr;
+  struct dirent *de;
+
+  if (d == NULL)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "opendir: %s",
+                                strerror (errno));
+  arr = json_new (JSON_ARRAY);
+  while ((de = readdir (d)))
+    {
+      struct stat st;
+      json_t *o;
+
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      o = json_new (JSON_OBJECT);
+      json_set_string (o, "name", de->d_name);
+      json_set_string (o, "type", type_of (st.st_mode));
+      json_set_int (o, "size", (int64_t)st.st_size);
+      json_set_int (o, "mode", st.st_mode & 07777);
+      json_append (arr, o);
+    }
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+static void
+h_files_get (struct esbx_gw_ctx *ctx)
+{
+  _cleanup_close_ int root = -1, fd = -1;
+  _cleanup_free_ char *rel = NULL;
+  esbx_error_t err = NULL;
+  struct stat st;
+  char *buf;
+  size_t len;
+
+  if (clean_request_path (ctx, true, &rel) < 0 || (root = open_session_root (ctx)) < 0)
+    return;
+  /* O_NOFOLLOW on every component: a symlink is refused, never followed.  */
+  fd = rel[0] ? esbx_open_beneath (root, rel, O_RDONLY | O_NONBLOCK, 0, &err) : dup (root);
+  if (fd < 0)
+    {
+      if (err)
+        return reply_err (ctx, &err);
+      return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "dup");
+    }
+  if (fstat (fd, &st) < 0)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "stat: %s",
+                                strerror (errno));
+  if (S_ISDIR (st.st_mode))
+    return list_dir (ctx, fd);
+  if (!S_ISREG (st.st_mode))
+    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
+                                "`%s` is a %s, not a regular file", rel, type_of (st.st_mode));
+  if ((uint64_t)st.st_size > MAX_FILE_READ)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_CONTENT_TOO_LARGE, ESBX_EXIT_ERROR,
+                                "`%s` is larger than %u bytes", rel, MAX_FILE_READ);
+  buf = slurp_fd (fd, MAX_FILE_READ, &len);
+  reply_raw (ctx, buf, len, "application/octet-stream");
+}
+
+static void
+h_files_put (struct esbx_gw_ctx *ctx)
+{
+  _cleanup_close_ int root = -1, dir = -1, fd = -1;
+  _cleanup_free_ char *rel = NULL, *base = NULL;
+  const char *mode_s = query (ctx, "mode");
+  esbx_error_t err = NULL;
+  unsigned long mode = 0644;
+  char *end;
+  json_t *o;
+
+  if (mode_s)
+    {
+      mode = strtoul (mode_s, &end, 8);
+      if (*mode_s == '\0' || *end || mode > 0777)
+        return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                    "query parameter `mode` must be octal permission bits (no "
+                                    "setuid, setgid or sticky)");
+    }
+  if (clean_request_path (ctx, false, &rel) < 0 || (root = open_session_root (ctx)) < 0)
+    return;
+  dir = esbx_open_parent_beneath (root, rel, &base, &err);
+  if (dir < 0)
+    return reply_err (ctx, &err);
+  /* O_NOFOLLOW: writing through a symlink planted in the session could land
+     outside it.  */
+  fd = openat (dir, base, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+               (mode_t)mode);
+  if (fd < 0)
+    return esbx_gw_reply_error (
+        ctx, errno == ELOOP ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR,
+        ESBX_EXIT_ERROR, "write `%s`: %s", rel,
+        errno == ELOOP ? "is a symlink; refusing to follow it" : strerror (errno));
+  {
+    struct stat st;
+    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+      return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
+                                  "write `%s`: not a regular file", rel);
+  }
+  if (esbx_write_all (fd, ctx->body, ctx->len) < 0 || fchmod (fd, (mode_t)mode) < 0)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                "write `%s`: %s", rel, strerror (errno));
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "path", rel);
+  json_set_int (o, "size", (int64_t)ctx->len);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+/* ---- export and maintenance --------------------------------------------- */
+
+static void
+h_export (struct esbx_gw_ctx *ctx)
+{
+  const char *ref = query (ctx, "ref"), *format = query (ctx, "format");
+  enum esbx_export_format fmt = ESBX_EXPORT_TAR;
+  _cleanup_free_ char *rand = esbx_random_hex (8), *file = NULL;
+  esbx_error_t err = NULL;
+  struct stat st;
+  int fd;
+
+  if (ref == NULL)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "query parameter `ref` is required");
+  if (format && strcmp (format, "oci-layer") == 0)
+    fmt = ESBX_EXPORT_OCI_LAYER;
+  else if (format && strcmp (format, "tar") != 0)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "unknown format `%s`: expected tar or oci-layer", format);
+  file = xasprintf ("%s/tmp/export-%s.tar", ctx->store->root, rand);
+  if (esbx_export (ctx->store, ref, file, fmt, &err) < 0)
+    return reply_err (ctx, &err);
+  fd = open (file, O_RDONLY | O_CLOEXEC);
+  unlink (file);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    {
+      if (fd >= 0)
+        close (fd);
+      return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                  "export: %s", strerror (errno));
+    }
+  /* MHD sends the file and closes FD.  */
+  ctx->stream = MHD_create_response_from_fd ((uint64_t)st.st_size, fd);
+  if (ctx->stream == NULL)
+    {
+      close (fd);
+      return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                  "export: cannot send the archive");
+    }
+  MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
+  ctx->status = MHD_HTTP_OK;
+}
+
+static void
+reply_report (struct esbx_gw_ctx *ctx, bool fsck)
+{
+  _cleanup_free_ char *text = NULL;
+  esbx_error_t err = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+  int r;
+  json_t *o;
+
+  if (f == NULL)
+    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                "open_memstream: %s", strerror (errno));
+  r = fsck ? esbx_fsck (ctx->store, ctx->project, f, &err) : esbx_sandbox_gc (ctx->store, f, &err);
+  fclose (f);
+  if (r < 0)
+    return reply_err (ctx, &err);
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "report", text ? text : "");
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+static void
+h_fsck (struct esbx_gw_ctx *ctx)
+{
+  reply_report (ctx, true);
+}
+
+static void
+h_gc (struct esbx_gw_ctx *ctx)
+{
+  reply_report (ctx, false);
+}
+
+#define M ESBX_SCOPE_MANAGE
+#define R ESBX_SCOPE_RUNTIME
+#define O ESBX_SCOPE_OBSERVE
+
+const struct esbx_gw_route esbx_gw_routes[] = {
+  { "GET", "/v1/whoami", "whoami", 0, GW_TARGET_TOKEN, false, h_whoami },
+  { "GET", "/v1/projects", "project_list", O, GW_TARGET_LIST, false, h_projects_list },
+  { "POST", "/v1/projects", "project_create", M, GW_TARGET_BODY_NAME, true, h_project_create },
+  { "DELETE", "/v1/projects/*", "project_rm", M, GW_TARGET_PROJECT, false, h_project_rm },
+  { "POST", "/v1/projects/*/squash", "project_squash", M, GW_TARGET_PROJECT, false,
+    h_project_squash },
+  { "GET", "/v1/projects/*/log", "project_log", O, GW_TARGET_PROJECT, false, h_project_log },
+  { "GET", "/v1/projects/*/blame", "project_blame", O, GW_TARGET_PROJECT, false, h_project_blame },
+  { "GET", "/v1/sessions", "session_list", O, GW_TARGET_LIST, false, h_sessions_list },
+  { "POST", "/v1/sessions", "session_create", M, GW_TARGET_BODY_PROJECT, true, h_session_create },
+  { "GET", "/v1/sessions/*", "session_inspect", O, GW_TARGET_SESSION, false, h_session_inspect },
+  { "DELETE", "/v1/sessions/*", "session_discard", M, GW_TARGET_SESSION, false, h_session_discard },
+  { "GET", "/v1/sessions/*/path", "session_path", O, GW_TARGET_SESSION, false, h_session_path },
+  { "GET", "/v1/sessions/*/diff", "session_diff", O, GW_TARGET_SESSION, false, h_session_diff },
+  { "GET", "/v1/sessions/*/events", "session_events", O, GW_TARGET_SESSION, false,
+    h_session_events },
+  { "GET", "/v1/sessions/*/ps", "session_ps", O, GW_TARGET_SESSION, false, h_session_ps },
+  { "POST", "/v1/sessions/*/publish", "session_publish", M, GW_TARGET_SESSION, true,
+    h_session_publish },
+  { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GW_TARGET_SESSION, true,
+    h_session_rebase },
+  { "POST", "/v1/sessions/*/exec", "session_exec", R, GW_TARGET_SESSION, true, h_session_exec },
+  { "GET", "/v1/sessions/*/files", "file_read", R, GW_TARGET_SESSION, false, h_files_get },
+  { "PUT", "/v1/sessions/*/files", "file_write", R, GW_TARGET_SESSION, false, h_files_put },
+  { "GET", "/v1/export", "export", M, GW_TARGET_QUERY_REF, false, h_export },
+  { "POST", "/v1/fsck", "fsck", M, GW_TARGET_QUERY_PROJECT, false, h_fsck },
+  { "POST", "/v1/gc", "gc", M, GW_TARGET_STORE, false, h_gc },
+};
+const size_t esbx_gw_n_routes = ARRAY_SIZE (esbx_gw_routes);

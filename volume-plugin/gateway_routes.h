@@ -1,0 +1,76 @@
+/* esbxd: the gateway's operations.  A route names the scope it needs and
+   what it is about (a project, a session, the whole store), so that
+   gateway.c can decide allowed or denied before any handler runs.  */
+#ifndef ESBX_PLUGIN_GATEWAY_ROUTES_H
+#define ESBX_PLUGIN_GATEWAY_ROUTES_H
+
+#include "json.h"
+#include "layerstore.h"
+#include "metrics.h"
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum esbx_gw_target
+{
+  GW_TARGET_LIST,          /* a listing: the handler filters it to the token */
+  GW_TARGET_PROJECT,       /* the project named in the path */
+  GW_TARGET_SESSION,       /* the session named in the path */
+  GW_TARGET_BODY_PROJECT,  /* the body's "project" */
+  GW_TARGET_BODY_NAME,     /* the body's "name" (a project being created) */
+  GW_TARGET_QUERY_PROJECT, /* ?project=P, or the whole store without it */
+  GW_TARGET_QUERY_REF,     /* ?ref=SESSION or ?ref=PROJECT[@LAYER] */
+  GW_TARGET_TOKEN,         /* the token itself */
+  GW_TARGET_STORE,         /* the whole store: unlimited tokens only */
+};
+
+struct esbx_gw_ctx
+{
+  esbx_store_t *store;
+  struct esbx_metrics *metrics;
+  struct MHD_Connection *conn;
+  const char *method;
+  const char *body;
+  size_t len;
+  json_t *json; /* the parsed body of routes that take JSON */
+  const struct esbx_token *token;
+  const char *arg; /* the name captured from the path */
+
+  /* What the request is about, resolved before authorization.  */
+  char *project;
+  char *session;
+
+  /* The answer.  */
+  unsigned status;
+  char *out;
+  size_t out_len;
+  const char *content_type;
+  struct MHD_Response *stream; /* a streamed answer instead of OUT */
+  char *reason;                /* for the audit log, when refused */
+};
+
+struct esbx_gw_route
+{
+  const char *method;
+  const char *pattern; /* '*' is one path segment holding a name */
+  const char *name;    /* endpoint label for metrics */
+  unsigned scope;
+  enum esbx_gw_target target;
+  bool json_body;
+  void (*fn) (struct esbx_gw_ctx *ctx);
+};
+
+extern const struct esbx_gw_route esbx_gw_routes[];
+extern const size_t esbx_gw_n_routes;
+
+/* Reply helpers shared with gateway.c.  */
+void esbx_gw_reply_json (struct esbx_gw_ctx *ctx, unsigned status, json_t *doc);
+void esbx_gw_reply_error (struct esbx_gw_ctx *ctx, unsigned status, int code, const char *fmt, ...)
+    __attribute__ ((format (printf, 4, 5)));
+
+/* Whether TOKEN may see PROJECT / SESSION (of PROJECT) in a listing.  */
+bool esbx_gw_token_sees (esbx_store_t *store, const struct esbx_token *token, const char *project,
+                         const char *session);
+
+#endif

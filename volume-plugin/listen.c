@@ -1,0 +1,192 @@
+#include "listen.h"
+#include "fs.h"
+#include "utils.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+/* Split "HOST:PORT" / "[V6]:PORT" and resolve HOST to a loopback address
+   without DNS: only literal loopback addresses and "localhost" pass.  */
+static int
+parse_loopback (const char *what, const char *spec, struct sockaddr_storage *ss, socklen_t *sl,
+                esbx_error_t *err)
+{
+  _cleanup_free_ char *host = NULL;
+  const char *colon, *port_s;
+  unsigned long port;
+  char *end;
+
+  if (spec[0] == '[')
+    {
+      const char *close = strchr (spec, ']');
+      if (close == NULL || close[1] != ':')
+        goto bad;
+      host = xstrndup (spec + 1, close - spec - 1);
+      port_s = close + 2;
+    }
+  else
+    {
+      colon = strrchr (spec, ':');
+      if (colon == NULL)
+        goto bad;
+      host = xstrndup (spec, colon - spec);
+      port_s = colon + 1;
+    }
+  errno = 0;
+  port = strtoul (port_s, &end, 10);
+  if (*port_s == '\0' || *end != '\0' || errno || port == 0 || port > 65535)
+    goto bad;
+
+  memset (ss, 0, sizeof *ss);
+  if (strcmp (host, "localhost") == 0 || strcmp (host, "127.0.0.1") == 0)
+    {
+      struct sockaddr_in *in = (struct sockaddr_in *)ss;
+      in->sin_family = AF_INET;
+      in->sin_port = htons ((uint16_t)port);
+      in->sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+      *sl = sizeof *in;
+      return 0;
+    }
+  if (strcmp (host, "::1") == 0)
+    {
+      struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+      in6->sin6_family = AF_INET6;
+      in6->sin6_port = htons ((uint16_t)port);
+      in6->sin6_addr = in6addr_loopback;
+      *sl = sizeof *in6;
+      return 0;
+    }
+  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                               "%s `%s`: refusing a non-loopback address: only 127.0.0.1, ::1 "
+                               "and localhost are allowed (no TLS, no authentication)",
+                               what, spec);
+bad:
+  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                               "%s `%s`: expected ADDR:PORT, e.g. 127.0.0.1:9595", what, spec);
+}
+
+int
+esbx_loopback_check (const char *what, const char *spec, esbx_error_t *err)
+{
+  struct sockaddr_storage ss;
+  socklen_t sl;
+
+  return parse_loopback (what, spec, &ss, &sl, err);
+}
+
+int
+esbx_listen_loopback (const char *what, const char *spec, esbx_error_t *err)
+{
+  struct sockaddr_storage ss;
+  _cleanup_close_ int fd = -1;
+  socklen_t sl;
+  int one = 1;
+
+  if (parse_loopback (what, spec, &ss, &sl, err) < 0)
+    return -1;
+  fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return esbx_make_error (err, errno, "%s: socket", what);
+  setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind (fd, (struct sockaddr *)&ss, sl) < 0)
+    return esbx_make_error (err, errno, "%s: bind `%s`", what, spec);
+  if (listen (fd, 64) < 0)
+    return esbx_make_error (err, errno, "%s: listen `%s`", what, spec);
+  return take_fd (&fd);
+}
+
+static int
+claim_path (const char *path, esbx_error_t *err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  _cleanup_close_ int fd = -1;
+  struct stat st;
+
+  if (lstat (path, &st) < 0)
+    return errno == ENOENT ? 0 : esbx_make_error (err, errno, "stat `%s`", path);
+  if (!S_ISSOCK (st.st_mode))
+    return esbx_make_error (err, 0, "`%s` exists and is not a socket", path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return esbx_make_error (err, errno, "socket");
+  memcpy (addr.sun_path, path, strlen (path) + 1);
+  if (TEMP_FAILURE_RETRY (connect (fd, (struct sockaddr *)&addr, sizeof addr)) == 0)
+    return esbx_make_error (err, 0, "`%s` is in use by another server", path);
+  if (unlink (path) < 0 && errno != ENOENT)
+    return esbx_make_error (err, errno, "remove stale socket `%s`", path);
+  return 0;
+}
+
+static int
+lookup_group (const char *name, gid_t *gid, esbx_error_t *err)
+{
+  struct group gr, *res = NULL;
+  char buf[4096];
+  char *end;
+  unsigned long v;
+
+  errno = 0;
+  v = strtoul (name, &end, 10);
+  if (*name && *end == '\0' && errno == 0)
+    {
+      *gid = (gid_t)v;
+      return 0;
+    }
+  if (getgrnam_r (name, &gr, buf, sizeof buf, &res) != 0 || res == NULL)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "--gateway-group `%s`: no such group",
+                                 name);
+  *gid = gr.gr_gid;
+  return 0;
+}
+
+int
+esbx_listen_unix (const char *path, const char *group, esbx_error_t *err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  _cleanup_free_ char *dir = NULL;
+  _cleanup_close_ int fd = -1;
+  gid_t gid = (gid_t)-1;
+  char *slash;
+
+  if (strlen (path) >= sizeof addr.sun_path)
+    return esbx_make_error (err, 0, "socket path `%s` is too long (limit %zu bytes)", path,
+                            sizeof addr.sun_path - 1);
+  if (group && lookup_group (group, &gid, err) < 0)
+    return -1;
+  dir = xstrdup (path);
+  slash = strrchr (dir, '/');
+  if (slash && slash != dir)
+    {
+      *slash = '\0';
+      if (esbx_mkdir_p (dir, 0755, err) < 0)
+        return -1;
+    }
+  if (claim_path (path, err) < 0)
+    return -1;
+  memcpy (addr.sun_path, path, strlen (path) + 1);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return esbx_make_error (err, errno, "socket");
+  /* Nobody may connect between bind and chmod.  */
+  {
+    mode_t old = umask (0177);
+    int r = bind (fd, (struct sockaddr *)&addr, sizeof addr);
+    umask (old);
+    if (r < 0)
+      return esbx_make_error (err, errno, "bind `%s`", path);
+  }
+  if (group && chown (path, (uid_t)-1, gid) < 0)
+    return esbx_make_error (err, errno, "chown `%s` to group `%s`", path, group);
+  if (chmod (path, 0660) < 0)
+    return esbx_make_error (err, errno, "chmod `%s`", path);
+  if (listen (fd, 128) < 0)
+    return esbx_make_error (err, errno, "listen `%s`", path);
+  return take_fd (&fd);
+}

@@ -1,0 +1,20 @@
+/* esbxd: the sockets the gateway and the metrics endpoint listen on.  */
+#ifndef ESBX_PLUGIN_LISTEN_H
+#define ESBX_PLUGIN_LISTEN_H
+
+#include "error.h"
+
+/* Check that SPEC ("127.0.0.1:9595", "[::1]:9595", "localhost:9595") names
+   a loopback address; anything else is a usage error, because what listens
+   there is reachable without a token (metrics) or without TLS (gateway).  */
+int esbx_loopback_check (const char *what, const char *spec, esbx_error_t *err);
+
+/* Bind and listen on the loopback address SPEC; returns the socket.  */
+int esbx_listen_loopback (const char *what, const char *spec, esbx_error_t *err);
+
+/* Bind and listen on a unix socket at PATH, mode 0660, owned by GROUP when
+   not NULL.  A socket file nobody answers on is a leftover and is replaced;
+   one that answers is refused.  */
+int esbx_listen_unix (const char *path, const char *group, esbx_error_t *err);
+
+#endif

@@ -1,0 +1,357 @@
+#include "metrics.h"
+#include "holder.h"
+#include "listen.h"
+#include "log.h"
+#include "utils.h"
+
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <string.h>
+
+static const double buckets[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 };
+#define N_BUCKETS ARRAY_SIZE (buckets)
+
+struct counter
+{
+  char *endpoint, *method;
+  unsigned status;
+  uint64_t n;
+};
+
+struct histogram
+{
+  char *endpoint;
+  uint64_t bucket[N_BUCKETS];
+  uint64_t count;
+  double sum;
+};
+
+struct esbx_metrics
+{
+  esbx_store_t *store;
+  pthread_mutex_t lock;
+  struct counter *counters;
+  size_t n_counters;
+  struct histogram *hists;
+  size_t n_hists;
+  uint64_t auth_failures;
+  uint64_t publish_ok, publish_conflict;
+  struct MHD_Daemon *daemon;
+};
+
+struct esbx_metrics *
+esbx_metrics_new (esbx_store_t *store)
+{
+  struct esbx_metrics *m = xmalloc0 (sizeof *m);
+  m->store = store;
+  pthread_mutex_init (&m->lock, NULL);
+  return m;
+}
+
+void
+esbx_metrics_free (struct esbx_metrics *m)
+{
+  size_t i;
+
+  if (m == NULL)
+    return;
+  esbx_metrics_stop (m);
+  for (i = 0; i < m->n_counters; i++)
+    {
+      free (m->counters[i].endpoint);
+      free (m->counters[i].method);
+    }
+  for (i = 0; i < m->n_hists; i++)
+    free (m->hists[i].endpoint);
+  free (m->counters);
+  free (m->hists);
+  pthread_mutex_destroy (&m->lock);
+  free (m);
+}
+
+void
+esbx_metrics_request (struct esbx_metrics *m, const char *endpoint, const char *method,
+                      unsigned status, double seconds)
+{
+  struct counter *c = NULL;
+  struct histogram *h = NULL;
+  size_t i;
+
+  if (m == NULL)
+    return;
+  pthread_mutex_lock (&m->lock);
+  for (i = 0; i < m->n_counters && c == NULL; i++)
+    if (m->counters[i].status == status && strcmp (m->counters[i].endpoint, endpoint) == 0
+        && strcmp (m->counters[i].method, method) == 0)
+      c = &m->counters[i];
+  if (c == NULL)
+    {
+      m->counters = xrealloc (m->counters, (m->n_counters + 1) * sizeof *m->counters);
+      c = &m->counters[m->n_counters++];
+      c->endpoint = xstrdup (endpoint);
+      c->method = xstrdup (method);
+      c->status = status;
+      c->n = 0;
+    }
+  c->n++;
+  for (i = 0; i < m->n_hists && h == NULL; i++)
+    if (strcmp (m->hists[i].endpoint, endpoint) == 0)
+      h = &m->hists[i];
+  if (h == NULL)
+    {
+      m->hists = xrealloc (m->hists, (m->n_hists + 1) * sizeof *m->hists);
+      h = &m->hists[m->n_hists++];
+      memset (h, 0, sizeof *h);
+      h->endpoint = xstrdup (endpoint);
+    }
+  for (i = 0; i < N_BUCKETS; i++)
+    if (seconds <= buckets[i])
+      h->bucket[i]++;
+  h->count++;
+  h->sum += seconds;
+  pthread_mutex_unlock (&m->lock);
+}
+
+void
+esbx_metrics_auth_failure (struct esbx_metrics *m)
+{
+  if (m == NULL)
+    return;
+  pthread_mutex_lock (&m->lock);
+  m->auth_failures++;
+  pthread_mutex_unlock (&m->lock);
+}
+
+void
+esbx_metrics_publish (struct esbx_metrics *m, bool conflict)
+{
+  if (m == NULL)
+    return;
+  pthread_mutex_lock (&m->lock);
+  if (conflict)
+    m->publish_conflict++;
+  else
+    m->publish_ok++;
+  pthread_mutex_unlock (&m->lock);
+}
+
+struct buf
+{
+  char *s;
+  size_t len, cap;
+};
+
+static void __attribute__ ((format (printf, 2, 3))) bprintf (struct buf *b, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+
+  for (;;)
+    {
+      va_start (ap, fmt);
+      n = vsnprintf (b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+      va_end (ap);
+      if (n < 0)
+        abort ();
+      if (b->s && b->len + (size_t)n < b->cap)
+        {
+          b->len += n;
+          return;
+        }
+      b->cap = (b->cap + n + 1) * 2;
+      b->s = xrealloc (b->s, b->cap);
+    }
+}
+
+/* Store state at scrape time.  Names come from the store and follow the
+   name rule, so they need no escaping in label values.  */
+static void
+render_store (struct esbx_metrics *m, struct buf *b)
+{
+  _cleanup_strv_ char **sessions = NULL, **projects = NULL;
+  uint64_t running = 0, mounted = 0, unmounted = 0;
+  esbx_error_t e = NULL;
+  size_t i;
+
+  sessions = esbx_session_list (m->store, NULL, &e);
+  esbx_error_free (&e);
+  for (i = 0; sessions && sessions[i]; i++)
+    {
+      struct esbx_holder_info info = { 0 };
+
+      if (esbx_holder_get (m->store, sessions[i], &info, &e) == 0)
+        running++;
+      else if (esbx_session_is_mounted (m->store, sessions[i]))
+        mounted++;
+      else
+        unmounted++;
+      esbx_error_free (&e);
+      esbx_holder_info_free (&info);
+    }
+  bprintf (b, "# HELP esbx_sessions Sessions of the store by state.\n"
+              "# TYPE esbx_sessions gauge\n");
+  bprintf (b, "esbx_sessions{state=\"running\"} %" PRIu64 "\n", running);
+  bprintf (b, "esbx_sessions{state=\"mounted\"} %" PRIu64 "\n", mounted);
+  bprintf (b, "esbx_sessions{state=\"unmounted\"} %" PRIu64 "\n", unmounted);
+  bprintf (b,
+           "# HELP esbx_holders Session holders running.\n"
+           "# TYPE esbx_holders gauge\n"
+           "esbx_holders %" PRIu64 "\n",
+           running);
+
+  projects = esbx_project_list (m->store, &e);
+  esbx_error_free (&e);
+  bprintf (b, "# HELP esbx_project_layers Layers in each project's stack.\n"
+              "# TYPE esbx_project_layers gauge\n");
+  for (i = 0; projects && projects[i]; i++)
+    {
+      _cleanup_strv_ char **ids = NULL;
+      size_t n = 0;
+
+      if (esbx_project_stack (m->store, projects[i], &ids, &n, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      bprintf (b, "esbx_project_layers{project=\"%s\"} %zu\n", projects[i], n);
+    }
+}
+
+char *
+esbx_metrics_render (struct esbx_metrics *m)
+{
+  struct buf b = { 0 };
+  size_t i, k;
+
+  render_store (m, &b);
+  pthread_mutex_lock (&m->lock);
+  bprintf (&b,
+           "# HELP esbx_publishes_total Publishes through esbxd by result.\n"
+           "# TYPE esbx_publishes_total counter\n"
+           "esbx_publishes_total{result=\"ok\"} %" PRIu64 "\n"
+           "esbx_publishes_total{result=\"conflict\"} %" PRIu64 "\n",
+           m->publish_ok, m->publish_conflict);
+  bprintf (&b,
+           "# HELP esbx_gateway_auth_failures_total Gateway requests refused for a missing, "
+           "bad, revoked or expired token.\n"
+           "# TYPE esbx_gateway_auth_failures_total counter\n"
+           "esbx_gateway_auth_failures_total %" PRIu64 "\n",
+           m->auth_failures);
+  bprintf (&b, "# HELP esbx_gateway_requests_total Gateway requests by endpoint, method and "
+               "status.\n"
+               "# TYPE esbx_gateway_requests_total counter\n");
+  for (i = 0; i < m->n_counters; i++)
+    bprintf (
+        &b, "esbx_gateway_requests_total{endpoint=\"%s\",method=\"%s\",code=\"%u\"} %" PRIu64 "\n",
+        m->counters[i].endpoint, m->counters[i].method, m->counters[i].status, m->counters[i].n);
+  bprintf (&b, "# HELP esbx_gateway_request_duration_seconds Gateway request latency by "
+               "endpoint.\n"
+               "# TYPE esbx_gateway_request_duration_seconds histogram\n");
+  for (i = 0; i < m->n_hists; i++)
+    {
+      const struct histogram *h = &m->hists[i];
+      for (k = 0; k < N_BUCKETS; k++)
+        bprintf (&b,
+                 "esbx_gateway_request_duration_seconds_bucket{endpoint=\"%s\",le=\"%g\"} "
+                 "%" PRIu64 "\n",
+                 h->endpoint, buckets[k], h->bucket[k]);
+      bprintf (&b,
+               "esbx_gateway_request_duration_seconds_bucket{endpoint=\"%s\",le=\"+Inf\"} "
+               "%" PRIu64 "\n",
+               h->endpoint, h->count);
+      bprintf (&b, "esbx_gateway_request_duration_seconds_sum{endpoint=\"%s\"} %.6f\n", h->endpoint,
+               h->sum);
+      bprintf (&b, "esbx_gateway_request_duration_seconds_count{endpoint=\"%s\"} %" PRIu64 "\n",
+               h->endpoint, h->count);
+    }
+  pthread_mutex_unlock (&m->lock);
+  return b.s;
+}
+
+static enum MHD_Result
+on_request (void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+  struct esbx_metrics *m = cls;
+  struct MHD_Response *resp;
+  enum MHD_Result ret;
+  unsigned status = MHD_HTTP_OK;
+  const char *ctype = "text/plain; charset=utf-8";
+  char *body;
+
+  /* The first call only announces the request.  */
+  if (*con_cls == NULL)
+    {
+      *con_cls = m;
+      return MHD_YES;
+    }
+  *upload_data_size = 0;
+  if (strcmp (method, "GET") != 0 && strcmp (method, "HEAD") != 0)
+    {
+      status = MHD_HTTP_METHOD_NOT_ALLOWED;
+      body = xstrdup ("only GET\n");
+    }
+  else if (strcmp (url, "/healthz") == 0)
+    body = xstrdup ("ok\n");
+  else if (strcmp (url, "/metrics") == 0)
+    {
+      body = esbx_metrics_render (m);
+      ctype = "text/plain; version=0.0.4; charset=utf-8";
+    }
+  else
+    {
+      status = MHD_HTTP_NOT_FOUND;
+      body = xstrdup ("not found: try /healthz or /metrics\n");
+    }
+  resp = MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_FREE);
+  if (resp == NULL)
+    {
+      free (body);
+      return MHD_NO;
+    }
+  MHD_add_response_header (resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  ret = MHD_queue_response (conn, status, resp);
+  MHD_destroy_response (resp);
+  return ret;
+}
+
+static void
+on_mhd_error (void *cls, const char *fmt, va_list ap)
+{
+  char line[1024];
+
+  vsnprintf (line, sizeof line, fmt, ap);
+  line[strcspn (line, "\n")] = '\0';
+  esbx_warn ("metrics: %s", line);
+}
+
+int
+esbx_metrics_serve (struct esbx_metrics *m, const char *addr, esbx_error_t *err)
+{
+  int fd = esbx_listen_loopback ("--metrics", addr, err);
+
+  if (fd < 0)
+    return -1;
+  m->daemon = MHD_start_daemon (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                on_request, m, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, m,
+                                MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
+  if (m->daemon == NULL)
+    {
+      close (fd);
+      return esbx_make_error (err, 0, "start the metrics server on `%s`", addr);
+    }
+  return 0;
+}
+
+void
+esbx_metrics_stop (struct esbx_metrics *m)
+{
+  if (m && m->daemon)
+    {
+      MHD_stop_daemon (m->daemon);
+      m->daemon = NULL;
+    }
+}

@@ -1,0 +1,31 @@
+/* esbxd: Prometheus metrics and the health check, served without
+   authentication on a loopback-only listener (listen.h).  Request counters
+   and latency histograms are kept in memory; the store's state (sessions,
+   holders, layers) is read at each scrape.  */
+#ifndef ESBX_PLUGIN_METRICS_H
+#define ESBX_PLUGIN_METRICS_H
+
+#include "error.h"
+#include "layerstore.h"
+
+#include <stdbool.h>
+
+struct esbx_metrics;
+
+struct esbx_metrics *esbx_metrics_new (esbx_store_t *store);
+void esbx_metrics_free (struct esbx_metrics *m);
+
+/* One gateway request to ENDPOINT (a route name such as "session_publish").  */
+void esbx_metrics_request (struct esbx_metrics *m, const char *endpoint, const char *method,
+                           unsigned status, double seconds);
+void esbx_metrics_auth_failure (struct esbx_metrics *m);
+void esbx_metrics_publish (struct esbx_metrics *m, bool conflict);
+
+/* The Prometheus text exposition (owned).  */
+char *esbx_metrics_render (struct esbx_metrics *m);
+
+/* Serve /healthz and /metrics on the loopback address ADDR.  */
+int esbx_metrics_serve (struct esbx_metrics *m, const char *addr, esbx_error_t *err);
+void esbx_metrics_stop (struct esbx_metrics *m);
+
+#endif
