@@ -11,6 +11,11 @@
    `lowerdir+` where the kernel has it, relative short paths otherwise.  */
 int esbx_mount_overlay (char *const *lowers, size_t n, const char *upper, const char *work,
                         const char *target, esbx_error_t *err);
+/* The same for any depth up to twice the overlayfs limit: the bottom layers
+   that do not fit are first mounted read-only at FOLDED (a directory the
+   caller unmounts after TARGET).  */
+int esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const char *work,
+                      const char *target, const char *folded, esbx_error_t *err);
 /* Unmount TARGET (lazily when it is busy and LAZY is set).  */
 int esbx_unmount (const char *target, bool lazy, esbx_error_t *err);
 bool esbx_is_mountpoint (const char *path);
@@ -72,8 +77,7 @@ int esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session,
    the fd of its upper directory; KEEP, when not NULL, receives the opened
    base stack (the caller closes it).  */
 int esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esbx_stack *keep,
-                       struct esbx_changeset *out, struct esbx_changeset *same,
-                       esbx_error_t *err);
+                       struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err);
 /* Refuse names that are not UTF-8, hold control characters or look like
    whiteouts; REL is the path shown in the message.  */
 int esbx_check_entry_name (const char *session, const char *rel, const char *name,

@@ -165,6 +165,36 @@ esbx_mount_overlay (char *const *lowers, size_t n, const char *upper, const char
   return r;
 }
 
+/* overlayfs stacks at most ESBX_MAX_LAYERS lower layers.  A deeper stack
+   gets its bottom layers folded into a read-only overlay of their own at
+   FOLDED: an overlay as a lower layer of another is one level of nesting,
+   which the kernel allows, so stacks up to twice the limit mount.  */
+int
+esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const char *work,
+                  const char *target, const char *folded, esbx_error_t *err)
+{
+  _cleanup_free_ char **v = NULL;
+  size_t k;
+
+  if (n <= ESBX_MAX_LAYERS)
+    return esbx_mount_overlay (lowers, n, upper, work, target, err);
+  /* Fold enough bottom layers (always two or more) to leave room for the
+     folded one.  */
+  k = n - (ESBX_MAX_LAYERS - 1);
+  if (k > ESBX_MAX_LAYERS)
+    return esbx_make_error (err, 0,
+                            "%zu layers: more than %d cannot be mounted; run `esbx project squash`",
+                            n, 2 * ESBX_MAX_LAYERS - 1);
+  if (mkdir (folded, 0755) < 0 && errno != EEXIST)
+    return esbx_make_error (err, errno, "mkdir `%s`", folded);
+  if (!esbx_is_mountpoint (folded) && esbx_mount_overlay (lowers, k, NULL, NULL, folded, err) < 0)
+    return -1;
+  v = xmalloc ((n - k + 1) * sizeof (char *));
+  v[0] = (char *)folded;
+  memcpy (&v[1], &lowers[k], (n - k) * sizeof (char *));
+  return esbx_mount_overlay (v, n - k + 1, upper, work, target, err);
+}
+
 bool
 esbx_is_mountpoint (const char *path)
 {

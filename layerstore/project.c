@@ -168,7 +168,7 @@ esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_
 {
   _cleanup_close_ int lock = -1;
   _cleanup_close_ int tmpfd = -1;
-  _cleanup_free_ char *tmp = NULL, *message = NULL;
+  _cleanup_free_ char *tmp = NULL, *message = NULL, *merged = NULL, *folded = NULL;
   _cleanup_strv_ char **lowers = NULL;
   _cleanup_strv_ char **ids = NULL;
   esbx_error_t ignored = NULL;
@@ -195,14 +195,18 @@ esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_
   tmpfd = esbx_store_tmpdir (store, "squash", &tmp, err);
   if (tmpfd < 0)
     return -1;
-  ret = esbx_mount_overlay (lowers, n, NULL, NULL, tmp, err);
+  merged = xasprintf ("%s/merged", tmp);
+  folded = xasprintf ("%s/lower", tmp);
+  ret = mkdir (merged, 0755) < 0 ? esbx_make_error (err, errno, "mkdir `%s`", merged) : 0;
+  if (ret == 0)
+    ret = esbx_mount_stack (lowers, n, NULL, NULL, merged, folded, err);
   if (ret == 0)
     {
       message = xasprintf ("squash of %zu layers (%s..%s)", count, ids[0], ids[count - 1]);
-      ret = import_layer (store, name, tmp, message, NULL, 0, new_id, err);
-      if (esbx_unmount (tmp, true, &ignored) < 0)
-        esbx_error_free (&ignored);
+      ret = import_layer (store, name, merged, message, NULL, 0, new_id, err);
     }
+  if (esbx_unmount (merged, true, &ignored) < 0 || esbx_unmount (folded, true, &ignored) < 0)
+    esbx_error_free (&ignored);
   if (esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   if (ret < 0)

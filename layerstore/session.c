@@ -213,39 +213,6 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
   return 0;
 }
 
-/* overlayfs stacks at most ESBX_MAX_LAYERS lower layers.  A deeper stack
-   gets its bottom layers folded into a read-only overlay of their own at
-   S/lower: an overlay as a lower layer of another is one level of nesting,
-   which the kernel allows, so stacks up to twice the limit mount.  */
-static int
-fold_lowers (const char *dir, char ***lowers, size_t *n, esbx_error_t *err)
-{
-  size_t k, i;
-  _cleanup_free_ char *folded = NULL;
-  char **v = *lowers;
-
-  if (*n <= ESBX_MAX_LAYERS)
-    return 0;
-  /* Fold enough bottom layers (always two or more) to leave room for the
-     folded one.  */
-  k = *n - (ESBX_MAX_LAYERS - 1);
-  if (k > ESBX_MAX_LAYERS)
-    return esbx_make_error (err, 0,
-                            "%zu layers: more than %d cannot be mounted; run `esbx project squash`",
-                            *n, 2 * ESBX_MAX_LAYERS - 1);
-  folded = xasprintf ("%s/lower", dir);
-  if (mkdir (folded, 0755) < 0 && errno != EEXIST)
-    return esbx_make_error (err, errno, "mkdir `%s`", folded);
-  if (!esbx_is_mountpoint (folded) && esbx_mount_overlay (v, k, NULL, NULL, folded, err) < 0)
-    return -1;
-  for (i = 0; i < k; i++)
-    free (v[i]);
-  v[0] = steal_pointer (&folded);
-  memmove (&v[1], &v[k], (*n - k + 1) * sizeof (char *));
-  *n -= k - 1;
-  return 0;
-}
-
 int
 esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
@@ -268,9 +235,10 @@ esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
   work = xasprintf ("%s/work", dir);
   ret = esbx_stack_lowers (store, s->project, s->base, NULL, &lowers, &n, err);
   if (ret == 0)
-    ret = fold_lowers (dir, &lowers, &n, err);
-  if (ret == 0)
-    ret = esbx_mount_overlay (lowers, n, upper, work, merged, err);
+    {
+      _cleanup_free_ char *folded = xasprintf ("%s/lower", dir);
+      ret = esbx_mount_stack (lowers, n, upper, work, merged, folded, err);
+    }
   if (ret < 0)
     esbx_error_wrap (err, "session `%s`", name);
   esbx_session_free (s);
