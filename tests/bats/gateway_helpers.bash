@@ -1,0 +1,104 @@
+# Helpers for the gateway suites (50-53): each test runs its own esbxd with
+# its own store, plugin socket, gateway socket and metrics port, and
+# teardown_gateway stops it and removes everything, pass or fail.
+
+load ./helpers.bash
+
+ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
+export ESBXD
+
+setup_gateway() {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  setup_store
+  GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
+  GW_SOCK=$GW_DIR/gateway.sock
+  GW_LOG=$GW_DIR/esbxd.log
+  METRICS_PORT=$((20000 + RANDOM % 20000))
+  ESBXD_PID=
+  export GW_DIR GW_SOCK GW_LOG METRICS_PORT
+  start_gateway "$@"
+}
+
+start_gateway() {
+  setsid "$ESBXD" --root "$ESBX_ROOT" --plugin-socket "$GW_DIR/plugin.sock" \
+    --gateway-socket "$GW_SOCK" --metrics "127.0.0.1:$METRICS_PORT" "$@" \
+    </dev/null >>"$GW_LOG" 2>&1 &
+  ESBXD_PID=$!
+  local i=0
+  until curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" >/dev/null 2>&1 && [ -S "$GW_SOCK" ]; do
+    kill -0 "$ESBXD_PID" 2>/dev/null || { cat "$GW_LOG" >&2; return 1; }
+    i=$((i + 1))
+    [ $i -lt 100 ] || { echo "esbxd does not answer" >&2; return 1; }
+    sleep 0.1
+  done
+}
+
+teardown_gateway() {
+  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${GW_LOG:-}" ]; then
+    echo "--- last lines of the esbxd log"
+    tail -n 30 "$GW_LOG"
+  fi
+  if [ -n "${ESBXD_PID:-}" ]; then
+    kill -TERM "$ESBXD_PID" 2>/dev/null || true
+    local i=0
+    while kill -0 "$ESBXD_PID" 2>/dev/null && [ $i -lt 50 ]; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    kill -KILL "$ESBXD_PID" 2>/dev/null || true
+    ESBXD_PID=
+  fi
+  [ -n "${GW_DIR:-}" ] && rm -rf "$GW_DIR"
+  teardown_store
+}
+
+# A token: `token SCOPES [--project P] [--session S] [--ttl D]`.
+token() {
+  local scope=$1
+  shift
+  "$ESBX" token create --scope "$scope" "$@" 2>/dev/null
+}
+
+# `gw METHOD PATH TOKEN [BODY]`: sets $http_code and $output (the body).
+# TOKEN "-" sends no Authorization header.
+gw() {
+  local method=$1 path=$2 tok=$3 body=${4-}
+  local args=(-s -X "$method" --unix-socket "$GW_SOCK" -w '\n%{http_code}')
+  [ "$tok" != - ] && args+=(-H "Authorization: Bearer $tok")
+  [ $# -ge 4 ] && args+=(--data-binary "$body")
+  local out
+  out=$(curl "${args[@]}" "http://esbx$path")
+  http_code=${out##*$'\n'}
+  output=${out%$'\n'*}
+}
+
+assert_http() {
+  [ "$http_code" = "$1" ] || { echo "HTTP $http_code, wanted $1: $output" >&2; return 1; }
+}
+
+json_field() {
+  python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v.get(k)
+print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v))
+' "$1"
+}
+
+# Everything a refused request must leave as it was.
+store_state() {
+  "$ESBX" project list
+  for p in $("$ESBX" project list | cut -f1); do "$ESBX" project log "$p"; done
+  "$ESBX" session list
+  for s in $("$ESBX" session list | cut -f1); do "$ESBX" diff "$s"; done
+  find "$ESBX_ROOT/projects" | sort
+}
+
+# A project "demo" and a session of it with one change.
+make_demo() {
+  make_tree "$BATS_TEST_TMPDIR/tree"
+  esbx_ok project create demo --from "$BATS_TEST_TMPDIR/tree"
+  esbx_ok session create demo --name s1
+  echo changed >"$ESBX_ROOT/sessions/s1/merged/README"
+}
