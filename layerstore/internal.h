@@ -83,6 +83,32 @@ int esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct
 int esbx_check_entry_name (const char *session, const char *rel, const char *name,
                            esbx_error_t *err);
 
+/* What upstream changed since a base (conflict.c): the newest entry of
+   each path over LAYERS, sorted by path.  */
+struct esbx_upstream_entry
+{
+  const struct esbx_change *change;
+  const struct esbx_layer *layer;
+};
+struct esbx_upstream
+{
+  struct esbx_layer **layers; /* owned */
+  size_t n_layers;
+  struct esbx_upstream_entry *v;
+  size_t n;
+};
+/* Load the layers after BASE in IDS that are not in OWN (the session's own
+   published layers).  */
+int esbx_upstream_load (esbx_store_t *store, const char *project, const char *base,
+                        char *const *own, char **ids, size_t n, struct esbx_upstream *u,
+                        esbx_error_t *err);
+/* (Re)build the path index of U from its layers.  */
+void esbx_upstream_index (struct esbx_upstream *u);
+void esbx_upstream_free (struct esbx_upstream *u);
+/* Append to R every path of CS that conflicts with U.  */
+void esbx_conflicts_find (const struct esbx_changeset *cs, const struct esbx_upstream *u,
+                          struct esbx_publish_result *r);
+
 /* A layer being written under projects/P/tmp (layerwrite.c).  */
 struct esbx_staged
 {

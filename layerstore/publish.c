@@ -1,4 +1,5 @@
-/* Conflict-aware publish and rebase (DESIGN.md, "Conflict-aware publish").
+/* Publish and rebase (DESIGN.md, "Conflict-aware publish"); the conflict
+ * rules themselves are in conflict.c.
  * The change set is scanned and staged as a layer outside the project lock;
  * the lock covers only reading the head, the conflict check and the append.  */
 #include "internal.h"
@@ -11,188 +12,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
-
-struct upstream_entry
-{
-  const struct esbx_change *change;
-  const struct esbx_layer *layer;
-};
-
-struct upstream
-{
-  struct esbx_layer **layers;
-  size_t n_layers;
-  struct upstream_entry *v; /* sorted by path, last writer wins */
-  size_t n;
-};
-
-static int
-entry_cmp (const void *a, const void *b)
-{
-  const struct upstream_entry *x = a, *y = b;
-  return strcmp (x->change->path, y->change->path);
-}
-
-static void
-upstream_free (struct upstream *u)
-{
-  size_t i;
-
-  for (i = 0; i < u->n_layers; i++)
-    esbx_layer_free (u->layers[i]);
-  free (u->layers);
-  free (u->v);
-  memset (u, 0, sizeof *u);
-}
-
-static bool
-is_own (char *const *own, const char *id)
-{
-  for (; own && *own; own++)
-    if (strcmp (*own, id) == 0)
-      return true;
-  return false;
-}
-
-/* Layers after BASE in IDS that the session did not publish itself.  */
-static int
-upstream_load (esbx_store_t *store, const char *project, const char *base, char *const *own,
-               char **ids, size_t n, struct upstream *u, esbx_error_t *err)
-{
-  size_t i, k, start = n, total = 0, m = 0;
-
-  memset (u, 0, sizeof *u);
-  for (i = 0; i < n; i++)
-    if (strcmp (ids[i], base) == 0)
-      start = i + 1;
-  if (start > n)
-    return esbx_make_error (err, 0, "project `%s`: base layer `%s` is no longer in the stack",
-                            project, base);
-  u->layers = xmalloc0 ((n - start + 1) * sizeof *u->layers);
-  for (i = start; i < n; i++)
-    {
-      if (is_own (own, ids[i]))
-        continue;
-      if (esbx_layer_load (store, project, ids[i], &u->layers[u->n_layers], err) < 0)
-        {
-          upstream_free (u);
-          return -1;
-        }
-      total += u->layers[u->n_layers]->changes.n;
-      u->n_layers++;
-    }
-  u->v = xmalloc0 ((total + 1) * sizeof *u->v);
-  for (i = 0; i < u->n_layers; i++)
-    for (k = 0; k < u->layers[i]->changes.n; k++)
-      {
-        u->v[m].change = &u->layers[i]->changes.v[k];
-        u->v[m].layer = u->layers[i];
-        m++;
-      }
-  /* Sort by path and keep, of each path, the entry of the newest layer.  */
-  qsort (u->v, m, sizeof *u->v, entry_cmp);
-  {
-    size_t w = 0;
-    for (i = 0; i < m; i++)
-      {
-        if (w > 0 && strcmp (u->v[w - 1].change->path, u->v[i].change->path) == 0)
-          {
-            if (u->v[i].layer->index > u->v[w - 1].layer->index)
-              u->v[w - 1] = u->v[i];
-            continue;
-          }
-        u->v[w++] = u->v[i];
-      }
-    u->n = w;
-  }
-  return 0;
-}
-
-static const struct upstream_entry *
-upstream_find (const struct upstream *u, const char *path)
-{
-  struct esbx_change c = { .path = (char *)path };
-  struct upstream_entry key = { .change = &c };
-
-  if (u->n == 0)
-    return NULL;
-  return bsearch (&key, u->v, u->n, sizeof *u->v, entry_cmp);
-}
-
-static bool
-same_state (const struct esbx_change *a, const struct esbx_change *b)
-{
-  if ((a->kind == ESBX_DELETED) != (b->kind == ESBX_DELETED))
-    return false;
-  if (a->kind == ESBX_DELETED)
-    return true;
-  if (a->type != b->type || a->mode != b->mode)
-    return false;
-  if (a->type == ESBX_TYPE_FILE)
-    return strcmp (a->sha256, b->sha256) == 0;
-  if (a->type == ESBX_TYPE_SYMLINK)
-    return a->target && b->target && strcmp (a->target, b->target) == 0;
-  return true;
-}
-
-/* Does the change remove or replace what lies beneath its path?  */
-static bool
-hides_below (const struct esbx_change *c)
-{
-  return c->kind == ESBX_DELETED || c->type != ESBX_TYPE_DIR || c->opaque;
-}
-
-static void
-add_conflict (struct esbx_publish_result *r, const char *path, const struct esbx_layer *l)
-{
-  size_t i;
-
-  for (i = 0; i < r->n_conflicts; i++)
-    if (strcmp (r->conflicts[i].path, path) == 0)
-      return;
-  r->conflicts = xrealloc (r->conflicts, (r->n_conflicts + 1) * sizeof *r->conflicts);
-  r->conflicts[r->n_conflicts].path = xstrdup (path);
-  r->conflicts[r->n_conflicts].layer = xstrdup (l->id);
-  r->conflicts[r->n_conflicts].session = xstrdup (l->session);
-  r->n_conflicts++;
-}
-
-static void
-check_conflicts (const struct esbx_changeset *cs, const struct upstream *u,
-                 struct esbx_publish_result *r)
-{
-  size_t i, k;
-
-  for (i = 0; i < cs->n; i++)
-    {
-      const struct esbx_change *c = &cs->v[i];
-      const struct upstream_entry *e = upstream_find (u, c->path);
-      _cleanup_free_ char *prefix = xstrdup (c->path);
-      char *slash;
-      size_t plen = strlen (c->path);
-
-      if (e && !same_state (c, e->change))
-        add_conflict (r, c->path, e->layer);
-      /* Upstream removed or replaced a directory above this path.  */
-      while ((slash = strrchr (prefix, '/')) != NULL && slash != prefix)
-        {
-          *slash = '\0';
-          e = upstream_find (u, prefix);
-          if (e && hides_below (e->change))
-            add_conflict (r, c->path, e->layer);
-        }
-      /* This path removes or replaces a directory under which upstream
-         changed something.  */
-      if (!hides_below (c))
-        continue;
-      for (k = 0; k < u->n; k++)
-        {
-          const char *p = u->v[k].change->path;
-          if (strncmp (p, c->path, plen) == 0 && p[plen] == '/')
-            add_conflict (r, c->path, u->v[k].layer);
-        }
-    }
-}
 
 void
 esbx_publish_result_free (struct esbx_publish_result *r)
@@ -229,7 +48,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   struct esbx_session *s = NULL;
   struct esbx_staged staged = { .lockfd = -1 };
   struct esbx_layer layer = { 0 };
-  struct upstream up = { 0 };
+  struct esbx_upstream up = { 0 };
   _cleanup_close_ int ufd = -1;
   _cleanup_close_ int slock = -1;
   _cleanup_close_ int plock = -1;
@@ -264,9 +83,9 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   plock = esbx_project_lock (store, s->project, err);
   if (plock < 0 || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
     goto out;
-  if (upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
+  if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
     goto out;
-  check_conflicts (&layer.changes, &up, r);
+  esbx_conflicts_find (&layer.changes, &up, r);
   if (r->n_conflicts > 0)
     {
       conflict_error (err, "publish", name, r);
@@ -302,7 +121,7 @@ out:
   if (ret < 0 && !(err && *err && (*err)->code == ESBX_EXIT_CONFLICT))
     esbx_error_wrap (err, "publish `%s`", name);
   esbx_layer_unstage (store, &staged);
-  upstream_free (&up);
+  esbx_upstream_free (&up);
   free (layer.id);
   free (layer.parent);
   free (layer.created);
@@ -320,7 +139,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
 {
   struct esbx_session *s = NULL;
   struct esbx_changeset cs = { 0 }, same = { 0 };
-  struct upstream up = { 0 };
+  struct esbx_upstream up = { 0 };
   _cleanup_close_ int ufd = -1;
   _cleanup_close_ int slock = -1;
   _cleanup_close_ int plock = -1;
@@ -348,9 +167,9 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
       ret = 0;
       goto out;
     }
-  if (upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
+  if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
     goto out;
-  check_conflicts (&cs, &up, r);
+  esbx_conflicts_find (&cs, &up, r);
   if (r->n_conflicts > 0)
     {
       conflict_error (err, "rebase", name, r);
@@ -386,7 +205,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
 out:
   if (ret < 0 && !(err && *err && (*err)->code == ESBX_EXIT_CONFLICT))
     esbx_error_wrap (err, "rebase `%s`", name);
-  upstream_free (&up);
+  esbx_upstream_free (&up);
   esbx_changeset_free (&cs);
   esbx_changeset_free (&same);
   esbx_session_free (s);
