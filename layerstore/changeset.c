@@ -153,6 +153,10 @@ esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err
     c->mode = (mode_t)v & 07777;
   if (json_get_int (j, "size", &v))
     c->size = v;
+  /* Conflict checks and fsck compare file hashes: a file without one is a
+     corrupt record, not an empty hash.  */
+  if (sha == NULL && c->kind != ESBX_DELETED && c->type == ESBX_TYPE_FILE)
+    return esbx_make_error (err, 0, "change `%s`: file without sha256", path);
   if (sha)
     {
       if (strlen (sha) != 64)
