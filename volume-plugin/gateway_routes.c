@@ -658,11 +658,14 @@ h_session_rebase (struct esbx_gw_ctx *ctx)
   {
     _cleanup_json_ json_t *status = esbx_sandbox_status (ctx->store, ctx->arg);
     json_t *holder = json_get (status, "holder");
+    /* The same error as the CLI's, so that both modes print one line.  */
     if (holder && holder->type != JSON_NULL)
-      return esbx_gw_reply_error (ctx, MHD_HTTP_CONFLICT, ESBX_EXIT_ERROR,
-                                  "rebase `%s`: the session's holder is running; stop its "
-                                  "processes first",
-                                  ctx->arg);
+      {
+        esbx_make_error (&err, EBUSY,
+                         "rebase `%s`: the session's holder is running; stop its processes first",
+                         ctx->arg);
+        return reply_err (ctx, &err);
+      }
   }
   if (esbx_session_rebase (ctx->store, ctx->arg, &r, &err) < 0)
     {

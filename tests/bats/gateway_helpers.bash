@@ -20,7 +20,7 @@ setup_gateway() {
 }
 
 start_gateway() {
-  setsid "$ESBXD" --root "$ESBX_ROOT" --plugin-socket "$GW_DIR/plugin.sock" \
+  setsid "$ESBXD" --root "$ESBX_ROOT" --plugin-socket "${GW_PLUGIN_SOCK:-$GW_DIR/plugin.sock}" \
     --gateway-socket "$GW_SOCK" --metrics "127.0.0.1:$METRICS_PORT" "$@" \
     </dev/null >>"$GW_LOG" 2>&1 &
   ESBXD_PID=$!
@@ -49,6 +49,7 @@ teardown_gateway() {
     ESBXD_PID=
   fi
   [ -n "${GW_DIR:-}" ] && rm -rf "$GW_DIR"
+  [ -n "${GW_PLUGIN_SOCK:-}" ] && rm -f "$GW_PLUGIN_SOCK"
   teardown_store
 }
 

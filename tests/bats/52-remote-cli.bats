@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# The remote CLI: every verb through the gateway prints the same bytes and
+# exits with the same status as embedded mode.
+
+load ./gateway_helpers.bash
+
+setup() {
+  setup_gateway
+  REMOTE_TOKEN=$(token manage,runtime,observe)
+}
+
+teardown() {
+  teardown_gateway
+}
+
+# `same ARGS`: run esbx embedded and remote; stdout and status must match.
+same() {
+  run "$ESBX" "$@"
+  local lstatus=$status lout=$output
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$REMOTE_TOKEN" "$ESBX" "$@"
+  [ "$status" = "$lstatus" ] || { echo "esbx $*: remote exited $status, embedded $lstatus: $output" >&2; return 1; }
+  [ "$output" = "$lout" ] || { printf 'esbx %s differs:\n--- embedded\n%s\n--- remote\n%s\n' "$*" "$lout" "$output" >&2; return 1; }
+}
+
+remote() {
+  ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$REMOTE_TOKEN" "$ESBX" "$@"
+}
+
+@test "remote CLI: listings, log, blame, diff and inspect match embedded mode byte for byte" {
+  make_demo
+  mkdir -p "$ESBX_ROOT/sessions/s1/merged/new"
+  printf 'x\n' >"$ESBX_ROOT/sessions/s1/merged/new/file"
+  rm "$ESBX_ROOT/sessions/s1/merged/docs/guide.txt"
+  same project list
+  same --json project list
+  same project log demo
+  same --json project log demo
+  same session list
+  same --json session list --project demo
+  same diff s1
+  same diff s1 --json
+  same diff s1 --patch
+  same blame demo /README
+  same --json blame demo /src/main.c
+  same events s1
+  same session path s1
+  same project log nosuch
+  same diff nosuch
+  same blame demo /no/such/file
+  same session create nosuch
+  # stdout and status match; the stderr lines name the same cause.
+  run remote diff nosuch
+  assert_output --partial "nosuch"
+}
+
+@test "remote CLI: the lifecycle through the gateway, publish conflicts exit 3 with the same lines" {
+  make_tree "$BATS_TEST_TMPDIR/tree"
+  esbx_ok project create demo --from "$BATS_TEST_TMPDIR/tree"
+  run remote session create demo --name a --label agent=a1
+  assert_success
+  assert_output a
+  run remote session create demo --name b
+  assert_output b
+  run remote exec a -- sh -c 'echo from a >README; echo made'
+  assert_success
+  assert_output made
+  run remote exec b -- sh -c 'echo from b >README; exit 7'
+  assert_equal "$status" 7
+  run remote exec b --cwd /nonexistent -- true
+  assert_failure
+  run remote publish a -m "agent a"
+  assert_success
+  layer=$output
+  [[ "$layer" =~ ^[0-9a-f]{16}$ ]]
+
+  # The conflict: remote and embedded report it identically.
+  run remote publish b
+  assert_equal "$status" 3
+  remote_err=$output
+  run "$ESBX" publish b
+  assert_equal "$status" 3
+  assert_equal "$remote_err" "$output"
+  assert_output --partial "conflict: /README (layer $layer, session a)"
+  same --json publish b
+  same rebase b
+
+  same project log demo
+  same blame demo /README
+  run remote export a -o "$BATS_TEST_TMPDIR/remote.tar"
+  assert_success
+  "$ESBX" export a -o "$BATS_TEST_TMPDIR/local.tar"
+  cmp "$BATS_TEST_TMPDIR/remote.tar" "$BATS_TEST_TMPDIR/local.tar"
+  run remote discard b
+  assert_success
+  run "$ESBX" session list
+  refute_output --partial "b	demo"
+  run remote publish a --discard
+  assert_success
+  run remote token list
+  assert_equal "$status" 2
+  run remote project create x --from /etc
+  assert_failure
+}
+
+@test "remote CLI: a bad token or host fails with one line and status 1" {
+  ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN=esbx_bad run "$ESBX" project list
+  assert_equal "$status" 1
+  assert_output --partial unauthorized
+  ESBX_HOST="unix://$GW_SOCK" run env -u ESBX_TOKEN "$ESBX" project list
+  assert_equal "$status" 1
+  assert_output --partial ESBX_TOKEN
+  ESBX_TOKEN=$REMOTE_TOKEN run "$ESBX" --host "unix://$GW_DIR/none.sock" project list
+  assert_equal "$status" 1
+  ESBX_TOKEN=$REMOTE_TOKEN run "$ESBX" --host "ftp://x" project list
+  assert_equal "$status" 2
+}
