@@ -126,9 +126,11 @@ teardown() {
   # By name: a volume whose session was discarded behind Docker's back is
   # no longer in the plugin's list, so teardown_docker would not see it.
   local v
-  for v in ${S1:-} ${S2:-}; do
-    docker volume rm -f "$v" >/dev/null 2>&1 || true
-  done
+  if [ -f "$BATS_TEST_TMPDIR/volumes" ]; then
+    while read -r v; do
+      timeout 30 docker volume rm -f "$v" >/dev/null 2>&1 || true
+    done <"$BATS_TEST_TMPDIR/volumes"
+  fi
   conf_remove_root
   stop_holders
   teardown_docker
@@ -164,12 +166,19 @@ teardown_docker_containers() {
   done
 }
 
+# `mkvol NAME`: an esbx volume (session) of project demo, remembered for
+# teardown.
+mkvol() {
+  echo "$1" >>"$BATS_TEST_TMPDIR/volumes"
+  docker volume create -d "$DRIVER" -o project=demo "$1" >/dev/null
+}
+
 holder_pid() {
   jq -r .pid "$ESBX_ROOT/sessions/$1/holder.json"
 }
 
 @test "runtime/docker: containers of one session share processes, hostname and files" {
-  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  mkvol "$S1"
   dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sleep 300
   dstart a2 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sleep 301
 
@@ -195,7 +204,7 @@ holder_pid() {
 }
 
 @test "runtime/docker: the session account holds the containers' processes" {
-  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  mkvol "$S1"
   dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" \
     sh -c 'head -c 20000000 /dev/zero > /dev/shm/fill; sleep 300'
   sleep 1
@@ -210,7 +219,7 @@ holder_pid() {
 }
 
 @test "runtime/docker: docker stop and rm leave the holder; volume rm ends it" {
-  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  mkvol "$S1"
   dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sh -c 'sleep 1234 & exec sleep 300'
   local pid
   pid=$(holder_pid $S1)
@@ -235,7 +244,7 @@ holder_pid() {
 }
 
 @test "runtime/docker: esbx discard ends the containers of the session" {
-  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  mkvol "$S1"
   dstart a1 --runtime esbx -v $S1:/work "$ESBX_TEST_IMAGE" sleep 300
   local pid
   pid=$(holder_pid $S1)
@@ -259,8 +268,8 @@ holder_pid() {
 }
 
 @test "runtime/docker: two sessions in one container fail with the cause, no container" {
-  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
-  docker volume create -d "$DRIVER" -o project=demo $S2 >/dev/null
+  mkvol "$S1"
+  mkvol "$S2"
   run drun --runtime esbx -v $S1:/a -v $S2:/b "$ESBX_TEST_IMAGE" true
   assert_failure
   assert_output --partial "two esbx sessions"
@@ -271,7 +280,7 @@ holder_pid() {
 }
 
 @test "runtime/docker: a session discarded behind Docker's back fails at create" {
-  docker volume create -d "$DRIVER" -o project=demo $S1 >/dev/null
+  mkvol "$S1"
   local merged
   merged=$(merged_of $S1)
   esbx_ok discard $S1
