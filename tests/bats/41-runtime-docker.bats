@@ -121,8 +121,12 @@ setup() {
 }
 
 teardown() {
-  # Containers first: their cgroups sit under the session's.
+  # The shared file first: nothing after this may leave it pointing at a
+  # removed store, even if a docker call hangs.
+  conf_remove_root
+  # Containers before holders: their cgroups sit under the session's.
   teardown_docker_containers
+  stop_holders
   # By name: a volume whose session was discarded behind Docker's back is
   # no longer in the plugin's list, so teardown_docker would not see it.
   local v
@@ -131,8 +135,6 @@ teardown() {
       timeout 30 docker volume rm -f "$v" >/dev/null 2>&1 || true
     done <"$BATS_TEST_TMPDIR/volumes"
   fi
-  conf_remove_root
-  stop_holders
   teardown_docker
 }
 
