@@ -274,19 +274,35 @@ do_create (struct esbx_driver *d, const char *name, const json_t *req, esbx_erro
   return json_new (JSON_OBJECT);
 }
 
-/* The record without its session is a volume discarded behind Docker's
-   back (esbx discard): it no longer exists.  */
+/* A record whose session is gone was discarded (or finally published)
+   behind Docker's back: the volume no longer exists, and its record goes so
+   that the name can be used again.  */
+static bool
+forget_if_discarded (struct esbx_driver *d, struct esbx_volume **vol)
+{
+  esbx_error_t err = NULL;
+
+  if (*vol == NULL || esbx_session_exists (d->store, (*vol)->name))
+    return false;
+  esbx_info ("volume `%s`: its session is gone; forgetting it", (*vol)->name);
+  if (esbx_volume_delete (d->vols, (*vol)->name, &err) < 0)
+    {
+      esbx_warn ("%s", err->msg);
+      esbx_error_free (&err);
+    }
+  esbx_volume_free (*vol);
+  *vol = NULL;
+  return true;
+}
+
 static int
 load_existing (struct esbx_driver *d, const char *name, struct esbx_volume **vol, esbx_error_t *err)
 {
   if (esbx_volume_load (d->vols, name, vol, err) < 0)
     return -1;
-  if (*vol == NULL || !esbx_session_exists (d->store, name))
-    {
-      esbx_volume_free (*vol);
-      *vol = NULL;
-      return no_such_volume (err, name);
-    }
+  forget_if_discarded (d, vol);
+  if (*vol == NULL)
+    return no_such_volume (err, name);
   return 0;
 }
 
@@ -515,7 +531,7 @@ do_list (struct esbx_driver *d, esbx_error_t *err)
           esbx_warn ("list: %s", verr->msg);
           esbx_error_free (&verr);
         }
-      else if (vol && esbx_session_exists (d->store, names[i]))
+      else if (!forget_if_discarded (d, &vol) && vol)
         json_append (list, volume_summary (d, vol));
       esbx_volumes_unlock (d->vols, names[i]);
     }

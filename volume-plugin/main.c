@@ -10,8 +10,10 @@
 #include "utils.h"
 #include "volumes.h"
 
+#include <dirent.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_PLUGIN_SOCKET "/run/docker/plugins/esbx.sock"
@@ -80,6 +82,25 @@ start_listeners (esbx_store_t *store, const struct listeners *l, struct esbx_met
   esbx_info ("gateway on `%s`%s%s", l->gateway.socket_path ? l->gateway.socket_path : "-",
              l->gateway.tcp ? " and " : "", l->gateway.tcp ? l->gateway.tcp : "");
   return 0;
+}
+
+/* A daemon started from a shell or a test harness inherits its pipes; held
+   open, they keep the starter waiting for an EOF that never comes.  */
+static void
+close_inherited_fds (void)
+{
+  _cleanup_dir_ DIR *d = opendir ("/proc/self/fd");
+  struct dirent *de;
+  int fd;
+
+  if (d == NULL)
+    return;
+  while ((de = readdir (d)))
+    {
+      fd = atoi (de->d_name);
+      if (fd > 2 && fd != dirfd (d))
+        close (fd);
+    }
 }
 
 static int
@@ -163,6 +184,7 @@ main (int argc, char **argv)
   int c;
 
   esbx_log_set_prog ("esbxd");
+  close_inherited_fds ();
   while ((c = getopt_long (argc, argv, "h", long_options, NULL)) != -1)
     switch (c)
       {

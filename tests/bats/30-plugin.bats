@@ -22,7 +22,7 @@ assert_err() {
   local err
   err=$(json_field Err <<<"$output")
   [ -n "$err" ] || { echo "empty Err in $output"; return 1; }
-  [[ "$err" == *$pattern* ]] || { echo "Err '$err' does not mention '$pattern'"; return 1; }
+  [[ "$err" == *"$pattern"* ]] || { echo "Err '$err' does not mention '$pattern'"; return 1; }
 }
 
 @test "plugin: Activate, Capabilities and an empty List" {
@@ -104,6 +104,12 @@ assert_err() {
   assert_err 404 "volume \`ghost\` does not exist"
   plugin_call VolumeDriver.Path '{"Name": "ghost"}'
   assert_err 404 "does not exist"
+  assert_file_not_exists "$ESBX_ROOT/plugin/volumes/ghost.json"
+  # Through dockerd: a volume it knows but the plugin does not.  (An unknown
+  # name would make dockerd ask every plugin it ever saw.)
+  make_project demo
+  docker volume create -d "$DRIVER" -o project=demo ghost >/dev/null
+  esbx_ok discard ghost
   run docker volume inspect ghost
   assert_failure
   assert_output --partial "no such volume"
@@ -122,7 +128,7 @@ assert_err() {
   # dockerd asks Get first and keeps the existing volume.
   run docker volume create -d "$DRIVER" -o project=demo -o label.team=blue v1
   assert_success
-  run docker volume ls -q --filter "driver=$DRIVER"
+  run listed_volumes
   assert_output v1
 }
 
@@ -172,44 +178,44 @@ assert_err() {
   drun -v s1:/work "$ESBX_TEST_IMAGE" sh -c 'echo y > /work/fromdocker'
   esbx_ok diff s1 --json
   assert_output --partial /fromdocker
-  run docker volume ls -q --filter "driver=$DRIVER"
+  run listed_volumes
   assert_output s1
 }
 
 @test "two volumes are isolated; disjoint publishes land; an overlapping one is rejected" {
   make_project demo
-  for v in a b c; do docker volume create -d "$DRIVER" -o project=demo "$v" >/dev/null; done
-  drun -v a:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-a > /work/a.txt'
-  drun -v b:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-b > /work/b.txt'
-  drun -v c:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-c > /work/a.txt'
-  run drun -v b:/work "$ESBX_TEST_IMAGE" sh -c 'test ! -e /work/a.txt && cat /work/b.txt'
+  for v in vol-a vol-b vol-c; do docker volume create -d "$DRIVER" -o project=demo "$v" >/dev/null; done
+  drun -v vol-a:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-a > /work/a.txt'
+  drun -v vol-b:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-b > /work/b.txt'
+  drun -v vol-c:/work "$ESBX_TEST_IMAGE" sh -c 'echo from-c > /work/a.txt'
+  run drun -v vol-b:/work "$ESBX_TEST_IMAGE" sh -c 'test ! -e /work/a.txt && cat /work/b.txt'
   assert_success
   assert_output from-b
 
   esbx_ok session list
-  assert_output --partial a
-  assert_output --partial b
+  assert_output --partial vol-a
+  assert_output --partial vol-b
   layers_before=$(wc -l <"$ESBX_ROOT/projects/demo/stack")
-  esbx_ok publish a
-  esbx_ok publish b
+  esbx_ok publish vol-a
+  esbx_ok publish vol-b
   assert_equal "$(wc -l <"$ESBX_ROOT/projects/demo/stack")" $((layers_before + 2))
 
-  esbx_fails 3 publish c
+  esbx_fails 3 publish vol-c
   assert_output --partial /a.txt
   assert_equal "$(wc -l <"$ESBX_ROOT/projects/demo/stack")" $((layers_before + 2))
-  esbx_ok diff c --json
+  esbx_ok diff vol-c --json
   assert_output --partial /a.txt
-  run drun -v c:/work "$ESBX_TEST_IMAGE" cat /work/a.txt
+  run drun -v vol-c:/work "$ESBX_TEST_IMAGE" cat /work/a.txt
   assert_output from-c
 }
 
 @test "Mount IDs are counted: the volume stays mounted until its last user stops" {
   make_project demo
-  docker volume create -d "$DRIVER" -o project=demo v >/dev/null
-  dstart one -v v:/work "$ESBX_TEST_IMAGE" sleep 1000
-  dstart two -v v:/work "$ESBX_TEST_IMAGE" sleep 1000
-  is_mounted v
-  mounts() { json_field mounts <"$ESBX_ROOT/plugin/volumes/v.json"; }
+  docker volume create -d "$DRIVER" -o project=demo vol >/dev/null
+  dstart one -v vol:/work "$ESBX_TEST_IMAGE" sleep 1000
+  dstart two -v vol:/work "$ESBX_TEST_IMAGE" sleep 1000
+  is_mounted vol
+  mounts() { json_field mounts <"$ESBX_ROOT/plugin/volumes/vol.json"; }
   assert_equal "$(python3 -c 'import json,sys; print(sum(json.load(sys.stdin).values()))' <<<"$(mounts)")" 2
 
   # docker cp mounts again with an ID that is already mounted.
@@ -220,13 +226,13 @@ assert_err() {
   assert_equal "$(python3 -c 'import json,sys; print(sum(json.load(sys.stdin).values()))' <<<"$(mounts)")" 2
 
   docker stop -t 0 "one-$DRIVER" >/dev/null
-  is_mounted v
+  is_mounted vol
   run docker exec "two-$DRIVER" cat /work/copied
   assert_output copied
   assert_equal "$(python3 -c 'import json,sys; print(sum(json.load(sys.stdin).values()))' <<<"$(mounts)")" 1
 
   docker stop -t 0 "two-$DRIVER" >/dev/null
-  run is_mounted v
+  run is_mounted vol
   assert_failure
   assert_equal "$(mounts)" '{}'
 
@@ -237,28 +243,31 @@ assert_err() {
 
 @test "docker volume rm discards the session" {
   make_project demo
-  docker volume create -d "$DRIVER" -o project=demo v >/dev/null
-  drun -v v:/work "$ESBX_TEST_IMAGE" sh -c 'echo x > /work/x'
-  run docker volume rm v
+  docker volume create -d "$DRIVER" -o project=demo vol >/dev/null
+  drun -v vol:/work "$ESBX_TEST_IMAGE" sh -c 'echo x > /work/x'
+  run docker volume rm vol
   assert_success
   esbx_ok session list
-  refute_output --partial v
-  assert_file_not_exists "$ESBX_ROOT/sessions/v"
-  assert_file_not_exists "$ESBX_ROOT/plugin/volumes/v.json"
-  run docker volume inspect v
+  refute_output --partial vol
+  assert_file_not_exists "$ESBX_ROOT/sessions/vol"
+  assert_file_not_exists "$ESBX_ROOT/plugin/volumes/vol.json"
+  run docker volume inspect vol
   assert_failure
 }
 
 @test "a volume discarded with the CLI is gone for docker too" {
   make_project demo
-  docker volume create -d "$DRIVER" -o project=demo v >/dev/null
-  esbx_ok discard v
-  plugin_call VolumeDriver.Get '{"Name": "v"}'
+  docker volume create -d "$DRIVER" -o project=demo vol >/dev/null
+  esbx_ok discard vol
+  plugin_call VolumeDriver.Get '{"Name": "vol"}'
   assert_err 404 "does not exist"
   plugin_call VolumeDriver.List '{}'
   assert_equal "$(json_field Volumes <<<"$output")" '[]'
-  run docker volume rm v
+  run listed_volumes
+  assert_output ""
+  run docker volume rm -f vol
   assert_success
+  assert_file_not_exists "$ESBX_ROOT/plugin/volumes/vol.json"
 }
 
 @test "from=PATH creates the project on first use" {

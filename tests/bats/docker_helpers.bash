@@ -1,8 +1,12 @@
 # Helpers for the suites that drive a real dockerd (30-plugin, 31-plugin-restart,
-# 32-compose).  Each test gets its own store root, its own esbxd and its own
-# plugin name (dockerd finds NAME at /run/docker/plugins/NAME.sock), so tests
-# never see each other's volumes.  teardown_docker removes every container,
-# volume, esbxd and mount a test made, pass or fail.
+# 32-compose).  Each test gets its own store root and its own esbxd, serving
+# the plugin name of this bats run (dockerd finds NAME at
+# /run/docker/plugins/NAME.sock).  One name per run, not per test: dockerd
+# remembers every plugin it ever activated, and each one whose socket is gone
+# costs ~30 s of retries in every `docker volume ls` and in every lookup of
+# an unknown volume name.  For the same reason the helpers never list
+# volumes through dockerd; they ask by name.  teardown_docker removes every
+# container, volume, esbxd and mount a test made, pass or fail.
 
 load ./helpers.bash
 
@@ -20,7 +24,7 @@ setup_docker_file() {
 
 setup_docker() {
   setup_store
-  DRIVER=esbxt$$n${BATS_TEST_NUMBER}
+  DRIVER=${ESBX_TEST_DRIVER:-esbxt${BATS_ROOT_PID:-$$}}
   PLUGIN_SOCK=/run/docker/plugins/$DRIVER.sock
   ESBXD_LOG=$BATS_TEST_TMPDIR/esbxd.log
   ESBXD_PID=
@@ -52,7 +56,7 @@ teardown_docker() {
     for c in $(docker ps -aq --filter "label=esbx-test=$DRIVER" 2>/dev/null); do
       docker rm -f "$c" >/dev/null 2>&1 || true
     done
-    for v in $(docker volume ls -q --filter "driver=$DRIVER" 2>/dev/null); do
+    for v in $(plugin_volumes) ${EXTRA_VOLUMES:-}; do
       docker volume rm -f "$v" >/dev/null 2>&1 || true
     done
   fi
@@ -63,6 +67,22 @@ teardown_docker() {
   stop_esbxd TERM
   rm -f "${PLUGIN_SOCK:-/nonexistent}"
   teardown_store
+}
+
+# Every volume this test's esbxd has a record of, whether or not its session
+# still exists.
+plugin_volumes() {
+  local f
+  for f in "$ESBX_ROOT"/plugin/volumes/*.json; do
+    [ -f "$f" ] && basename "$f" .json
+  done
+  return 0
+}
+
+# Names of the volumes the plugin lists (VolumeDriver.List), one a line.
+listed_volumes() {
+  curl -s --unix-socket "$PLUGIN_SOCK" -X POST -d '{}' http://plugin/VolumeDriver.List |
+    python3 -c 'import json,sys; [print(v["Name"]) for v in json.load(sys.stdin)["Volumes"]]'
 }
 
 # `drun ARGS` = docker run --rm with the test label and the test's driver.
