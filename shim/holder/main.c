@@ -132,12 +132,11 @@ run_holder (const struct holder_config *cfg, const sigset_t *signals)
 }
 
 static int
-write_record (const struct holder_config *cfg, pid_t pid, esbx_error_t *err)
+write_record (const struct holder_config *cfg, int dfd, pid_t pid, esbx_error_t *err)
 {
   _cleanup_json_ json_t *rec = json_new (JSON_OBJECT);
   _cleanup_free_ char *now = esbx_rfc3339_now ();
   _cleanup_free_ char *data = NULL;
-  _cleanup_close_ int dfd = -1;
   unsigned long long start;
   size_t len;
 
@@ -150,9 +149,6 @@ write_record (const struct holder_config *cfg, pid_t pid, esbx_error_t *err)
   json_set_string (rec, "workspace", cfg->workspace);
   json_set_string (rec, "started", now);
   data = json_serialize (rec, true, &len);
-  dfd = esbx_open_dir_at (AT_FDCWD, cfg->session_dir, err);
-  if (dfd < 0)
-    return -1;
   return esbx_write_file_atomic_at (dfd, "holder.json", data, len, 0644, err);
 }
 
@@ -183,7 +179,7 @@ main (int argc, char **argv)
   struct holder_config cfg = { .workspace = "/workspace", .network = "none", .hide = "" };
   esbx_error_t err = NULL;
   sigset_t all;
-  int c, flags;
+  int c, flags, dfd;
   pid_t pid;
 
   while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
@@ -234,6 +230,11 @@ main (int argc, char **argv)
     }
   if (esbx_cgroup_enter (cfg.cgroup, 0, &err) < 0)
     fail (&err);
+  /* Opened now: the holder soon covers /tmp and pivots the root of the
+     mount namespace this process shares with it.  */
+  dfd = esbx_open_dir_at (AT_FDCWD, cfg.session_dir, &err);
+  if (dfd < 0)
+    fail (&err);
   flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID;
   if (strcmp (cfg.network, "host") != 0)
     flags |= CLONE_NEWNET;
@@ -249,11 +250,16 @@ main (int argc, char **argv)
       fail (&err);
     }
   if (pid == 0)
-    run_holder (&cfg, &all);
-  if (write_record (&cfg, pid, &err) < 0)
+    {
+      close (dfd);
+      run_holder (&cfg, &all);
+    }
+  if (write_record (&cfg, dfd, pid, &err) < 0)
     {
       kill (pid, SIGKILL);
       fail (&err);
     }
-  return 0;
+  /* No exit handlers in a process whose pid namespace for children is no
+     longer its own (LeakSanitizer's tracer, for one, cannot work there).  */
+  _exit (0);
 }
