@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
-# Crash consistency (issue 7): esbx publish, project create --from, project
-# squash and gc killed with SIGKILL at every failpoint of their durability
-# protocol and after random delays.  tests/crash/crash-harness runs the
+# Crash consistency (issue 7): esbx publish (directly and through esbxd's
+# gateway), project create --from, project squash and gc killed with SIGKILL
+# at every failpoint of their durability protocol and after random delays.  tests/crash/crash-harness runs the
 # trials and checks the store after each one; CRASH_TRIALS=N runs N trials
 # of each kind instead (quick runs); CI runs the full counts.
 
@@ -39,6 +39,12 @@ harness() {
   # Both outcomes happened.
   [[ "$output" != *" 0 landed,"* ]]
   [[ "$output" != *" 0 did not,"* ]]
+}
+
+@test "esbxd killed while publishing through the gateway" {
+  [ -x "$ESBX_BUILD/volume-plugin/esbxd" ] || skip "esbxd not built"
+  ESBXD=$ESBX_BUILD/volume-plugin/esbxd harness gateway 40
+  [[ "$output" != *" 0 landed,"* ]]
 }
 
 @test "project create --from killed at every failpoint and at random instants" {
