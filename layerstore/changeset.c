@@ -159,7 +159,7 @@ esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err
     return esbx_make_error (err, 0, "change `%s`: file without sha256", path);
   if (sha)
     {
-      if (strlen (sha) != 64)
+      if (strlen (sha) != 64 || strspn (sha, "0123456789abcdef") != 64)
         return esbx_make_error (err, 0, "change `%s`: bad sha256", path);
       memcpy (c->sha256, sha, 65);
     }
