@@ -359,3 +359,25 @@ EOF
   run cat "$LOG"
   assert_output --regexp '^time="[0-9T:.Z-]+" level=error msg="open bundle `.*nope`: No such file or directory"$'
 }
+
+@test "runtime: --systemd-cgroup joins the namespaces but keeps Docker's cgroup path" {
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  jq '.linux.cgroupsPath = "system.slice:docker:c1"' "$BATS_TEST_TMPDIR/b1/config.json" \
+    >"$BATS_TEST_TMPDIR/c" && mv "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/b1/config.json"
+  local fake
+  fake=$(fake_runc)
+  ESBX_RUNC=$fake run "$RT" --systemd-cgroup --root "$RUNC_ROOT" create \
+    --bundle "$BATS_TEST_TMPDIR/b1" c1
+  assert_success
+  run cat "$BATS_TEST_TMPDIR/fake/argv"
+  assert_output "$(printf '%s\n' --systemd-cgroup --root "$RUNC_ROOT" create --bundle \
+    "$BATS_TEST_TMPDIR/b1" c1)"
+  run jq -r '.linux.cgroupsPath' "$BATS_TEST_TMPDIR/b1/config.json"
+  assert_output "system.slice:docker:c1"
+  run jq -r '.linux.namespaces[] | select(.type == "uts") | .path' \
+    "$BATS_TEST_TMPDIR/b1/config.json"
+  assert_output --regexp '^/proc/[0-9]+/ns/uts$'
+  run grep '"container-attached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output --partial '"cgroup":null'
+}
