@@ -301,3 +301,36 @@ holder_pid() {
   assert_output ""
   rmdir "$merged" "$(dirname "$merged")"
 }
+
+@test "runtime/docker: the compose agent swarm runs with runtime: esbx" {
+  command -v docker-compose >/dev/null || skip "docker-compose is not installed"
+  local project=c$DRIVER override=$BATS_TEST_TMPDIR/runtime.yml n
+  cat >"$override" <<'YAML'
+version: "3.8"
+services:
+  agent1:
+    runtime: esbx
+  agent2:
+    runtime: esbx
+  agent3:
+    runtime: esbx
+YAML
+  for n in 1 2 3; do
+    echo "${project}_agent$n-ws" >>"$BATS_TEST_TMPDIR/volumes"
+  done
+  COMPOSE_HTTP_TIMEOUT=300 ESBX_IMAGE=$ESBX_TEST_IMAGE ESBX_DRIVER=$DRIVER run docker-compose -p "$project" \
+    -f "$ESBX_SRC/contrib/compose/agent-swarm.yml" -f "$override" up --no-color
+  assert_success
+  for n in 1 2 3; do
+    run grep -c '"container-attached"' "$ESBX_ROOT/sessions/${project}_agent$n-ws/events.jsonl"
+    assert_output 1
+  done
+  esbx_ok diff "${project}_agent1-ws" --json
+  assert_output --partial /src/feature1.txt
+  refute_output --partial /docs/feature2.md
+  COMPOSE_HTTP_TIMEOUT=300 ESBX_IMAGE=$ESBX_TEST_IMAGE ESBX_DRIVER=$DRIVER run docker-compose -p "$project" \
+    -f "$ESBX_SRC/contrib/compose/agent-swarm.yml" -f "$override" down -v -t 0
+  assert_success
+  esbx_ok session list
+  assert_output ""
+}
