@@ -7,10 +7,73 @@
 #include "fs.h"
 #include "utils.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+
+/* A mount point as /proc/self/mountinfo shows it, with its octal escapes
+   (space, tab, newline, backslash) decoded in place.  */
+static void
+unescape_mountinfo (char *s)
+{
+  char *w = s;
+
+  for (; *s; s++)
+    {
+      if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0'
+          && s[3] <= '7')
+        {
+          *w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+          s += 3;
+        }
+      else
+        *w++ = *s;
+    }
+  *w = '\0';
+}
+
+static int
+longer_first (const void *a, const void *b)
+{
+  size_t x = strlen (*(char *const *)a), y = strlen (*(char *const *)b);
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Unmount everything mounted at PATH or beneath it, deepest first: a
+   squash that crashed leaves its read-only view mounted in its temp dir.  */
+static int
+unmount_beneath (const char *path, esbx_error_t *err)
+{
+  _cleanup_file_ FILE *f = fopen ("/proc/self/mountinfo", "re");
+  _cleanup_free_ char *line = NULL;
+  struct strv found = { 0 };
+  size_t cap = 0, len = strlen (path), i;
+  int ret = 0;
+
+  if (f == NULL)
+    return esbx_make_error (err, errno, "open /proc/self/mountinfo");
+  while (getline (&line, &cap, f) > 0)
+    {
+      char *save = NULL, *field = strtok_r (line, " ", &save);
+      for (i = 0; field && i < 4; i++)
+        field = strtok_r (NULL, " ", &save);
+      if (field == NULL)
+        continue;
+      unescape_mountinfo (field);
+      if (strncmp (field, path, len) == 0 && (field[len] == '\0' || field[len] == '/'))
+        strv_push (&found, xstrdup (field));
+    }
+  if (found.n > 1)
+    qsort (found.v, found.n, sizeof (char *), longer_first);
+  for (i = 0; i < found.n && ret == 0; i++)
+    ret = esbx_unmount (found.v[i], true, err);
+  strv_free (&found);
+  return ret;
+}
 
 /* Remove DIRFD/NAME (PATH, absolute) unless someone holds a lock on it.  */
 static int
@@ -23,8 +86,7 @@ remove_unlocked (int dirfd, const char *name, const char *path, const char *show
   if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
     return 0;
   esbx_failpoint ("gc-remove");
-  /* A squash that crashed leaves its read-only view mounted here.  */
-  if (esbx_unmount (path, true, err) < 0)
+  if (unmount_beneath (path, err) < 0)
     return -1;
   if (esbx_rm_rf_at (dirfd, name, err) < 0)
     return -1;
