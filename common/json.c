@@ -210,6 +210,34 @@ from_yajl (yajl_val v)
     }
 }
 
+/* yajl's own check lets overlong and surrogate encodings through, which
+   serialising would then replace: refuse what esbx_utf8_valid refuses, so
+   that a parsed document always serialises to the same strings.  */
+static bool
+strings_valid (yajl_val v)
+{
+  size_t i;
+
+  switch (v->type)
+    {
+    case yajl_t_string:
+      return esbx_utf8_valid (v->u.string, strlen (v->u.string));
+    case yajl_t_array:
+      for (i = 0; i < v->u.array.len; i++)
+        if (!strings_valid (v->u.array.values[i]))
+          return false;
+      return true;
+    case yajl_t_object:
+      for (i = 0; i < v->u.object.len; i++)
+        if (!esbx_utf8_valid (v->u.object.keys[i], strlen (v->u.object.keys[i]))
+            || !strings_valid (v->u.object.values[i]))
+          return false;
+      return true;
+    default:
+      return true;
+    }
+}
+
 json_t *
 json_parse (const char *buf, size_t len, esbx_error_t *err)
 {
@@ -234,6 +262,11 @@ json_parse (const char *buf, size_t len, esbx_error_t *err)
       if (nl)
         *nl = '\0';
       return esbx_make_error (err, 0, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error"), NULL;
+    }
+  if (!strings_valid (v))
+    {
+      yajl_tree_free (v);
+      return esbx_make_error (err, 0, "invalid JSON: a string is not valid UTF-8"), NULL;
     }
   j = from_yajl (v);
   yajl_tree_free (v);
