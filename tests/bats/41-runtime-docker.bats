@@ -315,8 +315,12 @@ services:
   agent3:
     runtime: esbx
 YAML
+  # The stack's volumes exist beforehand, with the stack's driver and
+  # options: compose then finds them by name instead of having dockerd ask
+  # every volume driver it has ever seen about an unknown name (slow on a
+  # dockerd that has outlived many test plugins).
   for n in 1 2 3; do
-    echo "${project}_agent$n-ws" >>"$BATS_TEST_TMPDIR/volumes"
+    mkvol "${project}_agent$n-ws"
   done
   COMPOSE_HTTP_TIMEOUT=300 ESBX_IMAGE=$ESBX_TEST_IMAGE ESBX_DRIVER=$DRIVER run docker-compose -p "$project" \
     -f "$ESBX_SRC/contrib/compose/agent-swarm.yml" -f "$override" up --no-color
