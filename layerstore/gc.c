@@ -194,11 +194,14 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
       if (!esbx_project_exists (store, projects[i]))
         {
           /* A create that crashed before its first stack: its creator holds
-             the project lock while it works.  */
+             the project lock while it works.  One that crashed before it
+             made the lock file gets one from us, and loses the race to a
+             creator that is still running (project.c checks that its
+             directory survived).  */
           _cleanup_close_ int lock = -1;
           _cleanup_free_ char *lockrel = xasprintf ("%s/lock", rel);
           lock = TEMP_FAILURE_RETRY (
-              openat (store->rootfd, lockrel, O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+              openat (store->rootfd, lockrel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
           if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
             continue;
           if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)

@@ -68,6 +68,7 @@ esbx_project_create (esbx_store_t *store, const char *name, const char *from, es
   _cleanup_free_ char *rel = NULL, *message = NULL;
   _cleanup_close_ int lock = -1;
   _cleanup_close_ int pfd = -1;
+  struct stat st;
   size_t i;
 
   if (esbx_check_name ("project", name, err) < 0)
@@ -89,6 +90,11 @@ esbx_project_create (esbx_store_t *store, const char *name, const char *from, es
   lock = esbx_project_lock (store, name, err);
   if (lock < 0)
     goto fail;
+  /* gc may have taken this directory for a crashed create between our
+     mkdir and our lock: then it is gone, and whatever is at REL now is not
+     ours to remove.  */
+  if (fstat (pfd, &st) < 0 || st.st_nlink == 0)
+    return esbx_make_error (err, EAGAIN, "project create `%s`: removed by a concurrent gc", name);
   for (i = 0; i < ARRAY_SIZE (subdirs); i++)
     if (mkdirat (pfd, subdirs[i], 0711) < 0)
       {

@@ -26,13 +26,14 @@ teardown() { teardown_store; }
   echo keep >"$("$ESBX" session path live)/keep"
   mkdir -p "$ESBX_ROOT/tmp/session-dead" "$ESBX_ROOT/projects/p/tmp/deadbeef/diff"
   mkdir -p "$ESBX_ROOT/projects/p/layers/0123456789abcdef/diff"
-  mkdir -p "$ESBX_ROOT/projects/half"
+  mkdir -p "$ESBX_ROOT/projects/half" "$ESBX_ROOT/projects/nolock"
   touch "$ESBX_ROOT/projects/half/lock"
   esbx_ok gc
   assert_line "removed tmp/session-dead"
   assert_line "removed projects/p/tmp/deadbeef"
   assert_line "removed projects/p/layers/0123456789abcdef"
   assert_line "removed projects/half"
+  assert_line "removed projects/nolock"
   assert_file_exists "$("$ESBX" session path live)/keep"
   esbx_ok gc
   assert_output ""
