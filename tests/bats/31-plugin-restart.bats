@@ -22,8 +22,8 @@ mount_total() {
 
 @test "kill -9 esbxd while a container runs, restart: nothing is lost" {
   make_project demo
-  docker volume create -d "$DRIVER" -o project=demo v1 >/dev/null
-  docker volume create -d "$DRIVER" -o project=demo v2 >/dev/null
+  dvol -o project=demo v1 >/dev/null
+  dvol -o project=demo v2 >/dev/null
   dstart w -v v1:/work "$ESBX_TEST_IMAGE" \
     sh -c 'i=0; while :; do echo $i >> /work/log; i=$((i+1)); sleep 0.1; done'
   sleep 0.5
@@ -61,7 +61,7 @@ mount_total() {
 
 @test "kill -9 esbxd between two mounts keeps the counts per mount ID" {
   make_project demo
-  docker volume create -d "$DRIVER" -o project=demo vol >/dev/null
+  dvol -o project=demo vol >/dev/null
   dstart one -v vol:/work "$ESBX_TEST_IMAGE" sleep 1000
   stop_esbxd KILL
   start_esbxd
@@ -114,8 +114,8 @@ restart_dockerd() {
     skip "other containers run on this dockerd (ESBX_TEST_RESTART_DOCKERD=force to restart anyway)"
   fi
   make_project demo
-  docker volume create -d "$DRIVER" -o project=demo v1 >/dev/null
-  docker volume create -d "$DRIVER" -o project=demo v2 >/dev/null
+  dvol -o project=demo v1 >/dev/null
+  dvol -o project=demo v2 >/dev/null
   drun -v v1:/work "$ESBX_TEST_IMAGE" sh -c 'echo kept > /work/kept'
 
   restart_dockerd

@@ -34,7 +34,7 @@ setup_docker() {
 
 start_esbxd() {
   ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
-    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG")
+    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none)
 }
 
 # SIG defaults to TERM; waits until the process is gone.
@@ -56,7 +56,10 @@ teardown_docker() {
     for c in $(docker ps -aq --filter "label=esbx-test=$DRIVER" 2>/dev/null); do
       docker rm -f "$c" >/dev/null 2>&1 || true
     done
-    for v in $(plugin_volumes) ${EXTRA_VOLUMES:-}; do
+    # Only names both know: dockerd forgets a volume once the plugin says it
+    # does not exist, and rm of a name it does not know asks every plugin.
+    for v in $(sort -u "$BATS_TEST_TMPDIR/docker-volumes" 2>/dev/null) ${EXTRA_VOLUMES:-}; do
+      plugin_knows "$v" || continue
       docker volume rm -f "$v" >/dev/null 2>&1 || true
     done
   fi
@@ -79,14 +82,41 @@ plugin_volumes() {
   return 0
 }
 
+plugin_knows() {
+  [ -S "${PLUGIN_SOCK:-}" ] &&
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$PLUGIN_SOCK" -X POST \
+      -d "{\"Name\": \"$1\"}" http://plugin/VolumeDriver.Get)" = 200 ]
+}
+
 # Names of the volumes the plugin lists (VolumeDriver.List), one a line.
 listed_volumes() {
   curl -s --unix-socket "$PLUGIN_SOCK" -X POST -d '{}' http://plugin/VolumeDriver.List |
     python3 -c 'import json,sys; [print(v["Name"]) for v in json.load(sys.stdin)["Volumes"]]'
 }
 
+# Remember the volume names a docker command uses, for teardown_docker.
+note_volumes() {
+  local prev=
+  for a in "$@"; do
+    case $prev in
+    -v | --volume)
+      case $a in /* | .*) ;; *:*) echo "${a%%:*}" >>"$BATS_TEST_TMPDIR/docker-volumes" ;; esac
+      ;;
+    esac
+    prev=$a
+  done
+}
+
+# `dvol NAME [OPTS]`, options before or after: docker volume create with the
+# test's driver; the name is the last argument.
+dvol() {
+  docker volume create -d "$DRIVER" "$@" || return
+  echo "${!#}" >>"$BATS_TEST_TMPDIR/docker-volumes"
+}
+
 # `drun ARGS` = docker run --rm with the test label and the test's driver.
 drun() {
+  note_volumes "$@"
   docker run --rm --label "esbx-test=$DRIVER" --volume-driver "$DRIVER" "$@"
 }
 
@@ -94,6 +124,7 @@ drun() {
 dstart() {
   local name=$1
   shift
+  note_volumes "$@"
   docker run -d --name "$name-$DRIVER" --label "esbx-test=$DRIVER" --volume-driver "$DRIVER" \
     "$@" >/dev/null
 }
