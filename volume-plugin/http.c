@@ -1,4 +1,5 @@
 #include "http.h"
+#include "listen.h"
 #include "fs.h"
 #include "json.h"
 #include "log.h"
@@ -179,67 +180,6 @@ on_mhd_error (void *cls, const char *fmt, va_list ap)
   esbx_warn ("http: %s", line);
 }
 
-/* A socket file that nobody answers on is a leftover of a crash.  */
-static int
-claim_socket_path (const char *path, esbx_error_t *err)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  _cleanup_close_ int fd = -1;
-  struct stat st;
-
-  if (lstat (path, &st) < 0)
-    {
-      if (errno == ENOENT)
-        return 0;
-      return esbx_make_error (err, errno, "stat `%s`", path);
-    }
-  if (!S_ISSOCK (st.st_mode))
-    return esbx_make_error (err, 0, "`%s` exists and is not a socket", path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return esbx_make_error (err, errno, "socket");
-  memcpy (addr.sun_path, path, strlen (path) + 1);
-  if (TEMP_FAILURE_RETRY (connect (fd, (struct sockaddr *)&addr, sizeof addr)) == 0)
-    return esbx_make_error (err, 0, "`%s` is in use by another server", path);
-  if (unlink (path) < 0 && errno != ENOENT)
-    return esbx_make_error (err, errno, "remove stale socket `%s`", path);
-  return 0;
-}
-
-static int
-listen_unix (const char *path, esbx_error_t *err)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  _cleanup_free_ char *dir = NULL;
-  _cleanup_close_ int fd = -1;
-  char *slash;
-
-  if (strlen (path) >= sizeof addr.sun_path)
-    return esbx_make_error (err, 0, "socket path `%s` is too long (limit %zu bytes)", path,
-                            sizeof addr.sun_path - 1);
-  dir = xstrdup (path);
-  slash = strrchr (dir, '/');
-  if (slash && slash != dir)
-    {
-      *slash = '\0';
-      if (esbx_mkdir_p (dir, 0755, err) < 0)
-        return -1;
-    }
-  if (claim_socket_path (path, err) < 0)
-    return -1;
-  memcpy (addr.sun_path, path, strlen (path) + 1);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return esbx_make_error (err, errno, "socket");
-  if (bind (fd, (struct sockaddr *)&addr, sizeof addr) < 0)
-    return esbx_make_error (err, errno, "bind `%s`", path);
-  if (chmod (path, 0660) < 0)
-    return esbx_make_error (err, errno, "chmod `%s`", path);
-  if (listen (fd, 128) < 0)
-    return esbx_make_error (err, errno, "listen `%s`", path);
-  return take_fd (&fd);
-}
-
 int
 esbx_http_start (const char *socket_path, const char *content_type, esbx_http_handler handler,
                  void *data, struct esbx_http_server **out, esbx_error_t *err)
@@ -247,7 +187,7 @@ esbx_http_start (const char *socket_path, const char *content_type, esbx_http_ha
   struct esbx_http_server *srv;
   int fd;
 
-  fd = listen_unix (socket_path, err);
+  fd = esbx_listen_unix (socket_path, NULL, err);
   if (fd < 0)
     return -1;
   srv = xmalloc0 (sizeof *srv);
