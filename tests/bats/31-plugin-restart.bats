@@ -100,7 +100,7 @@ restart_dockerd() {
     i=$((i + 1))
     [ $i -lt 150 ] || return 1
   done
-  setsid nohup "${cmd[@]}" >>/var/log/esbx-dockerd.log 2>&1 </dev/null &
+  "$ESBX_SRC/hack/detach" /var/log/esbx-dockerd.log "${cmd[@]}" >/dev/null
   i=0
   until docker info >/dev/null 2>&1; do
     sleep 0.2
