@@ -171,43 +171,53 @@ gc_layers (esbx_store_t *store, const char *project, FILE *report, esbx_error_t 
   return 0;
 }
 
-int
-esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
+/* A create that crashed before its first stack: its creator holds the
+   project lock while it works.  One that crashed before it made the lock
+   file gets one from us, and loses the race to a creator that is still
+   running (project.c checks that its directory survived).  */
+static int
+gc_half_project (esbx_store_t *store, const char *name, FILE *report, esbx_error_t *err)
 {
-  _cleanup_strv_ char **projects = NULL;
+  _cleanup_free_ char *rel = xasprintf ("projects/%s", name);
+  _cleanup_free_ char *lockrel = xasprintf ("%s/lock", rel);
+  _cleanup_close_ int lock = -1;
+
+  lock = TEMP_FAILURE_RETRY (
+      openat (store->rootfd, lockrel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
+    return 0;
+  if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
+    return -1;
+  if (report)
+    fprintf (report, "removed %s\n", rel);
+  return 0;
+}
+
+/* Every temp area: ROOT/tmp and each project's tmp/.  Runs under the
+   creation lock, so it must not wait for any other lock (squash holds a
+   project lock while it makes temp dirs).  */
+static int
+gc_temp_areas (esbx_store_t *store, char **projects, FILE *report, esbx_error_t *err)
+{
+  _cleanup_close_ int guard = -1;
   _cleanup_close_ int tfd = -1;
   size_t i;
 
+  guard = esbx_store_creation_lock (store, true, err);
+  if (guard < 0)
+    return -1;
   tfd = esbx_open_dir_at (store->rootfd, "tmp", err);
   if (tfd < 0 || gc_tmp (store, tfd, "tmp", report, err) < 0)
-    return esbx_error_wrap (err, "gc");
-
-  projects = esbx_list_dir_at (store->rootfd, "projects", err);
-  if (projects == NULL)
-    return esbx_error_wrap (err, "gc");
+    return -1;
   for (i = 0; projects[i]; i++)
     {
-      _cleanup_free_ char *rel = xasprintf ("projects/%s", projects[i]);
       _cleanup_free_ char *tmprel = xasprintf ("projects/%s/tmp", projects[i]);
       _cleanup_close_ int pfd = -1;
 
       if (!esbx_project_exists (store, projects[i]))
         {
-          /* A create that crashed before its first stack: its creator holds
-             the project lock while it works.  One that crashed before it
-             made the lock file gets one from us, and loses the race to a
-             creator that is still running (project.c checks that its
-             directory survived).  */
-          _cleanup_close_ int lock = -1;
-          _cleanup_free_ char *lockrel = xasprintf ("%s/lock", rel);
-          lock = TEMP_FAILURE_RETRY (
-              openat (store->rootfd, lockrel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-          if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
-            continue;
-          if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
-            return esbx_error_wrap (err, "gc");
-          if (report)
-            fprintf (report, "removed %s\n", rel);
+          if (gc_half_project (store, projects[i], report, err) < 0)
+            return -1;
           continue;
         }
       pfd = esbx_open_dir_at (store->rootfd, tmprel, err);
@@ -216,9 +226,23 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
           esbx_error_free (err);
           continue;
         }
-      if (gc_tmp (store, pfd, tmprel, report, err) < 0
-          || gc_layers (store, projects[i], report, err) < 0)
-        return esbx_error_wrap (err, "gc");
+      if (gc_tmp (store, pfd, tmprel, report, err) < 0)
+        return -1;
     }
+  return 0;
+}
+
+int
+esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
+{
+  _cleanup_strv_ char **projects = NULL;
+  size_t i;
+
+  projects = esbx_list_dir_at (store->rootfd, "projects", err);
+  if (projects == NULL || gc_temp_areas (store, projects, report, err) < 0)
+    return esbx_error_wrap (err, "gc");
+  for (i = 0; projects[i]; i++)
+    if (esbx_project_exists (store, projects[i]) && gc_layers (store, projects[i], report, err) < 0)
+      return esbx_error_wrap (err, "gc");
   return 0;
 }

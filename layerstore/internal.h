@@ -29,6 +29,12 @@ int esbx_stack_lowers (esbx_store_t *store, const char *project, const char *upt
    is open so that gc leaves it alone.  *path receives its absolute path.  */
 int esbx_store_tmpdir (esbx_store_t *store, const char *prefix, char **path, esbx_error_t *err);
 
+/* The store's creation lock: held shared while a temp directory is made and
+   locked (esbx_mkdir_locked), exclusively by gc while it sweeps.  */
+int esbx_store_creation_lock (esbx_store_t *store, bool exclusive, esbx_error_t *err);
+/* mkdir REL under the store root and return an fd holding its flock.  */
+int esbx_mkdir_locked (esbx_store_t *store, const char *rel, esbx_error_t *err);
+
 /* Append C (owned members moved) to CS.  */
 void esbx_changeset_push (struct esbx_changeset *cs, struct esbx_change *c);
 void esbx_changeset_sort (struct esbx_changeset *cs);

@@ -168,18 +168,11 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   out->lockfd = -1;
   if (mkdirat (store->rootfd, tmpdir, 0700) < 0 && errno != EEXIST)
     return esbx_make_error (err, errno, "mkdir `%s`", tmpdir);
-  if (mkdirat (store->rootfd, rel, 0700) < 0)
-    return esbx_make_error (err, errno, "mkdir `%s`", rel);
-  out->rel = xstrdup (rel);
-  fd = esbx_open_dir_at (store->rootfd, rel, err);
-  if (fd < 0)
-    goto fail;
   /* gc leaves staged layers alone while this lock is held.  */
-  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
-    {
-      esbx_make_error (err, errno, "lock `%s`", rel);
-      goto fail;
-    }
+  fd = esbx_mkdir_locked (store, rel, err);
+  if (fd < 0)
+    return -1;
+  out->rel = xstrdup (rel);
   if (mkdirat (fd, "diff", 0755) < 0)
     {
       esbx_make_error (err, errno, "mkdir `%s/diff`", rel);

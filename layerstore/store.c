@@ -54,20 +54,43 @@ esbx_store_close (esbx_store_t *store)
 }
 
 int
+esbx_store_creation_lock (esbx_store_t *store, bool exclusive, esbx_error_t *err)
+{
+  return esbx_lock_at (store->rootfd, "gc.lock", exclusive, true, err);
+}
+
+int
+esbx_mkdir_locked (esbx_store_t *store, const char *rel, esbx_error_t *err)
+{
+  _cleanup_close_ int guard = -1;
+  _cleanup_close_ int fd = -1;
+
+  /* gc sweeps temp areas holding this lock exclusively: it cannot see the
+     directory between its mkdir and its flock.  */
+  guard = esbx_store_creation_lock (store, false, err);
+  if (guard < 0)
+    return -1;
+  if (mkdirat (store->rootfd, rel, 0700) < 0)
+    return esbx_make_error (err, errno, "mkdir `%s/%s`", store->root, rel);
+  fd = esbx_open_dir_at (store->rootfd, rel, err);
+  if (fd < 0)
+    return -1;
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    return esbx_make_error (err, errno, "lock `%s`", rel);
+  return take_fd (&fd);
+}
+
+int
 esbx_store_tmpdir (esbx_store_t *store, const char *prefix, char **path, esbx_error_t *err)
 {
   _cleanup_free_ char *hex = esbx_random_hex (8);
   _cleanup_free_ char *name = xasprintf ("tmp/%s-%s", prefix, hex);
-  _cleanup_close_ int fd = -1;
+  int fd;
 
-  if (mkdirat (store->rootfd, name, 0700) < 0)
-    return esbx_make_error (err, errno, "mkdir `%s/%s`", store->root, name);
-  fd = esbx_open_dir_at (store->rootfd, name, err);
+  /* gc skips temp dirs whose lock is held: the holder of this fd is alive.  */
+  fd = esbx_mkdir_locked (store, name, err);
   if (fd < 0)
     return -1;
-  /* gc skips temp dirs whose lock is held: the holder of this fd is alive.  */
-  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
-    return esbx_make_error (err, errno, "lock `%s`", name);
   *path = xasprintf ("%s/%s", store->root, name);
-  return take_fd (&fd);
+  return fd;
 }
