@@ -12,7 +12,7 @@ void esbx_failpoint (const char *name);
 static inline void
 esbx_failpoint (const char *name)
 {
-  (void) name;
+  (void)name;
 }
 #endif
 
