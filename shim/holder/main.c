@@ -179,7 +179,7 @@ main (int argc, char **argv)
   struct holder_config cfg = { .workspace = "/workspace", .network = "none", .hide = "" };
   esbx_error_t err = NULL;
   sigset_t all;
-  int c, flags, dfd;
+  int c, flags, dfd, go[2];
   pid_t pid;
 
   while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
@@ -243,6 +243,15 @@ main (int argc, char **argv)
       esbx_make_error (&err, errno, "unshare the session namespaces");
       fail (&err);
     }
+  /* The holder shares this mount namespace and soon pivots its root and
+     mounts the session's /proc there, which would hide the holder's pid
+     from the /proc/PID/stat read that records its start time.  It starts
+     only once that record is written.  */
+  if (pipe2 (go, O_CLOEXEC) < 0)
+    {
+      esbx_make_error (&err, errno, "pipe");
+      fail (&err);
+    }
   pid = fork ();
   if (pid < 0)
     {
@@ -251,11 +260,24 @@ main (int argc, char **argv)
     }
   if (pid == 0)
     {
+      char byte;
+
       close (dfd);
+      close (go[1]);
+      if (TEMP_FAILURE_RETRY (read (go[0], &byte, 1)) != 1)
+        _exit (1);
+      close (go[0]);
       run_holder (&cfg, &all);
     }
+  close (go[0]);
   if (write_record (&cfg, dfd, pid, &err) < 0)
     {
+      kill (pid, SIGKILL);
+      fail (&err);
+    }
+  if (esbx_write_all (go[1], "g", 1) < 0)
+    {
+      esbx_make_error (&err, errno, "start the holder");
       kill (pid, SIGKILL);
       fail (&err);
     }
