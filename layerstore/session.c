@@ -5,6 +5,7 @@
 #include "text.h"
 #include "utils.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
@@ -26,6 +27,24 @@ char *
 esbx_session_upper (esbx_store_t *store, const char *name)
 {
   return xasprintf ("%s/sessions/%s/upper", store->root, name);
+}
+
+int
+esbx_session_open_dir (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *rel = NULL;
+  int fd;
+
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  rel = xasprintf ("sessions/%s", name);
+  fd = TEMP_FAILURE_RETRY (
+      openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd < 0 && errno == ENOENT)
+    return esbx_make_error (err, ENOENT, "session `%s` does not exist", name);
+  if (fd < 0)
+    return esbx_make_error (err, errno, "open `%s/%s`", store->root, rel);
+  return fd;
 }
 
 bool

@@ -13,23 +13,6 @@
 #define EVENTS_LOCK "events.lock"
 #define MAX_LINE    (1024 * 1024)
 
-static int
-open_session_dir (esbx_store_t *store, const char *session, esbx_error_t *err)
-{
-  _cleanup_free_ char *dir = NULL;
-  int fd;
-
-  if (esbx_check_name ("session", session, err) < 0)
-    return -1;
-  dir = esbx_session_dir (store, session);
-  fd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd < 0 && errno == ENOENT)
-    return esbx_make_error (err, 0, "session `%s` does not exist", session);
-  if (fd < 0)
-    return esbx_make_error (err, errno, "open `%s`", dir);
-  return fd;
-}
-
 int
 esbx_event_append (esbx_store_t *store, const char *session, const char *type, json_t *fields,
                    esbx_error_t *err)
@@ -56,7 +39,7 @@ esbx_event_append (esbx_store_t *store, const char *session, const char *type, j
   line[len++] = '\n';
   line[len] = '\0';
 
-  dfd = open_session_dir (store, session, err);
+  dfd = esbx_session_open_dir (store, session, err);
   if (dfd < 0)
     return -1;
   lock = esbx_lock_at (dfd, EVENTS_LOCK, true, true, err);
@@ -82,7 +65,7 @@ esbx_events_read (esbx_store_t *store, const char *session, off_t *offset, esbx_
   ssize_t n;
   int fd;
 
-  dfd = open_session_dir (store, session, err);
+  dfd = esbx_session_open_dir (store, session, err);
   if (dfd < 0)
     return -1;
   fd = TEMP_FAILURE_RETRY (openat (dfd, EVENTS_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));

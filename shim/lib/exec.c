@@ -638,7 +638,7 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
 {
   struct esbx_holder_info info = { 0 };
   struct esbx_session *s = NULL;
-  _cleanup_free_ char *cwd = NULL, *marker = NULL, *dir = NULL;
+  _cleanup_free_ char *cwd = NULL, *marker = NULL;
   _cleanup_close_ int dfd = -1;
   uid_t uid;
   gid_t gid;
@@ -659,8 +659,7 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
   if (ret < 0)
     return -1;
 
-  dir = esbx_session_dir (store, session);
-  dfd = esbx_open_dir_at (AT_FDCWD, dir, err);
+  dfd = esbx_session_open_dir (store, session, err);
   if (dfd < 0)
     return -1;
   if (esbx_owner_begin (store, session, &marker, err) < 0)

@@ -35,23 +35,6 @@ esbx_holder_info_free (struct esbx_holder_info *info)
   info->cgroup = NULL;
 }
 
-static int
-open_session_dir (esbx_store_t *store, const char *session, esbx_error_t *err)
-{
-  _cleanup_free_ char *dir = NULL;
-  int fd;
-
-  if (esbx_check_name ("session", session, err) < 0)
-    return -1;
-  dir = esbx_session_dir (store, session);
-  fd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd < 0 && errno == ENOENT)
-    return esbx_make_error (err, ENOENT, "session `%s` does not exist", session);
-  if (fd < 0)
-    return esbx_make_error (err, errno, "open `%s`", dir);
-  return fd;
-}
-
 /* holder.json as written by esbx-holder: pid, starttime, cgroup.  Returns
    0 with the record, < 0 with ENOENT when there is none.  */
 static int
@@ -84,7 +67,7 @@ esbx_holder_get (esbx_store_t *store, const char *session, struct esbx_holder_in
   esbx_error_t rerr = NULL;
 
   memset (info, 0, sizeof *info);
-  dfd = open_session_dir (store, session, err);
+  dfd = esbx_session_open_dir (store, session, err);
   if (dfd < 0)
     return -1;
   if (read_record (dfd, info, &rerr) < 0)
@@ -341,7 +324,7 @@ esbx_holder_ensure (esbx_store_t *store, const char *session, struct esbx_holder
   int ret;
 
   memset (info, 0, sizeof *info);
-  dfd = open_session_dir (store, session, err);
+  dfd = esbx_session_open_dir (store, session, err);
   if (dfd < 0)
     return -1;
   lock = esbx_lock_at (dfd, HOLDER_LOCK, true, true, err);
@@ -389,7 +372,7 @@ esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err)
   int ret;
 
   cg = esbx_cgroup_session_path (store, session);
-  dfd = open_session_dir (store, session, &rerr);
+  dfd = esbx_session_open_dir (store, session, &rerr);
   if (dfd < 0)
     {
       /* No session: only a stray cgroup can be left.  */
@@ -433,7 +416,7 @@ esbx_owner_begin (esbx_store_t *store, const char *session, char **marker, esbx_
   unsigned long long start = 0;
   _cleanup_free_ char *name = NULL, *suffix = NULL;
 
-  dfd = open_session_dir (store, session, err);
+  dfd = esbx_session_open_dir (store, session, err);
   if (dfd < 0)
     return -1;
   if (mkdirat (dfd, OWNERS_DIR, 0700) < 0 && errno != EEXIST)
@@ -457,7 +440,7 @@ esbx_owner_end (esbx_store_t *store, const char *session, const char *marker)
 
   if (marker == NULL)
     return;
-  dfd = open_session_dir (store, session, NULL);
+  dfd = esbx_session_open_dir (store, session, NULL);
   if (dfd >= 0)
     unlinkat (dfd, marker, 0);
 }
@@ -472,7 +455,7 @@ esbx_owner_scan (esbx_store_t *store, const char *session, size_t *alive, size_t
   char **n;
 
   *alive = *dead = 0;
-  dfd = open_session_dir (store, session, NULL);
+  dfd = esbx_session_open_dir (store, session, NULL);
   if (dfd < 0)
     return;
   names = esbx_list_dir_at (dfd, OWNERS_DIR, &lerr);
