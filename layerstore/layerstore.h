@@ -288,5 +288,17 @@ json_t *esbx_layer_summary_json (const struct esbx_layer *l);
 /* A session as `session list` (RUNTIME NULL) or `session inspect` shows it;
    RUNTIME (owned) is the shim's status of the session.  */
 json_t *esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *runtime);
+/* A line of `project list`: {"name", "layers", "head"}.  */
+json_t *esbx_project_json (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* `project log`: the layer summaries, newest first.  */
+json_t *esbx_project_log_json (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* `diff --json`: one esbx_change_to_json per change.  */
+json_t *esbx_changeset_json (const struct esbx_changeset *cs);
+/* A publish that succeeded: {"layer" (null when nothing changed), "changes"}.  */
+json_t *esbx_publish_result_json (const struct esbx_publish_result *r);
+/* A rebase that succeeded: {"base"}.  */
+json_t *esbx_rebase_result_json (const struct esbx_publish_result *r);
+/* The conflicts of a publish or rebase: [{"path", "layer", "session"}].  */
+json_t *esbx_conflicts_json (const struct esbx_publish_result *r);
 
 #endif

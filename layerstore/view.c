@@ -1,6 +1,6 @@
-/* JSON views of layers and sessions.  `esbx --json` prints them and the
-   gateway sends them, so that the remote CLI prints exactly what the
-   embedded one does.  */
+/* JSON views of projects, layers, sessions and the results of publish and
+   rebase.  `esbx --json` prints them and the gateway sends them, so that the remote CLI prints
+   exactly what the embedded one does.  */
 #include "fs.h"
 #include "layerstore.h"
 #include "utils.h"
@@ -72,4 +72,94 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
       json_set (o, "runtime", runtime);
     }
   return o;
+}
+
+json_t *
+esbx_project_json (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_strv_ char **ids = NULL;
+  json_t *o;
+  size_t n;
+
+  if (esbx_project_stack (store, name, &ids, &n, err) < 0)
+    return NULL;
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "name", name);
+  json_set_int (o, "layers", (int64_t)n);
+  json_set_string (o, "head", ids[n - 1]);
+  return o;
+}
+
+json_t *
+esbx_project_log_json (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_strv_ char **ids = NULL;
+  json_t *arr;
+  size_t n, i;
+
+  if (esbx_project_stack (store, name, &ids, &n, err) < 0)
+    return NULL;
+  arr = json_new (JSON_ARRAY);
+  /* Newest first, as git log.  */
+  for (i = n; i > 0; i--)
+    {
+      struct esbx_layer *l = NULL;
+
+      if (esbx_layer_load (store, name, ids[i - 1], &l, err) < 0)
+        {
+          json_free (arr);
+          return NULL;
+        }
+      json_append (arr, esbx_layer_summary_json (l));
+      esbx_layer_free (l);
+    }
+  return arr;
+}
+
+json_t *
+esbx_publish_result_json (const struct esbx_publish_result *r)
+{
+  json_t *o = json_new (JSON_OBJECT);
+
+  json_set (o, "layer", r->layer ? json_new_string (r->layer) : json_new (JSON_NULL));
+  json_set_int (o, "changes", (int64_t)r->n_changes);
+  return o;
+}
+
+json_t *
+esbx_rebase_result_json (const struct esbx_publish_result *r)
+{
+  json_t *o = json_new (JSON_OBJECT);
+
+  json_set_string (o, "base", r->layer);
+  return o;
+}
+
+json_t *
+esbx_conflicts_json (const struct esbx_publish_result *r)
+{
+  json_t *arr = json_new (JSON_ARRAY);
+  size_t i;
+
+  for (i = 0; i < r->n_conflicts; i++)
+    {
+      json_t *c = json_new (JSON_OBJECT);
+      json_set_string (c, "path", r->conflicts[i].path);
+      json_set_string (c, "layer", r->conflicts[i].layer);
+      json_set (c, "session",
+                r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
+                                        : json_new (JSON_NULL));
+      json_append (arr, c);
+    }
+  return arr;
+}
+
+json_t *
+esbx_changeset_json (const struct esbx_changeset *cs)
+{
+  json_t *arr = json_new (JSON_ARRAY);
+
+  for (size_t i = 0; i < cs->n; i++)
+    json_append (arr, esbx_change_to_json (&cs->v[i]));
+  return arr;
 }

@@ -3,13 +3,11 @@
    so that the remote CLI prints the same bytes.  Authorization has been
    decided before a handler runs (gateway.c, auth.c).  */
 #include "gateway_routes.h"
-#include "cgroup.h"
 #include "events.h"
 #include "exec.h"
 #include "fs.h"
-#include "holder.h"
 #include "path.h"
-#include "proc.h"
+#include "ps.h"
 #include "sandbox.h"
 #include "text.h"
 #include "utils.h"
@@ -65,6 +63,39 @@ static void
 reply_ok (struct esbx_gw_ctx *ctx)
 {
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, json_new (JSON_OBJECT));
+}
+
+/* {KEY: VALUE}: answers that carry one string (a name, a layer, a path, a
+   report).  */
+static void
+reply_string (struct esbx_gw_ctx *ctx, unsigned status, const char *key, const char *value)
+{
+  json_t *o = json_new (JSON_OBJECT);
+
+  json_set_string (o, key, value);
+  esbx_gw_reply_json (ctx, status, o);
+}
+
+/* A JSON view from view.c (owned), or the error that stopped it (VIEW
+   NULL).  */
+static void
+reply_view (struct esbx_gw_ctx *ctx, json_t *view, esbx_error_t *err)
+{
+  if (view == NULL)
+    return reply_err (ctx, err);
+  esbx_gw_reply_json (ctx, MHD_HTTP_OK, view);
+}
+
+/* An operation on the object named in the path that answers nothing but
+   success: {}.  */
+static void
+reply_done (struct esbx_gw_ctx *ctx, int (*op) (esbx_store_t *, const char *, esbx_error_t *))
+{
+  esbx_error_t err = NULL;
+
+  if (op (ctx->store, ctx->arg, &err) < 0)
+    return reply_err (ctx, &err);
+  reply_ok (ctx);
 }
 
 static void
@@ -197,21 +228,16 @@ h_projects_list (struct esbx_gw_ctx *ctx)
   arr = json_new (JSON_ARRAY);
   for (i = 0; names[i]; i++)
     {
-      _cleanup_strv_ char **ids = NULL;
-      size_t n;
       json_t *o;
 
       if (!esbx_gw_token_sees (ctx->store, ctx->token, names[i], NULL))
         continue;
-      if (esbx_project_stack (ctx->store, names[i], &ids, &n, &err) < 0)
+      o = esbx_project_json (ctx->store, names[i], &err);
+      if (o == NULL)
         {
           json_free (arr);
           return reply_err (ctx, &err);
         }
-      o = json_new (JSON_OBJECT);
-      json_set_string (o, "name", names[i]);
-      json_set_int (o, "layers", (int64_t)n);
-      json_set_string (o, "head", ids[n - 1]);
       json_append (arr, o);
     }
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
@@ -223,7 +249,6 @@ h_project_create (struct esbx_gw_ctx *ctx)
   static const char *const fields[] = { "name", NULL };
   esbx_error_t err = NULL;
   const char *name;
-  json_t *o;
 
   if (check_body (ctx, fields, "s") < 0)
     return;
@@ -234,19 +259,13 @@ h_project_create (struct esbx_gw_ctx *ctx)
   /* No `from`: importing would read host paths with the daemon's rights.  */
   if (esbx_project_create (ctx->store, name, NULL, &err) < 0)
     return reply_err (ctx, &err);
-  o = json_new (JSON_OBJECT);
-  json_set_string (o, "name", name);
-  esbx_gw_reply_json (ctx, MHD_HTTP_CREATED, o);
+  reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
 
 static void
 h_project_rm (struct esbx_gw_ctx *ctx)
 {
-  esbx_error_t err = NULL;
-
-  if (esbx_project_rm (ctx->store, ctx->arg, &err) < 0)
-    return reply_err (ctx, &err);
-  reply_ok (ctx);
+  reply_done (ctx, esbx_project_rm);
 }
 
 static void
@@ -254,39 +273,18 @@ h_project_squash (struct esbx_gw_ctx *ctx)
 {
   _cleanup_free_ char *id = NULL;
   esbx_error_t err = NULL;
-  json_t *o;
 
   if (esbx_project_squash (ctx->store, ctx->arg, &id, &err) < 0)
     return reply_err (ctx, &err);
-  o = json_new (JSON_OBJECT);
-  json_set_string (o, "layer", id);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+  reply_string (ctx, MHD_HTTP_OK, "layer", id);
 }
 
 static void
 h_project_log (struct esbx_gw_ctx *ctx)
 {
-  _cleanup_strv_ char **ids = NULL;
   esbx_error_t err = NULL;
-  json_t *arr;
-  size_t n, i;
 
-  if (esbx_project_stack (ctx->store, ctx->arg, &ids, &n, &err) < 0)
-    return reply_err (ctx, &err);
-  arr = json_new (JSON_ARRAY);
-  for (i = n; i > 0; i--)
-    {
-      struct esbx_layer *l = NULL;
-
-      if (esbx_layer_load (ctx->store, ctx->arg, ids[i - 1], &l, &err) < 0)
-        {
-          json_free (arr);
-          return reply_err (ctx, &err);
-        }
-      json_append (arr, esbx_layer_summary_json (l));
-      esbx_layer_free (l);
-    }
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+  reply_view (ctx, esbx_project_log_json (ctx->store, ctx->arg, &err), &err);
 }
 
 static void
@@ -348,8 +346,6 @@ h_session_create (struct esbx_gw_ctx *ctx)
   _cleanup_free_ char *name = NULL;
   const char *project, *s;
   esbx_error_t err = NULL;
-  uint64_t v;
-  json_t *out;
 
   if (check_body (ctx, fields, "sssassssss") < 0)
     return;
@@ -366,17 +362,11 @@ h_session_create (struct esbx_gw_ctx *ctx)
   o.labels = labels;
   if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
     return reply_err (ctx, &err);
-  if ((s = json_get_string (ctx->json, "pids")))
-    {
-      if (esbx_parse_size (s, &v, &err) < 0)
-        return reply_err (ctx, &err);
-      o.pids = v;
-    }
+  if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
+    return reply_err (ctx, &err);
   if (esbx_session_create (ctx->store, project, &o, &name, &err) < 0)
     return reply_err (ctx, &err);
-  out = json_new (JSON_OBJECT);
-  json_set_string (out, "name", name);
-  esbx_gw_reply_json (ctx, MHD_HTTP_CREATED, out);
+  reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
 
 static void
@@ -397,24 +387,17 @@ h_session_path (struct esbx_gw_ctx *ctx)
 {
   _cleanup_free_ char *merged = NULL;
   esbx_error_t err = NULL;
-  json_t *o;
 
   if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
     return reply_err (ctx, &err);
   merged = esbx_session_merged (ctx->store, ctx->arg);
-  o = json_new (JSON_OBJECT);
-  json_set_string (o, "path", merged);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+  reply_string (ctx, MHD_HTTP_OK, "path", merged);
 }
 
 static void
 h_session_discard (struct esbx_gw_ctx *ctx)
 {
-  esbx_error_t err = NULL;
-
-  if (esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
-    return reply_err (ctx, &err);
-  reply_ok (ctx);
+  reply_done (ctx, esbx_sandbox_discard);
 }
 
 static void
@@ -424,7 +407,6 @@ h_session_diff (struct esbx_gw_ctx *ctx)
   struct esbx_changeset cs = { 0 };
   esbx_error_t err = NULL;
   json_t *arr;
-  size_t i;
 
   if (patch && strcmp (patch, "0") != 0 && strcmp (patch, "false") != 0)
     {
@@ -444,9 +426,7 @@ h_session_diff (struct esbx_gw_ctx *ctx)
     }
   if (esbx_session_changes (ctx->store, ctx->arg, &cs, &err) < 0)
     return reply_err (ctx, &err);
-  arr = json_new (JSON_ARRAY);
-  for (i = 0; i < cs.n; i++)
-    json_append (arr, esbx_change_to_json (&cs.v[i]));
+  arr = esbx_changeset_json (&cs);
   esbx_changeset_free (&cs);
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
 }
@@ -575,25 +555,6 @@ h_session_events (struct esbx_gw_ctx *ctx)
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
 }
 
-static json_t *
-conflicts_json (const struct esbx_publish_result *r)
-{
-  json_t *arr = json_new (JSON_ARRAY);
-  size_t i;
-
-  for (i = 0; i < r->n_conflicts; i++)
-    {
-      json_t *c = json_new (JSON_OBJECT);
-      json_set_string (c, "path", r->conflicts[i].path);
-      json_set_string (c, "layer", r->conflicts[i].layer);
-      json_set (c, "session",
-                r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
-                                        : json_new (JSON_NULL));
-      json_append (arr, c);
-    }
-  return arr;
-}
-
 static void
 reply_conflict (struct esbx_gw_ctx *ctx, esbx_error_t *err, const struct esbx_publish_result *r)
 {
@@ -601,7 +562,7 @@ reply_conflict (struct esbx_gw_ctx *ctx, esbx_error_t *err, const struct esbx_pu
 
   json_set_string (o, "error", (*err)->msg);
   json_set_int (o, "code", ESBX_EXIT_CONFLICT);
-  json_set (o, "conflicts", conflicts_json (r));
+  json_set (o, "conflicts", esbx_conflicts_json (r));
   free (ctx->reason);
   ctx->reason = xstrdup ((*err)->msg);
   esbx_error_free (err);
@@ -632,9 +593,7 @@ h_session_publish (struct esbx_gw_ctx *ctx)
       return;
     }
   esbx_metrics_publish (ctx->metrics, false);
-  o = json_new (JSON_OBJECT);
-  json_set (o, "layer", r.layer ? json_new_string (r.layer) : json_new (JSON_NULL));
-  json_set_int (o, "changes", (int64_t)r.n_changes);
+  o = esbx_publish_result_json (&r);
   esbx_publish_result_free (&r);
   if (json_get_bool (ctx->json, "discard", false)
       && esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
@@ -676,67 +635,17 @@ h_session_rebase (struct esbx_gw_ctx *ctx)
       esbx_publish_result_free (&r);
       return;
     }
-  o = json_new (JSON_OBJECT);
-  json_set_string (o, "base", r.layer);
+  o = esbx_rebase_result_json (&r);
   esbx_publish_result_free (&r);
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
-}
-
-struct ps_row
-{
-  pid_t pid, host_pid;
-  char *cmd;
-};
-
-static int
-cmp_row (const void *a, const void *b)
-{
-  const struct ps_row *x = a, *y = b;
-  return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 static void
 h_session_ps (struct esbx_gw_ctx *ctx)
 {
-  struct esbx_holder_info info = { 0 };
-  _cleanup_free_ pid_t *pids = NULL;
-  _cleanup_free_ struct ps_row *rows = NULL;
-  esbx_error_t herr = NULL;
-  size_t n = 0, nrows = 0, i;
-  json_t *arr;
+  esbx_error_t err = NULL;
 
-  if (session_must_exist (ctx) < 0)
-    return;
-  if (esbx_holder_get (ctx->store, ctx->arg, &info, &herr) == 0
-      && esbx_cgroup_pids (info.cgroup, &pids, &n, &herr) < 0)
-    n = 0;
-  esbx_error_free (&herr);
-  esbx_holder_info_free (&info);
-  rows = xmalloc0 ((n + 1) * sizeof *rows);
-  for (i = 0; i < n; i++)
-    {
-      char *cmd = esbx_proc_cmdline (pids[i]);
-      pid_t nspid = esbx_proc_ns_pid (pids[i]);
-
-      if (cmd == NULL || nspid <= 0)
-        {
-          free (cmd);
-          continue;
-        }
-      rows[nrows++] = (struct ps_row){ nspid, pids[i], cmd };
-    }
-  qsort (rows, nrows, sizeof *rows, cmp_row);
-  arr = json_new (JSON_ARRAY);
-  for (i = 0; i < nrows; i++)
-    {
-      json_t *o = json_new (JSON_OBJECT);
-      json_set_int (o, "pid", rows[i].pid);
-      json_set_int (o, "host_pid", rows[i].host_pid);
-      json_set_string (o, "command", rows[i].cmd);
-      json_append (arr, o);
-      free (rows[i].cmd);
-    }
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+  reply_view (ctx, esbx_ps_list (ctx->store, ctx->arg, &err), &err);
 }
 
 /* ---- runtime: exec and files -------------------------------------------- */
@@ -1063,7 +972,6 @@ reply_report (struct esbx_gw_ctx *ctx, bool fsck)
   size_t len = 0;
   FILE *f = open_memstream (&text, &len);
   int r;
-  json_t *o;
 
   if (f == NULL)
     return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
@@ -1072,9 +980,7 @@ reply_report (struct esbx_gw_ctx *ctx, bool fsck)
   fclose (f);
   if (r < 0)
     return reply_err (ctx, &err);
-  o = json_new (JSON_OBJECT);
-  json_set_string (o, "report", text ? text : "");
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+  reply_string (ctx, MHD_HTTP_OK, "report", text ? text : "");
 }
 
 static void

@@ -1,4 +1,7 @@
-/* esbx CLI: one verb per file (cmd_<verb>.c), dispatched from main.c.  */
+/* esbx CLI: one verb per file (cmd_<verb>.c), dispatched from main.c.  A
+   verb parses its arguments once, then runs on the store (embedded mode)
+   or as a request to the gateway (remote mode, --host), so that both modes
+   take the same options and refuse bad ones with the same errors.  */
 #ifndef ESBX_CLI_H
 #define ESBX_CLI_H
 
@@ -23,14 +26,20 @@ typedef int (*esbx_cmd_fn) (struct esbx_cli *cli, int argc, char **argv, esbx_er
 esbx_store_t *cli_store (struct esbx_cli *cli, esbx_error_t *err);
 /* A usage error (exit status 2).  */
 int cli_usage (esbx_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* The arguments of a verb that takes one session and no option but --json
+   before it (ps, rebase, discard).  EXPECTED completes "VERB: " when the
+   session is missing.  */
+int cli_parse_session (int argc, char **argv, const char *expected, const char **session,
+                       esbx_error_t *err);
 /* Print a JSON document followed by a newline on stdout.  */
 void cli_print_json (const json_t *j);
 
-/* A layer's provenance without its change list, for log and blame.  */
-json_t *cli_layer_summary (const struct esbx_layer *l);
-
-/* Conflicts of a publish or rebase: stderr lines, or JSON with --json.  */
-void cli_print_conflicts (struct esbx_cli *cli, const struct esbx_publish_result *r);
+/* Conflicts of a publish or rebase (esbx_conflicts_json): stderr lines, or
+   JSON with --json.  */
+void cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts);
+/* A publish or rebase that failed: print its conflicts, if any, free R and
+   return -1.  */
+int cli_publish_failed (struct esbx_cli *cli, struct esbx_publish_result *r);
 
 /* Printing from the JSON views (print.c), shared by embedded and remote mode.  */
 void cli_print_projects (struct esbx_cli *cli, const json_t *arr);
@@ -42,9 +51,32 @@ void cli_print_published (struct esbx_cli *cli, const char *session, const json_
 void cli_print_rebased (struct esbx_cli *cli, const json_t *result);
 void cli_print_ps (struct esbx_cli *cli, const json_t *arr);
 void cli_print_event (bool json, const json_t *event);
+void cli_print_report (struct esbx_cli *cli, const json_t *o);
 
-/* Remote mode (remote.c): run the verb through the gateway at cli->host.  */
-int cli_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+/* Remote mode (remote.c): requests to the gateway at cli->host.  Each goes
+   to the path FMT, whose only conversions are %s: each is replaced by its
+   argument, percent-encoded.  */
+static inline bool
+cli_remote_mode (const struct esbx_cli *cli)
+{
+  return cli->host && cli->host[0];
+}
+/* One request (BODY NULL: none) whose answer is a JSON document, in *OUT.
+   An error answer fails with the gateway's message and exit class, after
+   printing the conflicts it carries.  */
+int cli_remote_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
+                     esbx_error_t *err, const char *fmt, ...)
+    __attribute__ ((format (printf, 6, 7)));
+/* The same, handing the answer to PRINT, or printing its string KEY on a
+   line of its own (both NULL: printing nothing).  */
+int cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *body,
+                      void (*print) (struct esbx_cli *, const json_t *), const char *key,
+                      esbx_error_t *err, const char *fmt, ...)
+    __attribute__ ((format (printf, 7, 8)));
+/* A GET whose answer is raw bytes (a patch, an archive): *DATA is owned
+   and NUL-terminated.  */
+int cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err,
+                    const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
 
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

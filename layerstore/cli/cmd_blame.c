@@ -10,11 +10,14 @@ cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (argc != 3)
     return cli_usage (err, "blame: expected PROJECT PATH");
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "GET", NULL, cli_print_blame, NULL, err,
+                             "/v1/projects/%s/blame?path=%s", argv[1], argv[2]);
   store = cli_store (cli, err);
   if (store == NULL || esbx_blame (store, argv[1], argv[2], &l, err) < 0)
     return -1;
   {
-    _cleanup_json_ json_t *o = cli_layer_summary (l);
+    _cleanup_json_ json_t *o = esbx_layer_summary_json (l);
     cli_print_blame (cli, o);
   }
   esbx_layer_free (l);

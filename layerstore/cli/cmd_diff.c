@@ -3,42 +3,72 @@
 #include "utils.h"
 
 #include <getopt.h>
-#include <inttypes.h>
 
-int
-cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+struct diff_opts
+{
+  const char *session;
+  bool patch;
+};
+
+static int
+parse_diff_opts (struct esbx_cli *cli, int argc, char **argv, struct diff_opts *o,
+                 esbx_error_t *err)
 {
   static const struct option opts[] = { { "json", no_argument, NULL, 'J' },
                                         { "patch", no_argument, NULL, 'p' },
                                         { NULL, 0, NULL, 0 } };
-  struct esbx_changeset cs = { 0 };
-  esbx_store_t *store;
-  bool patch = false;
-  size_t i;
   int c;
 
   while ((c = getopt_long (argc, argv, "p", opts, NULL)) != -1)
     {
       if (c == 'p')
-        patch = true;
+        o->patch = true;
       else if (c != 'J')
         return cli_usage (err, "diff: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
     return cli_usage (err, "diff: expected a session name");
-  if (patch && cli->json)
+  if (o->patch && cli->json)
     return cli_usage (err, "diff: --json and --patch exclude each other");
+  o->session = argv[optind];
+  return 0;
+}
+
+static int
+patch_remote (struct esbx_cli *cli, const char *session, esbx_error_t *err)
+{
+  _cleanup_free_ char *patch = NULL;
+  size_t len;
+
+  if (cli_remote_raw (cli, &patch, &len, err, "/v1/sessions/%s/diff?patch=1", session) < 0)
+    return -1;
+  fwrite (patch, 1, len, stdout);
+  return 0;
+}
+
+int
+cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  struct diff_opts o = { 0 };
+  struct esbx_changeset cs = { 0 };
+  esbx_store_t *store;
+
+  if (parse_diff_opts (cli, argc, argv, &o, err) < 0)
+    return -1;
+  if (cli_remote_mode (cli) && o.patch)
+    return patch_remote (cli, o.session, err);
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err, "/v1/sessions/%s/diff",
+                             o.session);
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;
-  if (patch)
-    return esbx_session_patch (store, argv[optind], stdout, err) < 0 ? -1 : 0;
-  if (esbx_session_changes (store, argv[optind], &cs, err) < 0)
+  if (o.patch)
+    return esbx_session_patch (store, o.session, stdout, err) < 0 ? -1 : 0;
+  if (esbx_session_changes (store, o.session, &cs, err) < 0)
     return -1;
   {
-    _cleanup_json_ json_t *arr = json_new (JSON_ARRAY);
-    for (i = 0; i < cs.n; i++)
-      json_append (arr, esbx_change_to_json (&cs.v[i]));
+    _cleanup_json_ json_t *arr = esbx_changeset_json (&cs);
     cli_print_changes (cli, arr);
   }
   esbx_changeset_free (&cs);

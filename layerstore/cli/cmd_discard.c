@@ -5,12 +5,15 @@
 int
 cmd_discard (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
+  const char *session;
   esbx_store_t *store;
 
-  if (argc != 2 || argv[1][0] == '-')
-    return cli_usage (err, "discard: expected a session name");
+  if (cli_parse_session (argc, argv, "expected a session name", &session, err) < 0)
+    return -1;
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/sessions/%s", session);
   store = cli_store (cli, err);
-  if (store == NULL || esbx_sandbox_discard (store, argv[1], err) < 0)
+  if (store == NULL || esbx_sandbox_discard (store, session, err) < 0)
     return -1;
   return 0;
 }

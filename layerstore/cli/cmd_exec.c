@@ -9,20 +9,22 @@
 #include <getopt.h>
 #include <string.h>
 
-int
-cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+struct exec_args
+{
+  const char *session;
+  struct esbx_exec_opts run; /* its env points into ENV */
+  struct strv env;
+};
+
+static int
+parse_exec_args (int argc, char **argv, struct exec_args *a, esbx_error_t *err)
 {
   static const struct option opts[] = {
     { "cwd", required_argument, NULL, 'C' },  { "env", required_argument, NULL, 'e' },
     { "user", required_argument, NULL, 'u' }, { "detach", no_argument, NULL, 'd' },
     { "json", no_argument, NULL, 'J' },       { NULL, 0, NULL, 0 },
   };
-  struct esbx_exec_opts o = { 0 };
-  _cleanup_strv_ char **env = NULL;
-  struct strv envs = { 0 };
-  esbx_store_t *store;
-  const char *session;
-  int dashdash = -1, limit, c, i, status = 0;
+  int dashdash = -1, limit, c, i;
 
   for (i = 1; i < argc; i++)
     if (strcmp (argv[i], "--") == 0)
@@ -31,53 +33,112 @@ cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
         break;
       }
   limit = dashdash >= 0 ? dashdash : argc;
-  opterr = 0;
   while ((c = getopt_long (limit, argv, dashdash >= 0 ? "e:u:d" : "+e:u:d", opts, NULL)) != -1)
     switch (c)
       {
       case 'C':
-        o.cwd = optarg;
+        a->run.cwd = optarg;
         break;
       case 'e':
         if (esbx_exec_check_env (optarg, err) < 0)
-          {
-            strv_free (&envs);
-            return -1;
-          }
-        strv_push (&envs, xstrdup (optarg));
+          return -1;
+        strv_push (&a->env, xstrdup (optarg));
         break;
       case 'u':
-        o.user = optarg;
+        a->run.user = optarg;
         break;
       case 'd':
-        o.detach = true;
+        a->run.detach = true;
         break;
       case 'J':
         break;
       default:
-        strv_free (&envs);
         return cli_usage (err, "exec: unknown option `%s`", argv[optind - 1]);
       }
-  env = envs.v;
+  a->run.env = a->env.v;
   if (optind >= limit)
     return cli_usage (err, "exec: expected a session");
-  session = argv[optind];
+  a->session = argv[optind];
   if (dashdash >= 0)
     {
       if (optind + 1 != limit)
         return cli_usage (err, "exec: unexpected `%s` before `--`", argv[optind + 1]);
-      o.argv = argv + dashdash + 1;
+      a->run.argv = argv + dashdash + 1;
     }
   else
-    o.argv = argv + optind + 1;
-  if (o.argv[0] == NULL)
+    a->run.argv = argv + optind + 1;
+  if (a->run.argv[0] == NULL)
     return cli_usage (err, "exec: no command given");
-  o.env = env;
-  store = cli_store (cli, err);
-  if (store == NULL)
+  return 0;
+}
+
+static json_t *
+strings_json (char *const *v)
+{
+  json_t *arr = json_new (JSON_ARRAY);
+
+  for (; v && *v; v++)
+    json_append (arr, json_new_string (*v));
+  return arr;
+}
+
+/* Output comes back as text, or as hex when it is not UTF-8.  */
+static void
+write_output (const json_t *j, const char *key, FILE *stream)
+{
+  _cleanup_free_ char *hexkey = xasprintf ("%s_hex", key);
+  const char *s = json_get_string (j, key), *h = json_get_string (j, hexkey);
+  size_t i;
+
+  if (s)
+    fputs (s, stream);
+  for (i = 0; h && h[i] && h[i + 1]; i += 2)
+    {
+      char byte[3] = { h[i], h[i + 1], 0 };
+      fputc ((int)strtoul (byte, NULL, 16), stream);
+    }
+  fflush (stream);
+}
+
+static int
+exec_remote (struct esbx_cli *cli, const struct exec_args *a, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *answer = NULL;
+  int64_t status = 0;
+
+  json_set (body, "env", strings_json (a->run.env));
+  json_set (body, "argv", strings_json (a->run.argv));
+  if (a->run.cwd)
+    json_set_string (body, "cwd", a->run.cwd);
+  if (a->run.user)
+    json_set_string (body, "user", a->run.user);
+  if (a->run.detach)
+    json_set (body, "detach", json_new_bool (true));
+  if (cli_remote_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/exec", a->session) < 0)
     return -1;
-  fflush (stdout);
-  if (esbx_exec_run (store, session, &o, &status, err) < 0)
-    return -1;
-  return status;
+  write_output (answer, "stdout", stdout);
+  write_output (answer, "stderr", stderr);
+  json_get_int (answer, "status", &status);
+  return (int)status;
+}
+
+int
+cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  struct exec_args a = { 0 };
+  esbx_store_t *store;
+  int ret, status = 0;
+
+  ret = parse_exec_args (argc, argv, &a, err);
+  if (ret == 0 && cli_remote_mode (cli))
+    ret = exec_remote (cli, &a, err);
+  else if (ret == 0 && (store = cli_store (cli, err)) == NULL)
+    ret = -1;
+  else if (ret == 0)
+    {
+      fflush (stdout);
+      ret = esbx_exec_run (store, a.session, &a.run, &status, err) < 0 ? -1 : status;
+    }
+  strv_free (&a.env);
+  return ret;
 }

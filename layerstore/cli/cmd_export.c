@@ -1,44 +1,87 @@
 /* esbx export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer] */
 #include "cli.h"
+#include "fs.h"
+#include "utils.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
 
-int
-cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+struct export_opts
+{
+  const char *ref;
+  const char *file;
+  enum esbx_export_format format;
+  const char *format_name; /* as the gateway takes it */
+};
+
+static int
+parse_export_opts (int argc, char **argv, struct export_opts *o, esbx_error_t *err)
 {
   static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
                                         { "format", required_argument, NULL, 'f' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
-  enum esbx_export_format format = ESBX_EXPORT_TAR;
-  const char *file = NULL;
-  esbx_store_t *store;
   int c;
 
+  o->format = ESBX_EXPORT_TAR;
+  o->format_name = "tar";
   while ((c = getopt_long (argc, argv, "o:f:", opts, NULL)) != -1)
     switch (c)
       {
       case 'o':
-        file = optarg;
+        o->file = optarg;
         break;
       case 'f':
         if (strcmp (optarg, "tar") == 0)
-          format = ESBX_EXPORT_TAR;
+          o->format = ESBX_EXPORT_TAR;
         else if (strcmp (optarg, "oci-layer") == 0)
-          format = ESBX_EXPORT_OCI_LAYER;
+          o->format = ESBX_EXPORT_OCI_LAYER;
         else
           return cli_usage (err, "export: unknown format `%s`: expected tar or oci-layer", optarg);
+        o->format_name = optarg;
         break;
       case 'J':
         break;
       default:
         return cli_usage (err, "export: unknown option `%s`", argv[optind - 1]);
       }
-  if (optind + 1 != argc || file == NULL)
+  if (optind + 1 != argc || o->file == NULL)
     return cli_usage (err, "export: expected a session or PROJECT[@LAYER] and -o FILE");
+  o->ref = argv[optind];
+  return 0;
+}
+
+static int
+export_remote (struct esbx_cli *cli, const struct export_opts *o, esbx_error_t *err)
+{
+  _cleanup_free_ char *archive = NULL;
+  _cleanup_close_ int fd = -1;
+  size_t len;
+
+  if (cli_remote_raw (cli, &archive, &len, err, "/v1/export?ref=%s&format=%s", o->ref,
+                      o->format_name)
+      < 0)
+    return -1;
+  fd = open (o->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || esbx_write_all (fd, archive, len) < 0)
+    return esbx_make_error (err, errno, "export: write `%s`", o->file);
+  return 0;
+}
+
+int
+cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  struct export_opts o = { 0 };
+  esbx_store_t *store;
+
+  if (parse_export_opts (argc, argv, &o, err) < 0)
+    return -1;
+  if (cli_remote_mode (cli))
+    return export_remote (cli, &o, err);
   store = cli_store (cli, err);
-  if (store == NULL || esbx_export (store, argv[optind], file, format, err) < 0)
+  if (store == NULL || esbx_export (store, o.ref, o.file, o.format, err) < 0)
     return -1;
   return 0;
 }

@@ -5,76 +5,74 @@
 
 #include <getopt.h>
 
-/* Shared with rebase: conflicts as text on stderr or JSON on stdout.  */
-void
-cli_print_conflicts (struct esbx_cli *cli, const struct esbx_publish_result *r)
+struct publish_opts
 {
-  _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
-  json_t *arr = json_new (JSON_ARRAY);
-  size_t i;
+  const char *session;
+  const char *message;
+  bool discard; /* the final publish of a session ends it */
+};
 
-  for (i = 0; i < r->n_conflicts; i++)
-    {
-      json_t *c = json_new (JSON_OBJECT);
-      json_set_string (c, "path", r->conflicts[i].path);
-      json_set_string (c, "layer", r->conflicts[i].layer);
-      json_set (c, "session",
-                r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
-                                        : json_new (JSON_NULL));
-      json_append (arr, c);
-      if (!cli->json)
-        fprintf (stderr, "conflict: %s (layer %s, session %s)\n", r->conflicts[i].path,
-                 r->conflicts[i].layer, r->conflicts[i].session ? r->conflicts[i].session : "-");
-    }
-  json_set (o, "conflicts", arr);
-  if (cli->json)
-    cli_print_json (o);
-}
-
-int
-cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+static int
+parse_publish_opts (int argc, char **argv, struct publish_opts *o, esbx_error_t *err)
 {
   static const struct option opts[] = { { "message", required_argument, NULL, 'm' },
                                         { "discard", no_argument, NULL, 'd' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
-  struct esbx_publish_result r = { 0 };
-  const char *message = NULL;
-  bool discard = false;
-  esbx_store_t *store;
-  int c, ret;
+  int c;
 
   while ((c = getopt_long (argc, argv, "m:", opts, NULL)) != -1)
     {
       if (c == 'm')
-        message = optarg;
+        o->message = optarg;
       else if (c == 'd')
-        discard = true;
+        o->discard = true;
       else if (c != 'J')
         return cli_usage (err, "publish: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
     return cli_usage (err, "publish: expected a session name");
+  o->session = argv[optind];
+  return 0;
+}
+
+static int
+publish_remote (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *answer = NULL;
+
+  if (o->message)
+    json_set_string (body, "message", o->message);
+  if (o->discard)
+    json_set (body, "discard", json_new_bool (true));
+  if (cli_remote_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/publish", o->session) < 0)
+    return -1;
+  cli_print_published (cli, o->session, answer);
+  return 0;
+}
+
+int
+cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  struct esbx_publish_result r = { 0 };
+  struct publish_opts o = { 0 };
+  esbx_store_t *store;
+
+  if (parse_publish_opts (argc, argv, &o, err) < 0)
+    return -1;
+  if (cli_remote_mode (cli))
+    return publish_remote (cli, &o, err);
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;
-  ret = esbx_session_publish (store, argv[optind], message, &r, err);
-  if (ret < 0)
-    {
-      if (r.n_conflicts)
-        cli_print_conflicts (cli, &r);
-      esbx_publish_result_free (&r);
-      return -1;
-    }
+  if (esbx_session_publish (store, o.session, o.message, &r, err) < 0)
+    return cli_publish_failed (cli, &r);
   {
-    _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
-    json_set (o, "layer", r.layer ? json_new_string (r.layer) : json_new (JSON_NULL));
-    json_set_int (o, "changes", (int64_t)r.n_changes);
-    cli_print_published (cli, argv[optind], o);
+    _cleanup_json_ json_t *view = esbx_publish_result_json (&r);
+    cli_print_published (cli, o.session, view);
   }
   esbx_publish_result_free (&r);
-  /* The final publish of a session ends it.  */
-  if (discard && esbx_sandbox_discard (store, argv[optind], err) < 0)
+  if (o.discard && esbx_sandbox_discard (store, o.session, err) < 0)
     return -1;
   return 0;
 }

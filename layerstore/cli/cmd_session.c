@@ -1,16 +1,22 @@
 /* esbx session create|list|inspect|path */
 #include "cli.h"
-#include "fs.h"
 #include "sandbox.h"
 #include "text.h"
 #include "utils.h"
 
-#include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
 
+struct create_opts
+{
+  const char *project;
+  struct esbx_session_opts session; /* its labels point into LABELS */
+  struct strv labels;
+  const char *memory, *pids; /* as given, for the gateway to parse */
+};
+
 static int
-session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *err)
 {
   static const struct option opts[] = { { "name", required_argument, NULL, 'n' },
                                         { "base", required_argument, NULL, 'b' },
@@ -22,96 +28,134 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
                                         { "cpus", required_argument, NULL, 'c' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
-  struct esbx_session_opts o = { 0 };
-  struct strv labels = { 0 };
-  _cleanup_free_ char *name = NULL;
-  esbx_store_t *store;
-  uint64_t v;
-  int c, ret = -1;
+  int c;
 
   while ((c = getopt_long (argc, argv, "n:b:l:", opts, NULL)) != -1)
     switch (c)
       {
       case 'n':
-        o.name = optarg;
+        o->session.name = optarg;
         break;
       case 'b':
-        o.base = optarg;
+        o->session.base = optarg;
         break;
       case 'l':
-        strv_push (&labels, xstrdup (optarg));
+        strv_push (&o->labels, xstrdup (optarg));
         break;
       case 'N':
-        o.network = optarg;
+        o->session.network = optarg;
         break;
       case 'w':
-        o.workspace = optarg;
+        o->session.workspace = optarg;
         break;
       case 'm':
-        if (esbx_parse_size (optarg, &o.memory, err) < 0)
-          goto out;
+        if (esbx_parse_size (optarg, &o->session.memory, err) < 0)
+          return -1;
+        o->memory = optarg;
         break;
       case 'p':
-        if (esbx_parse_size (optarg, &v, err) < 0)
-          goto out;
-        o.pids = v;
+        if (esbx_parse_size (optarg, &o->session.pids, err) < 0)
+          return -1;
+        o->pids = optarg;
         break;
       case 'c':
-        o.cpus = optarg;
+        o->session.cpus = optarg;
         break;
       case 'J':
         break;
       default:
-        cli_usage (err, "session create: unknown option `%s`", argv[optind - 1]);
-        goto out;
+        return cli_usage (err, "session create: unknown option `%s`", argv[optind - 1]);
       }
   if (optind + 1 != argc)
-    {
-      cli_usage (err, "session create: expected PROJECT");
-      goto out;
-    }
-  o.labels = labels.v;
-  store = cli_store (cli, err);
-  if (store == NULL || esbx_session_create (store, argv[optind], &o, &name, err) < 0)
-    goto out;
-  printf ("%s\n", name);
-  ret = 0;
-out:
-  strv_free (&labels);
-  return ret;
-}
-
-static json_t *
-session_json (esbx_store_t *store, const struct esbx_session *s, bool full)
-{
-  return esbx_session_json (store, s, full ? esbx_sandbox_status (store, s->name) : NULL);
+    return cli_usage (err, "session create: expected PROJECT");
+  o->project = argv[optind];
+  o->session.labels = o->labels.v;
+  return 0;
 }
 
 static int
-session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+create_local (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *err)
+{
+  _cleanup_free_ char *name = NULL;
+  esbx_store_t *store = cli_store (cli, err);
+
+  if (store == NULL || esbx_session_create (store, o->project, &o->session, &name, err) < 0)
+    return -1;
+  printf ("%s\n", name);
+  return 0;
+}
+
+static void
+set_optional (json_t *body, const char *key, const char *value)
+{
+  if (value)
+    json_set_string (body, key, value);
+}
+
+static int
+create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
+  json_t *labels = json_new (JSON_ARRAY);
+  size_t i;
+
+  for (i = 0; i < o->labels.n; i++)
+    json_append (labels, json_new_string (o->labels.v[i]));
+  json_set (body, "labels", labels);
+  json_set_string (body, "project", o->project);
+  set_optional (body, "name", o->session.name);
+  set_optional (body, "base", o->session.base);
+  set_optional (body, "network", o->session.network);
+  set_optional (body, "workspace", o->session.workspace);
+  set_optional (body, "memory", o->memory);
+  set_optional (body, "pids", o->pids);
+  set_optional (body, "cpus", o->session.cpus);
+  return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions");
+}
+
+static int
+session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  struct create_opts o = { 0 };
+  int ret;
+
+  ret = parse_create_opts (argc, argv, &o, err);
+  if (ret == 0)
+    ret = cli_remote_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
+  strv_free (&o.labels);
+  return ret;
+}
+
+static int
+parse_list_opts (int argc, char **argv, const char **project, esbx_error_t *err)
 {
   static const struct option opts[] = { { "project", required_argument, NULL, 'p' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
-  const char *project = NULL;
-  esbx_store_t *store;
-  _cleanup_strv_ char **names = NULL;
-  _cleanup_json_ json_t *arr = json_new (JSON_ARRAY);
-  size_t i;
   int c;
 
   while ((c = getopt_long (argc, argv, "p:", opts, NULL)) != -1)
     {
       if (c == 'p')
-        project = optarg;
+        *project = optarg;
       else if (c != 'J')
         return cli_usage (err, "session list: unknown option `%s`", argv[optind - 1]);
     }
   if (optind != argc)
     return cli_usage (err, "session list: unexpected argument `%s`", argv[optind]);
-  if (project && esbx_check_name ("project", project, err) < 0)
+  if (*project && esbx_check_name ("project", *project, err) < 0)
     return -1;
-  store = cli_store (cli, err);
+  return 0;
+}
+
+static int
+list_local (struct esbx_cli *cli, const char *project, esbx_error_t *err)
+{
+  esbx_store_t *store = cli_store (cli, err);
+  _cleanup_strv_ char **names = NULL;
+  _cleanup_json_ json_t *arr = json_new (JSON_ARRAY);
+  size_t i;
+
   if (store == NULL || (names = esbx_session_list (store, project, err)) == NULL)
     return -1;
   for (i = 0; names[i]; i++)
@@ -125,10 +169,67 @@ session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
           esbx_error_free (&e);
           continue;
         }
-      json_append (arr, session_json (store, s, false));
+      json_append (arr, esbx_session_json (store, s, NULL));
       esbx_session_free (s);
     }
   cli_print_sessions (cli, arr);
+  return 0;
+}
+
+static int
+session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  const char *project = NULL;
+
+  if (parse_list_opts (argc, argv, &project, err) < 0)
+    return -1;
+  if (cli_remote_mode (cli) && project)
+    return cli_remote_print (cli, "GET", NULL, cli_print_sessions, NULL, err,
+                             "/v1/sessions?project=%s", project);
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "GET", NULL, cli_print_sessions, NULL, err, "/v1/sessions");
+  return list_local (cli, project, err);
+}
+
+static int
+path_local (struct esbx_cli *cli, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *merged = NULL;
+  esbx_store_t *store = cli_store (cli, err);
+
+  /* The path is only useful mounted: mount it on demand (after a reboot,
+     say).  */
+  if (store == NULL || esbx_session_mount (store, name, err) < 0)
+    return -1;
+  merged = esbx_session_merged (store, name);
+  printf ("%s\n", merged);
+  return 0;
+}
+
+static int
+inspect_local (struct esbx_cli *cli, const char *name, esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  esbx_store_t *store = cli_store (cli, err);
+
+  if (store == NULL || esbx_session_load (store, name, &s, err) < 0)
+    return -1;
+  {
+    _cleanup_json_ json_t *j = esbx_session_json (store, s, esbx_sandbox_status (store, s->name));
+    cli_print_json (j);
+  }
+  esbx_session_free (s);
+  return 0;
+}
+
+static int
+inspect_remote (struct esbx_cli *cli, const char *name, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = NULL;
+
+  if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/sessions/%s", name) < 0)
+    return -1;
+  cli_print_json (j);
   return 0;
 }
 
@@ -136,8 +237,6 @@ int
 cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   const char *sub = argc > 1 ? argv[1] : NULL;
-  struct esbx_session *s = NULL;
-  esbx_store_t *store;
 
   if (sub == NULL)
     return cli_usage (err, "session: expected a subcommand");
@@ -149,26 +248,10 @@ cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "session: unknown subcommand `%s`", sub);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "session %s: expected a session name", sub);
-  store = cli_store (cli, err);
-  if (store == NULL)
-    return -1;
+  if (strcmp (sub, "path") == 0 && cli_remote_mode (cli))
+    return cli_remote_print (cli, "GET", NULL, NULL, "path", err, "/v1/sessions/%s/path", argv[2]);
   if (strcmp (sub, "path") == 0)
-    {
-      _cleanup_free_ char *merged = NULL;
-      /* The path is only useful mounted: mount it on demand (after a
-         reboot, say).  */
-      if (esbx_session_mount (store, argv[2], err) < 0)
-        return -1;
-      merged = esbx_session_merged (store, argv[2]);
-      printf ("%s\n", merged);
-      return 0;
-    }
-  if (esbx_session_load (store, argv[2], &s, err) < 0)
-    return -1;
-  {
-    _cleanup_json_ json_t *j = session_json (store, s, true);
-    cli_print_json (j);
-  }
-  esbx_session_free (s);
-  return 0;
+    return path_local (cli, argv[2], err);
+  return cli_remote_mode (cli) ? inspect_remote (cli, argv[2], err)
+                               : inspect_local (cli, argv[2], err);
 }

@@ -1,5 +1,6 @@
 /* esbx: the command-line front-end.  Embedded mode: every verb works on the
-   store directly, no daemon needed.  */
+   store directly, no daemon needed; with --host, on the gateway of an esbxd
+   (remote.c).  */
 #include "cli.h"
 #include "log.h"
 #include "utils.h"
@@ -57,6 +58,21 @@ cli_usage (esbx_error_t *err, const char *fmt, ...)
     abort ();
   va_end (ap);
   return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "%s", msg);
+}
+
+int
+cli_parse_session (int argc, char **argv, const char *expected, const char **session,
+                   esbx_error_t *err)
+{
+  int k;
+
+  for (k = 1; k < argc && argv[k][0] == '-'; k++)
+    if (strcmp (argv[k], "--json") != 0)
+      return cli_usage (err, "%s: unknown option `%s`", argv[0], argv[k]);
+  if (k + 1 != argc)
+    return cli_usage (err, "%s: %s", argv[0], expected);
+  *session = argv[k];
+  return 0;
 }
 
 void
@@ -137,10 +153,7 @@ main (int argc, char **argv)
         }
       opterr = 0; /* verbs report bad options themselves, on one line */
       optind = 0; /* glibc: full re-initialisation for each verb */
-      if (cli.host && cli.host[0])
-        ret = cli_remote (&cli, argc - i, argv + i, &err);
-      else
-        ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
+      ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
       if (ret < 0)
         {
           if (err && err->code == ESBX_EXIT_USAGE)

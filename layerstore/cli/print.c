@@ -132,6 +132,40 @@ cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
 }
 
 void
+cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts)
+{
+  size_t i;
+
+  if (cli->json)
+    {
+      /* {"conflicts": CONFLICTS}, borrowing them: only serialised, never
+         freed.  */
+      char *key = "conflicts";
+      json_t *item = (json_t *)conflicts;
+      const json_t o = { .type = JSON_OBJECT, .n = 1, .keys = &key, .items = &item };
+
+      cli_print_json (&o);
+      return;
+    }
+  for (i = 0; i < conflicts->n; i++)
+    fprintf (stderr, "conflict: %s (layer %s, session %s)\n",
+             str_or (conflicts->items[i], "path", ""), str_or (conflicts->items[i], "layer", ""),
+             str_or (conflicts->items[i], "session", "-"));
+}
+
+int
+cli_publish_failed (struct esbx_cli *cli, struct esbx_publish_result *r)
+{
+  if (r->n_conflicts)
+    {
+      _cleanup_json_ json_t *conflicts = esbx_conflicts_json (r);
+      cli_print_conflicts (cli, conflicts);
+    }
+  esbx_publish_result_free (r);
+  return -1;
+}
+
+void
 cli_print_rebased (struct esbx_cli *cli, const json_t *o)
 {
   if (cli->json)
@@ -212,4 +246,10 @@ cli_print_event (bool json, const json_t *ev)
       print_argv (json_get (ev, "argv"));
     }
   putchar ('\n');
+}
+
+void
+cli_print_report (struct esbx_cli *cli, const json_t *o)
+{
+  fputs (str_or (o, "report", ""), stdout);
 }
