@@ -166,7 +166,7 @@ create_v2 (const char *rel, const struct esbx_cgroup_limits *l, esbx_error_t *er
   _cleanup_free_ char *dir = dir_of (NULL, rel);
   _cleanup_free_ char *parent = xstrdup (dir);
   char buf[64];
-  long long quota;
+  long long quota = 0;
 
   *strrchr (parent, '/') = '\0';
   if (esbx_mkdir_p (parent, 0755, err) < 0)
@@ -204,7 +204,7 @@ static int
 create_v1 (const char *rel, const struct esbx_cgroup_limits *l, esbx_error_t *err)
 {
   char buf[64];
-  long long quota;
+  long long quota = 0;
   size_t i;
 
   for (i = 0; i < ARRAY_SIZE (v1_controllers); i++)

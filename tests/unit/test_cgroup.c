@@ -160,6 +160,8 @@ test_events_roundtrip (void **state)
   int n = 0;
 
   assert_non_null (mkdtemp (root));
+  store.rootfd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true (store.rootfd >= 0);
   dir = esbx_session_dir (&store, "s1");
   assert_int_equal (esbx_mkdir_p (dir, 0755, &err), 0);
   json_set_int (f, "seq", 1);
@@ -173,6 +175,7 @@ test_events_roundtrip (void **state)
   assert_int_equal (esbx_event_append (&store, "nosuch", "x", NULL, &err), -1);
   assert_non_null (strstr (err->msg, "does not exist"));
   esbx_error_free (&err);
+  close (store.rootfd);
   assert_int_equal (esbx_rm_rf_at (AT_FDCWD, root, &err), 0);
 }
 
