@@ -171,7 +171,7 @@ char *esbx_session_dir (esbx_store_t *store, const char *name);
 char *esbx_session_merged (esbx_store_t *store, const char *name);
 char *esbx_session_upper (esbx_store_t *store, const char *name);
 /* Open ROOT/sessions/NAME as a directory fd; a bad name or a session that
-   does not exist is an error (ENOENT) that says so.  */
+   does not exist is an error that says so.  */
 int esbx_session_open_dir (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* Mount the merged view if it is not mounted (idempotent).  */
 int esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err);

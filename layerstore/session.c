@@ -41,7 +41,7 @@ esbx_session_open_dir (esbx_store_t *store, const char *name, esbx_error_t *err)
   fd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (fd < 0 && errno == ENOENT)
-    return esbx_make_error (err, ENOENT, "session `%s` does not exist", name);
+    return esbx_make_error (err, 0, "session `%s` does not exist", name);
   if (fd < 0)
     return esbx_make_error (err, errno, "open `%s/%s`", store->root, rel);
   return fd;

@@ -614,19 +614,7 @@ h_session_rebase (struct esbx_gw_ctx *ctx)
 
   if (check_body (ctx, fields, "") < 0 || session_must_exist (ctx) < 0)
     return;
-  {
-    _cleanup_json_ json_t *status = esbx_sandbox_status (ctx->store, ctx->arg);
-    json_t *holder = json_get (status, "holder");
-    /* The same error as the CLI's, so that both modes print one line.  */
-    if (holder && holder->type != JSON_NULL)
-      {
-        esbx_make_error (&err, EBUSY,
-                         "rebase `%s`: the session's holder is running; stop its processes first",
-                         ctx->arg);
-        return reply_err (ctx, &err);
-      }
-  }
-  if (esbx_session_rebase (ctx->store, ctx->arg, &r, &err) < 0)
+  if (esbx_sandbox_rebase (ctx->store, ctx->arg, &r, &err) < 0)
     {
       if (r.n_conflicts)
         reply_conflict (ctx, &err, &r);

@@ -8,24 +8,10 @@ rebase_local (struct esbx_cli *cli, const char *session, esbx_error_t *err)
 {
   struct esbx_publish_result r = { 0 };
   esbx_store_t *store = cli_store (cli, err);
-  json_t *holder;
 
   if (store == NULL)
     return -1;
-  if (!esbx_session_exists (store, session))
-    return esbx_session_rebase (store, session, &r, err);
-  /* Rebase remounts the session; a holder's mount namespace would keep the
-     old overlay on the same upper directory.  */
-  {
-    _cleanup_json_ json_t *status = esbx_sandbox_status (store, session);
-    holder = json_get (status, "holder");
-    if (holder && holder->type != JSON_NULL)
-      return esbx_make_error (err, EBUSY,
-                              "rebase `%s`: the session's holder is running; stop its "
-                              "processes first",
-                              session);
-  }
-  if (esbx_session_rebase (store, session, &r, err) < 0)
+  if (esbx_sandbox_rebase (store, session, &r, err) < 0)
     return cli_publish_failed (cli, &r);
   {
     _cleanup_json_ json_t *o = esbx_rebase_result_json (&r);

@@ -166,6 +166,27 @@ num_or_null (uint64_t v)
   return v == UINT64_MAX ? json_new (JSON_NULL) : json_new_int ((int64_t)v);
 }
 
+int
+esbx_sandbox_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *result,
+                     esbx_error_t *err)
+{
+  struct esbx_holder_info info = { 0 };
+  esbx_error_t herr = NULL;
+  bool running;
+
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  if (!esbx_session_exists (store, name))
+    return esbx_make_error (err, 0, "session `%s` does not exist", name);
+  running = esbx_holder_get (store, name, &info, &herr) == 0;
+  esbx_holder_info_free (&info);
+  esbx_error_free (&herr);
+  if (running)
+    return esbx_make_error (
+        err, EBUSY, "rebase `%s`: the session's holder is running; stop its processes first", name);
+  return esbx_session_rebase (store, name, result, err);
+}
+
 json_t *
 esbx_sandbox_status (esbx_store_t *store, const char *name)
 {

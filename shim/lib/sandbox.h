@@ -12,6 +12,12 @@
    unmount and delete the session.  */
 int esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err);
 
+/* esbx_session_rebase, refused (EBUSY) while the session's holder runs:
+   rebase remounts the session, and the holder's mount namespace would keep
+   the old overlay on the same upper directory.  */
+int esbx_sandbox_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *result,
+                         esbx_error_t *err);
+
 /* esbx_gc plus the sessions whose holder died or whose owner crashed.  */
 int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 
