@@ -615,10 +615,9 @@ dispatch (struct esbx_driver *d, const char *path, const json_t *req, char **sub
 }
 
 void
-esbx_driver_serve (void *data, const char *path, const char *body, size_t len,
-                   struct esbx_http_reply *reply)
+esbx_driver_serve (struct esbx_driver *d, const char *path, const char *body, size_t len,
+                   struct esbx_plugin_reply *reply)
 {
-  struct esbx_driver *d = data;
   _cleanup_json_ json_t *req = NULL;
   _cleanup_json_ json_t *resp = NULL;
   esbx_error_t err = NULL;
@@ -630,7 +629,7 @@ esbx_driver_serve (void *data, const char *path, const char *body, size_t len,
       if (req == NULL)
         {
           esbx_error_wrap (&err, "%s: bad request body", path);
-          esbx_http_reply_error (reply, 400, err->msg);
+          esbx_plugin_reply_error (reply, 400, err->msg);
           esbx_error_free (&err);
           return;
         }
@@ -645,7 +644,7 @@ esbx_driver_serve (void *data, const char *path, const char *body, size_t len,
         status = 400;
       else
         status = 500;
-      esbx_http_reply_error (reply, status, err->msg);
+      esbx_plugin_reply_error (reply, status, err->msg);
       esbx_error_free (&err);
       return;
     }

@@ -1,16 +1,15 @@
 #include "gateway.h"
 #include "auth.h"
 #include "gateway_routes.h"
+#include "http.h"
 #include "listen.h"
 #include "log.h"
 #include "text.h"
 #include "utils.h"
 
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <string.h>
-#include <time.h>
 
 /* File writes travel in request bodies; anything larger is refused with 413
    before it is read.  */
@@ -22,17 +21,9 @@ struct esbx_gateway
   esbx_store_t *store;
   struct esbx_metrics *metrics;
   struct esbx_audit *audit;
-  struct MHD_Daemon *unix_daemon;
-  struct MHD_Daemon *tcp_daemon;
+  struct esbx_http_server *unix_server;
+  struct esbx_http_server *tcp_server;
   char *socket_path;
-};
-
-struct request
-{
-  struct timespec start;
-  char *body;
-  size_t len;
-  bool too_big;
 };
 
 void
@@ -61,15 +52,6 @@ esbx_gw_reply_error (struct esbx_gw_ctx *ctx, unsigned status, int code, const c
   free (ctx->reason);
   ctx->reason = xstrdup (msg);
   esbx_gw_reply_json (ctx, status, o);
-}
-
-static double
-elapsed (const struct timespec *start)
-{
-  struct timespec now;
-
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
 }
 
 /* Match URL against PATTERN segment by segment; '*' captures a name.  */
@@ -118,34 +100,20 @@ find_route (const char *method, const char *url, char *arg, size_t argsz, bool *
   return NULL;
 }
 
-static enum MHD_Result
-send_answer (struct esbx_gateway *gw, struct MHD_Connection *conn, struct esbx_gw_ctx *ctx,
-             const char *endpoint, const char *url, struct request *req)
+/* Every request, allowed or refused, is audited and counted; refusals are
+   logged too.  */
+static void
+record (struct esbx_gateway *gw, const struct esbx_http_request *req, struct esbx_gw_ctx *ctx,
+        unsigned status, const char *endpoint)
 {
-  struct MHD_Response *resp = ctx->stream;
-  unsigned status = ctx->status ? ctx->status : MHD_HTTP_OK;
-  enum MHD_Result ret;
+  const char *token = ctx->token ? ctx->token->id : NULL;
 
-  if (resp == NULL)
-    {
-      resp = MHD_create_response_from_buffer (ctx->out_len, ctx->out ? ctx->out : (char *)"",
-                                              MHD_RESPMEM_MUST_COPY);
-      if (resp == NULL)
-        return MHD_NO;
-      MHD_add_response_header (resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                               ctx->content_type ? ctx->content_type : "application/json");
-    }
-  ret = MHD_queue_response (conn, status, resp);
-  MHD_destroy_response (resp);
-  ctx->stream = NULL;
-
-  esbx_audit_record (gw->audit, ctx->token ? ctx->token->id : NULL, ctx->method, url, status < 400,
-                     status, status < 400 ? NULL : ctx->reason);
-  esbx_metrics_request (gw->metrics, endpoint, ctx->method, status, elapsed (&req->start));
+  esbx_audit_record (gw->audit, token, ctx->method, req->url, status < 400, status,
+                     status < 400 ? NULL : ctx->reason);
+  esbx_metrics_request (gw->metrics, endpoint, ctx->method, status, esbx_http_elapsed (req));
   if (status >= 400)
-    esbx_info ("gateway %s %s token=%s status=%u: %s", ctx->method, url,
-               ctx->token ? ctx->token->id : "-", status, ctx->reason ? ctx->reason : "");
-  return ret;
+    esbx_info ("gateway %s %s token=%s status=%u: %s", ctx->method, req->url, token ? token : "-",
+               status, ctx->reason ? ctx->reason : "");
 }
 
 /* Unknown fields are refused so that a typo never silently does less than
@@ -227,111 +195,59 @@ handle (struct esbx_gateway *gw, struct esbx_gw_ctx *ctx, const char *url, const
   route->fn (ctx);
 }
 
-static enum MHD_Result
-on_request (void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+static void
+serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer *answer)
 {
-  struct esbx_gateway *gw = cls;
-  struct request *req = *con_cls;
-  struct esbx_gw_ctx ctx = { 0 };
+  struct esbx_gateway *gw = data;
+  struct esbx_gw_ctx ctx = {
+    .store = gw->store,
+    .metrics = gw->metrics,
+    .conn = req->conn,
+    .method = req->method,
+    .body = req->body,
+    .len = req->len,
+  };
   const char *endpoint = "unknown";
-  const char *cl;
-  enum MHD_Result ret;
 
-  ctx.store = gw->store;
-  ctx.metrics = gw->metrics;
-  ctx.conn = conn;
-  ctx.method = method;
-  if (req == NULL)
+  /* The gateway takes every method (routing answers 405), so the layer
+     only ever refuses a body over the limit, before authentication.  */
+  if (req->refused)
     {
-      req = xmalloc0 (sizeof *req);
-      clock_gettime (CLOCK_MONOTONIC, &req->start);
-      *con_cls = req;
-      cl = MHD_lookup_connection_value (conn, MHD_HEADER_KIND, "Content-Length");
-      if (cl && strtoull (cl, NULL, 10) > GATEWAY_MAX_BODY)
-        {
-          esbx_gw_reply_error (&ctx, MHD_HTTP_CONTENT_TOO_LARGE, ESBX_EXIT_USAGE,
-                               "request body too large (limit %u bytes)", GATEWAY_MAX_BODY);
-          ret = send_answer (gw, conn, &ctx, "too_large", url, req);
-          free (ctx.out);
-          free (ctx.reason);
-          return ret;
-        }
-      return MHD_YES;
-    }
-  if (*upload_data_size > 0)
-    {
-      if (!req->too_big && req->len + *upload_data_size <= GATEWAY_MAX_BODY)
-        {
-          req->body = xrealloc (req->body, req->len + *upload_data_size + 1);
-          memcpy (req->body + req->len, upload_data, *upload_data_size);
-          req->len += *upload_data_size;
-          req->body[req->len] = '\0';
-        }
-      else
-        {
-          req->too_big = true;
-          free (req->body);
-          req->body = NULL;
-          req->len = 0;
-        }
-      *upload_data_size = 0;
-      return MHD_YES;
-    }
-
-  if (req->too_big)
-    {
-      esbx_gw_reply_error (&ctx, MHD_HTTP_CONTENT_TOO_LARGE, ESBX_EXIT_USAGE,
-                           "request body too large (limit %u bytes)", GATEWAY_MAX_BODY);
+      esbx_gw_reply_error (&ctx, req->refused, ESBX_EXIT_USAGE, "%s", req->why);
       endpoint = "too_large";
     }
   else
-    {
-      ctx.body = req->body ? req->body : "";
-      ctx.len = req->len;
-      handle (gw, &ctx, url, &endpoint);
-    }
-  ret = send_answer (gw, conn, &ctx, endpoint, url, req);
-  free (ctx.out);
+    handle (gw, &ctx, req->url, &endpoint);
+
+  answer->status = ctx.status ? ctx.status : MHD_HTTP_OK;
+  answer->content_type = ctx.content_type ? ctx.content_type : "application/json";
+  answer->body = steal_pointer (&ctx.out);
+  answer->len = ctx.out_len;
+  answer->stream = steal_pointer (&ctx.stream);
+  record (gw, req, &ctx, answer->status, endpoint);
   free (ctx.reason);
   free (ctx.project);
   free (ctx.session);
   json_free (ctx.json);
   esbx_token_free ((struct esbx_token *)ctx.token);
-  return ret;
 }
 
-static void
-on_completed (void *cls, struct MHD_Connection *conn, void **con_cls,
-              enum MHD_RequestTerminationCode toe)
+/* Serve the gateway on the listening socket FD (ADDR names it in errors).  */
+static int
+serve_on (struct esbx_gateway *gw, int fd, const char *addr, struct esbx_http_server **out,
+          esbx_error_t *err)
 {
-  struct request *req = *con_cls;
+  struct esbx_http_config cfg = {
+    .name = "gateway",
+    .max_body = GATEWAY_MAX_BODY,
+    .timeout = 600,
+    .handler = serve,
+    .data = gw,
+  };
 
-  if (req == NULL)
-    return;
-  free (req->body);
-  free (req);
-  *con_cls = NULL;
-}
-
-static void
-on_mhd_error (void *cls, const char *fmt, va_list ap)
-{
-  char line[1024];
-
-  vsnprintf (line, sizeof line, fmt, ap);
-  line[strcspn (line, "\n")] = '\0';
-  esbx_warn ("gateway: %s", line);
-}
-
-static struct MHD_Daemon *
-start_daemon (struct esbx_gateway *gw, int fd)
-{
-  return MHD_start_daemon (
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
-      NULL, on_request, gw, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, gw, MHD_OPTION_LISTEN_SOCKET,
-      (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, gw, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned int)600, MHD_OPTION_END);
+  if (esbx_http_start (fd, &cfg, out, err) < 0)
+    return esbx_error_wrap (err, "start the gateway on `%s`", addr);
+  return 0;
 }
 
 int
@@ -351,26 +267,14 @@ esbx_gateway_start (esbx_store_t *store, struct esbx_metrics *metrics, struct es
       if (fd < 0)
         goto fail;
       gw->socket_path = xstrdup (cfg->socket_path);
-      gw->unix_daemon = start_daemon (gw, fd);
-      if (gw->unix_daemon == NULL)
-        {
-          close (fd);
-          esbx_make_error (err, 0, "start the gateway on `%s`", cfg->socket_path);
-          goto fail;
-        }
+      if (serve_on (gw, fd, cfg->socket_path, &gw->unix_server, err) < 0)
+        goto fail;
     }
   if (cfg->tcp)
     {
       fd = esbx_listen_loopback ("--gateway-tcp", cfg->tcp, err);
-      if (fd < 0)
+      if (fd < 0 || serve_on (gw, fd, cfg->tcp, &gw->tcp_server, err) < 0)
         goto fail;
-      gw->tcp_daemon = start_daemon (gw, fd);
-      if (gw->tcp_daemon == NULL)
-        {
-          close (fd);
-          esbx_make_error (err, 0, "start the gateway on `%s`", cfg->tcp);
-          goto fail;
-        }
     }
   *out = gw;
   return 0;
@@ -384,10 +288,8 @@ esbx_gateway_stop (struct esbx_gateway *gw)
 {
   if (gw == NULL)
     return;
-  if (gw->unix_daemon)
-    MHD_stop_daemon (gw->unix_daemon);
-  if (gw->tcp_daemon)
-    MHD_stop_daemon (gw->tcp_daemon);
+  esbx_http_stop (gw->unix_server);
+  esbx_http_stop (gw->tcp_server);
   if (gw->socket_path)
     unlink (gw->socket_path);
   free (gw->socket_path);

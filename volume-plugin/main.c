@@ -2,11 +2,11 @@
 #include "audit.h"
 #include "driver.h"
 #include "gateway.h"
-#include "http.h"
 #include "layerstore.h"
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
+#include "plugin.h"
 #include "utils.h"
 #include "volumes.h"
 
@@ -112,7 +112,7 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
   _cleanup_store_ esbx_store_t *store = NULL;
   struct esbx_volumes *vols = NULL;
   struct esbx_driver *driver = NULL;
-  struct esbx_http_server *server = NULL;
+  struct esbx_plugin *plugin = NULL;
   sigset_t set;
   int sig = 0, ret = -1;
 
@@ -129,16 +129,14 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
   if (esbx_volumes_open (store, &vols, err) < 0)
     return -1;
   driver = esbx_driver_new (store, vols);
-  if (esbx_http_start (socket_path, ESBX_PLUGIN_CONTENT_TYPE, esbx_driver_serve, driver, &server,
-                       err)
-      < 0)
+  if (esbx_plugin_start (socket_path, driver, &plugin, err) < 0)
     goto out;
   esbx_info ("serving store `%s` on `%s`", store->root, socket_path);
   metrics = esbx_metrics_new (store);
   if (esbx_audit_open (store, &audit, err) < 0
       || start_listeners (store, l, metrics, audit, &gw, err) < 0)
     {
-      esbx_http_stop (server);
+      esbx_plugin_stop (plugin);
       goto out;
     }
 
@@ -152,7 +150,7 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
         break;
     }
   esbx_info ("signal %d: stopping", sig);
-  esbx_http_stop (server);
+  esbx_plugin_stop (plugin);
   esbx_gateway_stop (gw);
   ret = 0;
 out:

@@ -1,11 +1,11 @@
 #include "metrics.h"
 #include "holder.h"
+#include "http.h"
 #include "listen.h"
 #include "log.h"
 #include "utils.h"
 
 #include <inttypes.h>
-#include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
@@ -38,7 +38,7 @@ struct esbx_metrics
   size_t n_hists;
   uint64_t auth_failures;
   uint64_t publish_ok, publish_conflict;
-  struct MHD_Daemon *daemon;
+  struct esbx_http_server *server;
 };
 
 struct esbx_metrics *
@@ -270,88 +270,63 @@ esbx_metrics_render (struct esbx_metrics *m)
   return b.s;
 }
 
-static enum MHD_Result
-on_request (void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+static void
+serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer *answer)
 {
-  struct esbx_metrics *m = cls;
-  struct MHD_Response *resp;
-  enum MHD_Result ret;
-  unsigned status = MHD_HTTP_OK;
-  const char *ctype = "text/plain; charset=utf-8";
-  char *body;
+  struct esbx_metrics *m = data;
 
-  /* The first call only announces the request.  */
-  if (*con_cls == NULL)
+  answer->content_type = "text/plain; charset=utf-8";
+  if (req->refused)
     {
-      *con_cls = m;
-      return MHD_YES;
+      answer->status = req->refused;
+      answer->body = xasprintf ("%s\n", req->why);
     }
-  *upload_data_size = 0;
-  if (strcmp (method, "GET") != 0 && strcmp (method, "HEAD") != 0)
+  else if (strcmp (req->method, "GET") != 0 && strcmp (req->method, "HEAD") != 0)
     {
-      status = MHD_HTTP_METHOD_NOT_ALLOWED;
-      body = xstrdup ("only GET\n");
+      answer->status = MHD_HTTP_METHOD_NOT_ALLOWED;
+      answer->body = xstrdup ("only GET\n");
     }
-  else if (strcmp (url, "/healthz") == 0)
-    body = xstrdup ("ok\n");
-  else if (strcmp (url, "/metrics") == 0)
+  else if (strcmp (req->url, "/healthz") == 0)
+    answer->body = xstrdup ("ok\n");
+  else if (strcmp (req->url, "/metrics") == 0)
     {
-      body = esbx_metrics_render (m);
-      ctype = "text/plain; version=0.0.4; charset=utf-8";
+      answer->body = esbx_metrics_render (m);
+      answer->content_type = "text/plain; version=0.0.4; charset=utf-8";
     }
   else
     {
-      status = MHD_HTTP_NOT_FOUND;
-      body = xstrdup ("not found: try /healthz or /metrics\n");
+      answer->status = MHD_HTTP_NOT_FOUND;
+      answer->body = xstrdup ("not found: try /healthz or /metrics\n");
     }
-  resp = MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_FREE);
-  if (resp == NULL)
-    {
-      free (body);
-      return MHD_NO;
-    }
-  MHD_add_response_header (resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-  ret = MHD_queue_response (conn, status, resp);
-  MHD_destroy_response (resp);
-  return ret;
-}
-
-static void
-on_mhd_error (void *cls, const char *fmt, va_list ap)
-{
-  char line[1024];
-
-  vsnprintf (line, sizeof line, fmt, ap);
-  line[strcspn (line, "\n")] = '\0';
-  esbx_warn ("metrics: %s", line);
+  answer->len = strlen (answer->body);
 }
 
 int
 esbx_metrics_serve (struct esbx_metrics *m, const char *addr, esbx_error_t *err)
 {
+  /* Scrapes and health checks have no body.  */
+  struct esbx_http_config cfg = {
+    .name = "metrics",
+    .max_body = 0,
+    .timeout = 30,
+    .handler = serve,
+    .data = m,
+  };
   int fd = esbx_listen_loopback ("--metrics", addr, err);
 
   if (fd < 0)
     return -1;
-  m->daemon = MHD_start_daemon (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                on_request, m, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, m,
-                                MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
-  if (m->daemon == NULL)
-    {
-      close (fd);
-      return esbx_make_error (err, 0, "start the metrics server on `%s`", addr);
-    }
+  if (esbx_http_start (fd, &cfg, &m->server, err) < 0)
+    return esbx_error_wrap (err, "start the metrics server on `%s`", addr);
   return 0;
 }
 
 void
 esbx_metrics_stop (struct esbx_metrics *m)
 {
-  if (m && m->daemon)
+  if (m)
     {
-      MHD_stop_daemon (m->daemon);
-      m->daemon = NULL;
+      esbx_http_stop (m->server);
+      m->server = NULL;
     }
 }

@@ -74,11 +74,11 @@ imports_a_path (const char *body, size_t len)
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  struct esbx_http_reply reply = { 0 };
+  struct esbx_plugin_reply reply = { 0 };
   const char *path;
   char *body;
 
-  if (size < 1 || size - 1 > ESBX_HTTP_MAX_BODY)
+  if (size < 1 || size - 1 > ESBX_PLUGIN_MAX_BODY)
     return 0;
   path = endpoints[data[0] % ARRAY_SIZE (endpoints)];
   /* An exact copy, not NUL-terminated, so that reading past the body is

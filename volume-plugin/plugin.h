@@ -1,0 +1,36 @@
+/* esbxd: Docker's volume plugin socket.  Every request is a POST whose
+   JSON body (1 MiB at most) goes to the driver (driver.h); every answer,
+   errors included, is JSON in Docker's plugin content type, and every
+   request leaves one line in the log.  */
+#ifndef ESBX_PLUGIN_PLUGIN_H
+#define ESBX_PLUGIN_PLUGIN_H
+
+#include "error.h"
+
+#include <stddef.h>
+
+/* Bodies larger than this are refused with 413 and never reach the driver.  */
+#define ESBX_PLUGIN_MAX_BODY (1024u * 1024u)
+
+struct esbx_plugin_reply
+{
+  unsigned status; /* HTTP status; 200 unless the driver sets another */
+  char *body;      /* owned: the JSON answer */
+  char *subject;   /* owned, may be NULL: the volume the request was about, for the log */
+  char *result;    /* owned, may be NULL ("ok"): one-line outcome, for the log */
+};
+
+/* Fill REPLY with {"Err": MSG}.  */
+void esbx_plugin_reply_error (struct esbx_plugin_reply *reply, unsigned status, const char *msg);
+
+struct esbx_driver;
+struct esbx_plugin;
+
+/* Bind a unix socket at SOCKET_PATH (mode 0660), refusing to steal one that
+   another process still answers on, and serve DRIVER on it.  */
+int esbx_plugin_start (const char *socket_path, struct esbx_driver *driver,
+                       struct esbx_plugin **out, esbx_error_t *err);
+/* Stop serving (waiting for requests in flight) and remove the socket.  */
+void esbx_plugin_stop (struct esbx_plugin *plugin);
+
+#endif
