@@ -86,7 +86,7 @@ esbx_listen_loopback (const char *what, const char *spec, esbx_error_t *err)
 {
   struct sockaddr_storage ss;
   _cleanup_close_ int fd = -1;
-  socklen_t sl;
+  socklen_t sl = 0;
   int one = 1;
 
   if (parse_loopback (what, spec, &ss, &sl, err) < 0)
