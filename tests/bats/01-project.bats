@@ -3,9 +3,6 @@
 
 load helpers
 
-setup() { setup_store; }
-teardown() { teardown_store; }
-
 @test "project create without --from makes an empty layer 0" {
   esbx_ok project create empty
   assert_output "empty"

@@ -3,12 +3,7 @@
 
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-}
-teardown() { teardown_store; }
+setup() { setup_project; }
 
 @test "session create prints the name and mounts an overlay with plain options" {
   esbx_ok session create p --name s1
@@ -42,8 +37,7 @@ teardown() { teardown_store; }
 }
 
 @test "diff shows added, modified and deleted; copy-ups identical to the base are not changes" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   echo x >"$m/new"
   echo more >>"$m/README"
   rm "$m/docs/guide.txt"
@@ -56,16 +50,14 @@ A /new"
 }
 
 @test "diff --json gives path, kind, type, size and sha256" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   printf 'abc' >"$m/new"
   esbx_ok diff s1 --json
   echo "$output" | jq -e '.[0] | .path == "/new" and .kind == "added" and .type == "file" and .size == 3 and .sha256 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"'
 }
 
 @test "diff --patch prints unified diffs of text files" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   printf 'line1\nline two\n' >"$m/docs/guide.txt"
   printf '\0\1\2' >"$m/bin"
   esbx_ok diff s1 --patch
@@ -77,8 +69,7 @@ A /new"
 }
 
 @test "symlink, type and mode changes are changes" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   ln -sfn src "$m/link"
   chmod 700 "$m/src"
   rm -r "$m/docs" && echo file >"$m/docs"
@@ -89,8 +80,7 @@ A /new"
 }
 
 @test "opaque directories: rm -rf then mkdir shows the old contents deleted" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   rm -rf "$m/docs" && mkdir "$m/docs" && echo n >"$m/docs/new.txt"
   esbx_ok diff s1
   assert_line "D /docs/guide.txt"
@@ -128,8 +118,7 @@ A /new"
 }
 
 @test "a session is mounted again on demand after an unmount (reboot)" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   echo keep >"$m/kept"
   umount "$m"
   esbx_ok session path s1
@@ -137,8 +126,7 @@ A /new"
 }
 
 @test "discard unmounts and removes the private state" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   esbx_ok discard s1
   run grep -F "$m" /proc/self/mountinfo
   assert_failure

@@ -3,14 +3,8 @@
 
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-}
-teardown() { teardown_store; }
+setup() { setup_project; }
 
-path_of() { "$ESBX" session path "$1"; }
 head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
 
 @test "publish makes exactly one layer with provenance and prints its id" {
@@ -29,7 +23,7 @@ head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
 }
 
 @test "disjoint sessions both land; an overlapping one is rejected with exit 3 and keeps its changes" {
-  for s in a b c; do esbx_ok session create p --name $s; done
+  make_sessions p a b c
   echo a >"$(path_of a)/a.txt"
   echo b >"$(path_of b)/b.txt"
   echo c >>"$(path_of c)/README"
@@ -47,8 +41,7 @@ head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
 }
 
 @test "identical changes on both sides are not conflicts" {
-  esbx_ok session create p --name a
-  esbx_ok session create p --name b
+  make_sessions p a b
   echo same >"$(path_of a)/same"
   echo same >"$(path_of b)/same"
   esbx_ok publish a
@@ -56,9 +49,7 @@ head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
 }
 
 @test "deleting a directory conflicts with changes beneath it, both ways" {
-  esbx_ok session create p --name del
-  esbx_ok session create p --name edit
-  esbx_ok session create p --name del2
+  make_sessions p del edit del2
   rm -rf "$(path_of del)/docs"
   echo edit >>"$(path_of edit)/docs/guide.txt"
   esbx_ok publish edit
@@ -89,8 +80,7 @@ head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
 }
 
 @test "a second publish after others landed checks only against them" {
-  esbx_ok session create p --name s1
-  esbx_ok session create p --name s2
+  make_sessions p s1 s2
   echo one >"$(path_of s1)/one"
   esbx_ok publish s1
   echo other >"$(path_of s2)/other"
@@ -105,8 +95,7 @@ more"
 }
 
 @test "rebase moves the base to the head, or reports conflicts with exit 3" {
-  esbx_ok session create p --name a
-  esbx_ok session create p --name b
+  make_sessions p a b
   echo a >"$(path_of a)/a"
   echo same >"$(path_of b)/b"
   esbx_ok publish a
@@ -125,8 +114,7 @@ more"
 }
 
 @test "rebase drops stale identical copy-ups so upstream changes show through" {
-  esbx_ok session create p --name a
-  esbx_ok session create p --name b
+  make_sessions p a b
   chmod 600 "$(path_of b)/README" && chmod 644 "$(path_of b)/README"
   echo upstream >>"$(path_of a)/README"
   esbx_ok publish a

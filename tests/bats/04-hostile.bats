@@ -4,14 +4,7 @@
 
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
-}
-teardown() { teardown_store; }
+setup() { setup_session; }
 
 @test "symlinks to host files are published as symlinks, never followed" {
   ln -s /etc/shadow "$m/shadow"

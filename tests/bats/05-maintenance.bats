@@ -3,12 +3,7 @@
 
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-}
-teardown() { teardown_store; }
+setup() { setup_project; }
 
 @test "fsck finds a layer whose content no longer matches its record" {
   esbx_ok fsck
@@ -75,8 +70,7 @@ teardown() { teardown_store; }
   esbx_ok project squash p
   id=$output
   [ "$(cat "$ESBX_ROOT/projects/p/stack")" = "$id" ]
-  esbx_ok session create p --name after
-  m=$("$ESBX" session path after)
+  make_session p after
   [ "$(cat "$m/f3")" = 3 ] && [ ! -e "$m/README" ]
   esbx_ok gc
   [ "$(ls "$ESBX_ROOT/projects/p/layers" | wc -l)" -eq 1 ]
@@ -92,8 +86,7 @@ teardown() { teardown_store; }
 @test "a stack of 600 layers still creates sessions and reads files" {
   esbx_ok project create deep
   # Layers are built through the real publish path, one per publish.
-  esbx_ok session create deep --name builder
-  m=$("$ESBX" session path builder)
+  make_session deep builder
   for i in $(seq 1 599); do
     echo $i >"$m/f"
     echo $i >"$m/g$((i % 7))"

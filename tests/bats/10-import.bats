@@ -14,7 +14,6 @@ setup() {
   outside=$BATS_TEST_TMPDIR/outside
   mkdir -p "$outside"
 }
-teardown() { teardown_store; }
 
 # The base layer's tree of project P.
 layer0() {
@@ -87,8 +86,7 @@ pytar() {
     [ "$(stat -c %Y "$d/docs/guide.txt")" = 1000000000 ]
     [ -L "$d/link" ]
   done
-  esbx_ok session create p-x-tar-zst --name s1
-  m=$("$ESBX" session path s1)
+  make_session p-x-tar-zst s1
   [ "$(cat "$m/README")" = hello ]
 }
 

@@ -6,15 +6,12 @@
 load helpers
 
 setup() {
-  setup_store
+  setup_project
   src=$BATS_TEST_TMPDIR/src
-  make_tree "$src"
-  esbx_ok project create p --from "$src"
   base=$(head -n1 "$ESBX_ROOT/projects/p/stack")
   out=$BATS_TEST_TMPDIR/out
   mkdir -p "$out"
 }
-teardown() { teardown_store; }
 
 # Names in an archive, one per line, in archive order.
 names() {
@@ -49,8 +46,7 @@ names() {
 }
 
 @test "export a session as tar shows its current tree" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   echo changed >"$m/README"
   rm "$m/docs/guide.txt"
   mkdir -p "$m/new/dir" && echo n >"$m/new/dir/file"
@@ -68,8 +64,7 @@ names() {
 }
 
 @test "export a session as an OCI layer: its change set with whiteouts" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   echo changed >"$m/README"
   rm "$m/docs/guide.txt"
   rm -rf "$m/src"
@@ -84,8 +79,7 @@ names() {
 }
 
 @test "export PROJECT@LAYER: an older layer and the layer's own diff as an OCI layer" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   rm "$m/README"
   echo two >"$m/docs/guide.txt"
   esbx_ok publish s1
@@ -108,8 +102,7 @@ names() {
 }
 
 @test "an OCI layer applied over the base tree gives the session's tree" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   rm -rf "$m/docs"
   echo x >"$m/src/extra.c"
   esbx_ok export s1 --format oci-layer -o "$out/layer.tar"
@@ -144,8 +137,7 @@ names() {
 }
 
 @test "export refuses a device node in a session and leaves no file" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   mknod "$m/dev0" c 1 3
   esbx_fails 1 export s1 -o "$out/s1.tar"
   [ "${#lines[@]}" -eq 1 ]
@@ -155,8 +147,7 @@ names() {
 }
 
 @test "export strips setuid bits with a warning" {
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   printf '#!/bin/sh\n' >"$m/suid"
   chmod 04755 "$m/suid"
   esbx_ok export s1 -o "$out/s1.tar"
@@ -174,8 +165,7 @@ names() {
 @test "an opaque directory in a layer's diff becomes .wh..wh..opq in the OCI layer" {
   # Layers published by esbx spell a replaced directory as whiteouts; a
   # layer in overlayfs format may also carry the opaque xattr: plant one.
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
+  make_session p s1
   echo n >"$m/docs/new.txt"
   esbx_ok publish s1
   top=$output

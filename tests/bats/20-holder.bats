@@ -4,21 +4,7 @@
 
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-}
-teardown() { teardown_store; }
-
-# Gone: no such process, or a zombie nobody reaped yet.
-proc_gone() {
-  ! grep -q '^State:[[:space:]]*[^Z]' "/proc/$1/status" 2>/dev/null
-}
-
-holder_pid() {
-  sed -n 's/^ *"pid": *\([0-9]*\).*/\1/p' "$ESBX_ROOT/sessions/$1/holder.json"
-}
+setup() { setup_project; }
 
 @test "the holder starts on first exec, is recorded with its start time and outlives the CLI" {
   esbx_ok session create p --name s1
@@ -70,8 +56,7 @@ holder_pid() {
 }
 
 @test "the host root is read-only, the workspace writable, /tmp private" {
-  esbx_ok session create p --name s1
-  esbx_ok session create p --name s2
+  make_sessions p s1 s2
   run "$ESBX" exec s1 -- touch /usr/esbx-must-not-exist
   assert_failure
   assert_output --partial "Read-only file system"
@@ -109,10 +94,8 @@ holder_pid() {
   sleeper=$(pgrep -f -P "$pid" 'sleep 300')
   [ -n "$sleeper" ]
   kill -TERM "$pid"
-  for _ in $(seq 50); do proc_gone "$sleeper" && break; sleep 0.1; done
-  proc_gone "$sleeper"
-  for _ in $(seq 50); do proc_gone "$pid" && break; sleep 0.1; done
-  proc_gone "$pid"
+  wait_gone "$sleeper"
+  wait_gone "$pid"
   # The next exec notices and starts a fresh holder.
   esbx_ok exec s1 -- true
   [ "$(holder_pid s1)" != "$pid" ]

@@ -5,13 +5,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-  esbx_ok session create p --name s1
-}
-teardown() { teardown_store; }
+setup() { setup_session; }
 
 @test "a detached process started by one exec is visible to the next" {
   esbx_ok exec --detach s1 -- sleep 300

@@ -3,25 +3,7 @@
 
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-}
-teardown() { teardown_store; }
-
-proc_gone() {
-  ! grep -q '^State:[[:space:]]*[^Z]' "/proc/$1/status" 2>/dev/null
-}
-
-wait_gone() {
-  for _ in $(seq 50); do proc_gone "$1" && return 0; sleep 0.1; done
-  proc_gone "$1"
-}
-
-holder_pid() {
-  sed -n 's/^ *"pid": *\([0-9]*\).*/\1/p' "$ESBX_ROOT/sessions/$1/holder.json"
-}
+setup() { setup_project; }
 
 session_cgroup() {
   printf 'esbx/%s.%s' "$(printf %s "$ESBX_ROOT" | sha256sum | cut -c1-8)" "$1"
@@ -129,9 +111,7 @@ session_pids() {
 }
 
 @test "gc leaves live sessions alone, and is safe twice and concurrently" {
-  esbx_ok session create p --name live
-  esbx_ok session create p --name dead
-  esbx_ok session create p --name idle
+  make_sessions p live dead idle
   esbx_ok exec --detach live -- sleep 300
   esbx_ok exec --detach dead -- sleep 300
   live=$(holder_pid live)

@@ -4,18 +4,6 @@
 
 load ./docker_helpers.bash
 
-setup_file() {
-  setup_docker_file
-}
-
-setup() {
-  setup_docker
-}
-
-teardown() {
-  teardown_docker
-}
-
 assert_err() {
   local code=$1 pattern=$2
   [ "$http_code" = "$code" ] || { echo "HTTP $http_code, wanted $code: $output"; return 1; }

@@ -3,18 +3,6 @@
 
 load ./docker_helpers.bash
 
-setup_file() {
-  setup_docker_file
-}
-
-setup() {
-  setup_docker
-}
-
-teardown() {
-  teardown_docker
-}
-
 mount_total() {
   python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["mounts"].values()))' \
     <"$ESBX_ROOT/plugin/volumes/$1.json"

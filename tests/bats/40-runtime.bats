@@ -4,8 +4,7 @@
 # would (global flags, then the verb), started with runc's `start`.
 
 load helpers
-
-RT=${ESBX_RUNTIME:-$ESBX_BUILD/shim/esbx-runtime}
+load runtime_helpers
 
 setup_file() {
   command -v runc >/dev/null || skip "runc is not installed"
@@ -34,29 +33,6 @@ teardown() {
   done
   stop_holders
   teardown_store
-}
-
-# Belt and braces for teardown: end every holder of the test's store and
-# remove its cgroup, whatever discard manages.
-stop_holders() {
-  local f pid cg d i
-  for f in "${ESBX_ROOT:-/nonexistent}"/sessions/*/holder.json; do
-    [ -f "$f" ] || continue
-    pid=$(jq -r '.pid // empty' "$f" 2>/dev/null) || continue
-    cg=$(jq -r '.cgroup // empty' "$f" 2>/dev/null) || true
-    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = esbx-holder ]; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for i in $(seq 50); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-      done
-    fi
-    [ -n "$cg" ] || continue
-    for d in /sys/fs/cgroup/*/"$cg" /sys/fs/cgroup/"$cg"; do
-      [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-    done
-  done
-  return 0
 }
 
 # A project with one file and a session of it: `new_session NAME`.

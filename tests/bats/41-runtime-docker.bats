@@ -6,8 +6,8 @@
 # and takes it out again.
 
 load docker_helpers
+load runtime_helpers
 
-RT=${ESBX_RUNTIME:-$ESBX_BUILD/shim/esbx-runtime}
 DAEMON_JSON=/etc/docker/daemon.json
 RUNTIME_CONF=/etc/esbx/runtime.conf
 LOCK=/run/esbx-runtime-test.lock
@@ -138,29 +138,6 @@ teardown() {
   teardown_docker
 }
 
-# Belt and braces for teardown: end every holder of the test's store and
-# remove its cgroup, whatever discard manages.
-stop_holders() {
-  local f pid cg d i
-  for f in "${ESBX_ROOT:-/nonexistent}"/sessions/*/holder.json; do
-    [ -f "$f" ] || continue
-    pid=$(jq -r '.pid // empty' "$f" 2>/dev/null) || continue
-    cg=$(jq -r '.cgroup // empty' "$f" 2>/dev/null) || true
-    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = esbx-holder ]; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for i in $(seq 50); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-      done
-    fi
-    [ -n "$cg" ] || continue
-    for d in /sys/fs/cgroup/*/"$cg" /sys/fs/cgroup/"$cg"; do
-      [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-    done
-  done
-  return 0
-}
-
 teardown_docker_containers() {
   local c
   for c in $(docker ps -aq --filter "label=esbx-test=${DRIVER:-none}" 2>/dev/null); do
@@ -173,10 +150,6 @@ teardown_docker_containers() {
 mkvol() {
   echo "$1" >>"$BATS_TEST_TMPDIR/volumes"
   docker volume create -d "$DRIVER" -o project=demo "$1" >/dev/null
-}
-
-holder_pid() {
-  jq -r .pid "$ESBX_ROOT/sessions/$1/holder.json"
 }
 
 @test "runtime/docker: containers of one session share processes, hostname and files" {

@@ -8,10 +8,6 @@ setup() {
   setup_store
 }
 
-teardown() {
-  teardown_gateway
-}
-
 @test "token create prints the secret once; the store keeps only its hash" {
   run "$ESBX" token create --scope manage,observe --project demo --ttl 1h
   assert_success
@@ -52,18 +48,15 @@ teardown() {
 @test "revoked and expired tokens get 401" {
   setup_gateway
   t=$(token observe)
-  gw GET /v1/projects "$t"
-  assert_http 200
+  gw_expect 200 GET /v1/projects "$t"
   id=$("$ESBX" --json token list | json_field 0.id)
   esbx_ok token revoke "$id"
-  gw GET /v1/projects "$t"
-  assert_http 401
+  gw_expect 401 GET /v1/projects "$t"
   assert_output --partial "unknown or revoked"
 
   short=$(token observe --ttl 1s)
   sleep 2
-  gw GET /v1/projects "$short"
-  assert_http 401
+  gw_expect 401 GET /v1/projects "$short"
   assert_output --partial "expired"
   [ "$(grep -c '"decision":"denied","status":401' "$ESBX_ROOT/audit.log")" = 2 ]
 }

@@ -4,24 +4,13 @@
 
 load ./gateway_helpers.bash
 
-setup() {
-  setup_gateway
-}
-
-teardown() {
-  teardown_gateway
-}
-
 @test "gateway: no, malformed or unknown token gets 401, changes nothing, is audited" {
   make_demo
   before=$(store_state)
-  gw POST /v1/sessions/s1/publish -
-  assert_http 401
+  gw_expect 401 POST /v1/sessions/s1/publish -
   assert_output --partial "missing Authorization"
-  gw POST /v1/sessions/s1/publish "not-a-token"
-  assert_http 401
-  gw POST /v1/sessions/s1/publish "esbx_$(printf '0%.0s' {1..64})"
-  assert_http 401
+  gw_expect 401 POST /v1/sessions/s1/publish "not-a-token"
+  gw_expect 401 POST /v1/sessions/s1/publish "esbx_$(printf '0%.0s' {1..64})"
   run curl -s --unix-socket "$GW_SOCK" -H "Authorization: Basic abc" -X DELETE http://esbx/v1/sessions/s1
   assert_output --partial "Bearer"
   assert_equal "$(store_state)" "$before"
@@ -41,51 +30,36 @@ teardown() {
   # observe: reads yes, changes no.
   for p in /v1/projects /v1/projects/demo/log /v1/sessions /v1/sessions/s1 /v1/sessions/s1/diff \
     /v1/sessions/s1/events "/v1/projects/demo/blame?path=/README"; do
-    gw GET "$p" "$observe"
-    assert_http 200
+    gw_expect 200 GET "$p" "$observe"
   done
-  gw POST /v1/sessions/s1/publish "$observe" '{}'
-  assert_http 403
+  gw_expect 403 POST /v1/sessions/s1/publish "$observe" '{}'
   assert_output --partial "lacks the \`manage\` scope"
-  gw POST /v1/sessions/s1/exec "$observe" '{"argv":["touch","/workspace/x"]}'
-  assert_http 403
-  gw PUT "/v1/sessions/s1/files?path=x" "$observe" 'data'
-  assert_http 403
-  gw DELETE /v1/sessions/s2 "$observe"
-  assert_http 403
-  gw POST /v1/sessions "$observe" '{"project":"demo"}'
-  assert_http 403
+  gw_expect 403 POST /v1/sessions/s1/exec "$observe" '{"argv":["touch","/workspace/x"]}'
+  gw_expect 403 PUT "/v1/sessions/s1/files?path=x" "$observe" 'data'
+  gw_expect 403 DELETE /v1/sessions/s2 "$observe"
+  gw_expect 403 POST /v1/sessions "$observe" '{"project":"demo"}'
 
   # runtime: inside sessions only.
-  gw GET /v1/sessions "$runtime"
-  assert_http 403
-  gw POST /v1/sessions/s1/publish "$runtime" '{}'
-  assert_http 403
-  gw POST /v1/projects "$runtime" '{"name":"other"}'
-  assert_http 403
-  gw GET "/v1/sessions/s1/files?path=README" "$runtime"
-  assert_http 200
+  gw_expect 403 GET /v1/sessions "$runtime"
+  gw_expect 403 POST /v1/sessions/s1/publish "$runtime" '{}'
+  gw_expect 403 POST /v1/projects "$runtime" '{"name":"other"}'
+  gw_expect 200 GET "/v1/sessions/s1/files?path=README" "$runtime"
   assert_equal "$output" "changed"$'\n'
 
   # manage: no exec, no files.
-  gw POST /v1/sessions/s1/exec "$manage" '{"argv":["touch","/workspace/x"]}'
-  assert_http 403
-  gw GET "/v1/sessions/s1/files?path=README" "$manage"
-  assert_http 403
-  gw GET /v1/sessions/s1/diff "$manage"
-  assert_http 403
+  gw_expect 403 POST /v1/sessions/s1/exec "$manage" '{"argv":["touch","/workspace/x"]}'
+  gw_expect 403 GET "/v1/sessions/s1/files?path=README" "$manage"
+  gw_expect 403 GET /v1/sessions/s1/diff "$manage"
 
   assert_equal "$(store_state)" "$before"
   [ "$(grep -c '"decision":"denied","status":403' "$ESBX_ROOT/audit.log")" = 11 ]
 
   # And the allowed changes work.
-  gw POST /v1/sessions/s1/exec "$runtime" '{"argv":["sh","-c","echo hi; echo err >&2; exit 5"]}'
-  assert_http 200
+  gw_expect 200 POST /v1/sessions/s1/exec "$runtime" '{"argv":["sh","-c","echo hi; echo err >&2; exit 5"]}'
   assert_equal "$(json_field status <<<"$output")" 5
   assert_equal "$(json_field stdout <<<"$output")" hi
   assert_equal "$(json_field stderr <<<"$output")" err
-  gw POST /v1/sessions/s1/publish "$manage" '{"message":"via gateway"}'
-  assert_http 200
+  gw_expect 200 POST /v1/sessions/s1/publish "$manage" '{"message":"via gateway"}'
   layer=$(json_field layer <<<"$output")
   run "$ESBX" project log demo
   assert_output --partial "$layer"
@@ -107,34 +81,24 @@ teardown() {
   refute_output --partial o1
   gw GET /v1/projects "$proj"
   refute_output --partial other
-  gw GET /v1/sessions/o1/diff "$proj"
-  assert_http 403
+  gw_expect 403 GET /v1/sessions/o1/diff "$proj"
   assert_output --partial "limited to project \`demo\`"
-  gw DELETE /v1/sessions/o1 "$proj"
-  assert_http 403
-  gw POST /v1/sessions "$proj" '{"project":"other"}'
-  assert_http 403
-  gw GET /v1/projects/other/log "$proj"
-  assert_http 403
-  gw POST /v1/gc "$proj"
-  assert_http 403
+  gw_expect 403 DELETE /v1/sessions/o1 "$proj"
+  gw_expect 403 POST /v1/sessions "$proj" '{"project":"other"}'
+  gw_expect 403 GET /v1/projects/other/log "$proj"
+  gw_expect 403 POST /v1/gc "$proj"
 
   gw GET /v1/sessions "$sess"
   assert_equal "$(json_field 0.name <<<"$output")" s1
   refute_output --partial s2
-  gw POST /v1/sessions/s2/publish "$sess" '{}'
-  assert_http 403
+  gw_expect 403 POST /v1/sessions/s2/publish "$sess" '{}'
   assert_output --partial "limited to session \`s1\`"
-  gw POST /v1/sessions "$sess" '{"project":"demo"}'
-  assert_http 403
-  gw DELETE /v1/projects/demo "$sess"
-  assert_http 403
-  gw GET /v1/sessions/nosuch "$sess"
-  assert_http 403
+  gw_expect 403 POST /v1/sessions "$sess" '{"project":"demo"}'
+  gw_expect 403 DELETE /v1/projects/demo "$sess"
+  gw_expect 403 GET /v1/sessions/nosuch "$sess"
   assert_equal "$(store_state)" "$before"
 
-  gw GET /v1/sessions/s1/diff "$sess"
-  assert_http 200
+  gw_expect 200 GET /v1/sessions/s1/diff "$sess"
   assert_output --partial README
 }
 
@@ -142,33 +106,22 @@ teardown() {
   make_demo
   t=$(token manage,runtime,observe)
   before=$(store_state)
-  gw POST /v1/sessions "$t" '{"project": '
-  assert_http 400
+  gw_expect 400 POST /v1/sessions "$t" '{"project": '
   assert_output --partial "invalid JSON"
-  gw POST /v1/sessions "$t" '["demo"]'
-  assert_http 400
+  gw_expect 400 POST /v1/sessions "$t" '["demo"]'
   assert_output --partial "JSON object"
-  gw POST /v1/sessions "$t" '{"project":"demo","colour":"blue"}'
-  assert_http 400
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","colour":"blue"}'
   assert_output --partial "unknown field \`colour\`"
-  gw POST /v1/sessions "$t" '{"project":["demo"]}'
-  assert_http 400
+  gw_expect 400 POST /v1/sessions "$t" '{"project":["demo"]}'
   assert_output --partial "must be a string"
-  gw POST /v1/sessions/s1/exec "$t" '{"argv":"ls"}'
-  assert_http 400
-  gw POST /v1/sessions/s1/exec "$t" '{"argv":[1,2]}'
-  assert_http 400
-  gw POST /v1/sessions "$t" '{"project":"demo","name":"../x"}'
-  assert_http 400
-  gw GET '/v1/sessions/a%20b' "$t"
-  assert_http 400
-  gw GET /v1/nothing "$t"
-  assert_http 404
-  gw PATCH /v1/sessions "$t"
-  assert_http 405
+  gw_expect 400 POST /v1/sessions/s1/exec "$t" '{"argv":"ls"}'
+  gw_expect 400 POST /v1/sessions/s1/exec "$t" '{"argv":[1,2]}'
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"../x"}'
+  gw_expect 400 GET '/v1/sessions/a%20b' "$t"
+  gw_expect 404 GET /v1/nothing "$t"
+  gw_expect 405 PATCH /v1/sessions "$t"
   head -c $((5 * 1024 * 1024)) /dev/zero >"$BATS_TEST_TMPDIR/big"
-  gw PUT "/v1/sessions/s1/files?path=big" "$t" "@$BATS_TEST_TMPDIR/big"
-  assert_http 413
+  gw_expect 413 PUT "/v1/sessions/s1/files?path=big" "$t" "@$BATS_TEST_TMPDIR/big"
   assert_equal "$(store_state)" "$before"
   [ ! -e "$ESBX_ROOT/sessions/s1/upper/big" ]
 }
@@ -179,32 +132,24 @@ teardown() {
   ln -s /etc/shadow "$ESBX_ROOT/sessions/s1/merged/shadow"
   ln -s / "$ESBX_ROOT/sessions/s1/merged/rootlink"
 
-  gw GET "/v1/sessions/s1/files?path=shadow" "$t"
-  assert_http 400
+  gw_expect 400 GET "/v1/sessions/s1/files?path=shadow" "$t"
   refute_output --regexp '(^|\n)root:'
-  gw GET "/v1/sessions/s1/files?path=rootlink/etc/shadow" "$t"
-  assert_http 400
+  gw_expect 400 GET "/v1/sessions/s1/files?path=rootlink/etc/shadow" "$t"
   refute_output --regexp '(^|\n)root:'
-  gw GET "/v1/sessions/s1/files?path=../../../../etc/shadow" "$t"
-  assert_http 400
-  gw GET "/v1/sessions/s1/files?path=/etc/shadow" "$t"
-  assert_http 404
-  gw PUT "/v1/sessions/s1/files?path=shadow" "$t" 'owned'
-  assert_http 400
+  gw_expect 400 GET "/v1/sessions/s1/files?path=../../../../etc/shadow" "$t"
+  gw_expect 404 GET "/v1/sessions/s1/files?path=/etc/shadow" "$t"
+  gw_expect 400 PUT "/v1/sessions/s1/files?path=shadow" "$t" 'owned'
   assert_output --partial symlink
-  gw PUT "/v1/sessions/s1/files?path=rootlink/tmp/esbx-escape" "$t" 'owned'
-  assert_http 400
+  gw_expect 400 PUT "/v1/sessions/s1/files?path=rootlink/tmp/esbx-escape" "$t" 'owned'
   [ ! -e /tmp/esbx-escape ]
   grep -q '^root:' /etc/shadow
 
-  gw PUT "/v1/sessions/s1/files?path=/src/new.txt&mode=0600" "$t" 'new content'
-  assert_http 200
+  gw_expect 200 PUT "/v1/sessions/s1/files?path=/src/new.txt&mode=0600" "$t" 'new content'
   [ "$(cat "$ESBX_ROOT/sessions/s1/merged/src/new.txt")" = "new content" ]
   [ "$(stat -c %a "$ESBX_ROOT/sessions/s1/merged/src/new.txt")" = 600 ]
   gw GET "/v1/sessions/s1/files?path=src/new.txt" "$t"
   assert_output "new content"
-  gw GET "/v1/sessions/s1/files?path=/src" "$t"
-  assert_http 200
+  gw_expect 200 GET "/v1/sessions/s1/files?path=/src" "$t"
   assert_output --partial '"name":"new.txt","type":"file","size":11'
   run "$ESBX" diff s1
   assert_output --partial "A /src/new.txt"
@@ -213,10 +158,8 @@ teardown() {
 @test "gateway: event stream and exec events" {
   make_demo
   t=$(token runtime,observe)
-  gw POST /v1/sessions/s1/exec "$t" '{"argv":["true"]}'
-  assert_http 200
-  gw GET "/v1/sessions/s1/events" "$t"
-  assert_http 200
+  gw_expect 200 POST /v1/sessions/s1/exec "$t" '{"argv":["true"]}'
+  gw_expect 200 GET "/v1/sessions/s1/events" "$t"
   assert_output --partial '"type":"exec"'
   off=$(json_field offset <<<"$output")
   gw GET "/v1/sessions/s1/events?offset=$off" "$t"
@@ -245,10 +188,8 @@ teardown() {
   refute_output --partial "0.0.0.0:$METRICS_PORT"
 
   gw GET /v1/projects -
-  gw POST /v1/sessions/s1/publish "$t" '{}'
-  assert_http 200
-  gw POST /v1/sessions/s2/publish "$t" '{}'
-  assert_http 409
+  gw_expect 200 POST /v1/sessions/s1/publish "$t" '{}'
+  gw_expect 409 POST /v1/sessions/s2/publish "$t" '{}'
   assert_equal "$(json_field code <<<"$output")" 3
   assert_equal "$(json_field conflicts.0.path <<<"$output")" /README
 

@@ -9,10 +9,6 @@ setup() {
   REMOTE_TOKEN=$(token manage,runtime,observe)
 }
 
-teardown() {
-  teardown_gateway
-}
-
 # `same ARGS`: run esbx embedded and remote; stdout and status must match.
 same() {
   run "$ESBX" "$@"

@@ -15,14 +15,6 @@ setup_file() {
   fi
 }
 
-setup() {
-  setup_store
-}
-
-teardown() {
-  teardown_store
-}
-
 trials() {
   echo "${CRASH_TRIALS:-$1}"
 }

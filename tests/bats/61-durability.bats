@@ -13,14 +13,6 @@ setup_file() {
   command -v strace >/dev/null || skip "strace is not installed"
 }
 
-setup() {
-  setup_store
-}
-
-teardown() {
-  teardown_store
-}
-
 # Trace `esbx ARGS` into $BATS_TEST_TMPDIR/trace (paths of fds shown, -y).
 traced() {
   run strace -f -y -qq -s 256 -o "$BATS_TEST_TMPDIR/trace" \

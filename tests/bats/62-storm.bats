@@ -20,10 +20,6 @@ setup() {
   esbx_ok project create storm --from "$model"
 }
 
-teardown() {
-  teardown_store
-}
-
 # Round R: create, change, publish all at once, check, discard.
 storm_round() {
   local r=$1 i k a b out=$BATS_TEST_TMPDIR/out

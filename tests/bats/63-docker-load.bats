@@ -11,17 +11,9 @@ load docker_helpers
 VOLUMES=25
 CONTAINERS=50
 
-setup_file() {
-  setup_docker_file
-}
-
 setup() {
   setup_docker
   make_project demo
-}
-
-teardown() {
-  teardown_docker
 }
 
 # Total of the mount counts the plugin persisted for volume $1.

@@ -6,14 +6,7 @@
 
 load helpers
 
-setup() {
-  setup_store
-  make_tree "$BATS_TEST_TMPDIR/src"
-  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
-  esbx_ok session create p --name s1
-  m=$("$ESBX" session path s1)
-}
-teardown() { teardown_store; }
+setup() { setup_session; }
 
 # Make a chain of 200-character directories below DIR and a file at its
 # bottom so that the relative path is LEN characters long (LEN - 1 with the

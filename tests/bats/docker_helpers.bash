@@ -72,6 +72,12 @@ teardown_docker() {
   teardown_store
 }
 
+# The default hooks of the Docker suites, in place of helpers.bash's; a suite
+# that needs more defines its own after `load`.
+setup_file() { setup_docker_file; }
+setup() { setup_docker; }
+teardown() { teardown_docker; }
+
 # Every volume this test's esbxd has a record of, whether or not its session
 # still exists.
 plugin_volumes() {
@@ -140,18 +146,6 @@ plugin_call() {
   status=$?
   http_code=${out##*$'\n'}
   output=${out%$'\n'*}
-}
-
-# A JSON field with python3 (available wherever bats runs here):
-# `json_field 'Volume.Status.changes' <<<"$json"`.
-json_field() {
-  python3 -c '
-import json, sys
-v = json.load(sys.stdin)
-for k in sys.argv[1].split("."):
-    v = v[int(k)] if isinstance(v, list) else v.get(k)
-print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v))
-' "$1"
 }
 
 merged_of() {

@@ -53,6 +53,11 @@ teardown_gateway() {
   teardown_store
 }
 
+# The default hooks of the gateway suites, in place of helpers.bash's; a
+# suite that needs more defines its own after `load`.
+setup() { setup_gateway; }
+teardown() { teardown_gateway; }
+
 # A token: `token SCOPES [--project P] [--session S] [--ttl D]`.
 token() {
   local scope=$1
@@ -77,14 +82,12 @@ assert_http() {
   [ "$http_code" = "$1" ] || { echo "HTTP $http_code, wanted $1: $output" >&2; return 1; }
 }
 
-json_field() {
-  python3 -c '
-import json, sys
-v = json.load(sys.stdin)
-for k in sys.argv[1].split("."):
-    v = v[int(k)] if isinstance(v, list) else v.get(k)
-print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v))
-' "$1"
+# `gw_expect CODE METHOD PATH TOKEN [BODY]`: gw, then assert_http CODE.
+gw_expect() {
+  local want=$1
+  shift
+  gw "$@"
+  assert_http "$want"
 }
 
 # Everything a refused request must leave as it was.

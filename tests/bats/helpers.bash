@@ -36,6 +36,19 @@ setup_store() {
   export ESBX_ROOT
 }
 
+# A store with project p, made from make_tree's tree in $BATS_TEST_TMPDIR/src.
+setup_project() {
+  setup_store
+  make_tree "$BATS_TEST_TMPDIR/src"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+}
+
+# setup_project and session s1 of p, its merged directory in $m.
+setup_session() {
+  setup_project
+  make_session p s1
+}
+
 # Everything the test left: holders, mounts, cgroups, the root itself.
 teardown_store() {
   [ -n "${ESBX_ROOT:-}" ] && [ -d "$ESBX_ROOT" ] || return 0
@@ -51,6 +64,12 @@ teardown_store() {
   rm -rf "$ESBX_ROOT"
   unset ESBX_ROOT
 }
+
+# The default hooks: a store of its own for every test.  docker_helpers.bash
+# and gateway_helpers.bash replace them with theirs; a suite that needs more
+# defines its own after `load`.
+setup() { setup_store; }
+teardown() { teardown_store; }
 
 # Holders and cgroups of this store that discard left (a test killed esbx
 # mid-way, or discard itself is what failed).  The store's cgroups are
@@ -79,4 +98,53 @@ make_tree() {
   printf 'hello\n' >"$dir/README"
   printf 'line1\nline2\n' >"$dir/docs/guide.txt"
   ln -s README "$dir/link"
+}
+
+# The merged directory of session NAME (mounted again if it was not).
+path_of() { "$ESBX" session path "$1"; }
+
+# `make_session PROJECT NAME [OPTIONS]`: session NAME of PROJECT, its merged
+# directory in $m.
+make_session() {
+  local project=$1 name=$2
+  shift 2
+  esbx_ok session create "$project" --name "$name" "$@" || return
+  m=$(path_of "$name")
+}
+
+# `make_sessions PROJECT NAME...`: a session of PROJECT for each NAME.
+make_sessions() {
+  local project=$1 name
+  shift
+  for name in "$@"; do
+    esbx_ok session create "$project" --name "$name" || return
+  done
+}
+
+# The pid in session NAME's holder record.
+holder_pid() {
+  sed -n 's/^ *"pid": *\([0-9]*\).*/\1/p' "$ESBX_ROOT/sessions/$1/holder.json"
+}
+
+# Gone: no such process, or a zombie nobody reaped yet.
+proc_gone() {
+  ! grep -q '^State:[[:space:]]*[^Z]' "/proc/$1/status" 2>/dev/null
+}
+
+# Gone within 5 s, or fail.
+wait_gone() {
+  for _ in $(seq 50); do proc_gone "$1" && return 0; sleep 0.1; done
+  proc_gone "$1"
+}
+
+# A JSON field with python3 (available wherever bats runs here):
+# `json_field 'Volume.Status.changes' <<<"$json"`.
+json_field() {
+  python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v.get(k)
+print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v))
+' "$1"
 }
