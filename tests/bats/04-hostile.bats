@@ -15,7 +15,8 @@ setup() { setup_session; }
   diff=$ESBX_ROOT/projects/p/layers/$id/diff
   [ -L "$diff/shadow" ] && [ "$(readlink "$diff/shadow")" = /etc/shadow ]
   [ -L "$diff/up" ] && [ -L "$diff/loop" ]
-  ! grep -q root: "$ESBX_ROOT/projects/p/layers/$id/record.json"
+  run grep -c root: "$ESBX_ROOT/projects/p/layers/$id/record.json"
+  assert_output 0
   esbx_ok fsck p
 }
 

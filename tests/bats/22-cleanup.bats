@@ -125,8 +125,9 @@ session_pids() {
   wait "$g2"
   esbx_ok gc
   no_cgroup dead
-  ! proc_gone "$live"
-  for p in $livepids; do ! proc_gone "$p"; done
+  for p in "$live" $livepids; do
+    proc_gone "$p" && fail "process $p of the live session was ended by gc"
+  done
   esbx_ok exec live -- ps -eo args
   assert_line "sleep 300"
   esbx_ok session list

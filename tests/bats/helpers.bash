@@ -30,9 +30,14 @@ esbx_fails() {
   fi
 }
 
-# A fresh store root for this test.
+# A fresh store root for this test; once per test, so that a test may add a
+# gateway (setup_gateway) to the store its setup made.
 setup_store() {
+  if [ "${ESBX_STORE_OF_TEST:-}" = "$BATS_TEST_TMPDIR" ] && [ -d "${ESBX_ROOT:-}" ]; then
+    return 0
+  fi
   ESBX_ROOT=$(mktemp -d /tmp/esbx-test.XXXXXX)
+  ESBX_STORE_OF_TEST=$BATS_TEST_TMPDIR
   export ESBX_ROOT
 }
 
@@ -147,4 +152,11 @@ for k in sys.argv[1].split("."):
     v = v[int(k)] if isinstance(v, list) else v.get(k)
 print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v))
 ' "$1"
+}
+
+# The "name" of every object of a JSON list, space-separated:
+# `json_names <<<"$json"` (matching on names, not on the whole output, which
+# holds random temp paths).
+json_names() {
+  python3 -c 'import json, sys; print(" ".join(o["name"] for o in json.load(sys.stdin)))'
 }
