@@ -14,8 +14,7 @@ make_error_v (esbx_error_t *err, int code, int status, const char *fmt, va_list 
 
   if (err == NULL)
     return -1;
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
+  msg = xvasprintf (fmt, ap);
   e = xmalloc0 (sizeof *e);
   e->status = status;
   e->code = code;
@@ -63,8 +62,7 @@ esbx_error_wrap (esbx_error_t *err, const char *fmt, ...)
   if (err == NULL || *err == NULL)
     return -1;
   va_start (ap, fmt);
-  if (vasprintf (&prefix, fmt, ap) < 0)
-    abort ();
+  prefix = xvasprintf (fmt, ap);
   va_end (ap);
   msg = xasprintf ("%s: %s", prefix, (*err)->msg);
   free ((*err)->msg);

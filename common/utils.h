@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ void *xrealloc (void *ptr, size_t size);
 char *xstrdup (const char *s);
 char *xstrndup (const char *s, size_t n);
 char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 
 static inline void
 cleanup_freep (void *p)

@@ -44,8 +44,7 @@ esbx_gw_reply_error (struct esbx_gw_ctx *ctx, unsigned status, int code, const c
   va_list ap;
 
   va_start (ap, fmt);
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
+  msg = xvasprintf (fmt, ap);
   va_end (ap);
   json_set_string (o, "error", msg);
   json_set_int (o, "code", code);

@@ -54,8 +54,7 @@ cli_usage (esbx_error_t *err, const char *fmt, ...)
   va_list ap;
 
   va_start (ap, fmt);
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
+  msg = xvasprintf (fmt, ap);
   va_end (ap);
   return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "%s", msg);
 }
