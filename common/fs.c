@@ -74,9 +74,9 @@ esbx_fsync_at (int dirfd, const char *path, esbx_error_t *err)
   return 0;
 }
 
-int
-esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-                           esbx_error_t *err)
+static int
+write_file_via_rename (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                       bool durable, esbx_error_t *err)
 {
   _cleanup_free_ char *suffix = esbx_random_hex (6);
   _cleanup_free_ char *tmp = xasprintf (".%s.tmp-%s", name, suffix);
@@ -86,7 +86,7 @@ esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, size_t
       openat (dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
   if (fd < 0)
     return esbx_make_error (err, errno, "create `%s`", tmp);
-  if (esbx_write_all (fd, data, len) < 0 || fsync (fd) < 0)
+  if (esbx_write_all (fd, data, len) < 0 || (durable && fsync (fd) < 0))
     {
       int saved = errno;
       unlinkat (dirfd, tmp, 0);
@@ -98,9 +98,23 @@ esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, size_t
       unlinkat (dirfd, tmp, 0);
       return esbx_make_error (err, saved, "rename `%s`", name);
     }
-  if (fsync (dirfd) < 0)
+  if (durable && fsync (dirfd) < 0)
     return esbx_make_error (err, errno, "fsync directory of `%s`", name);
   return 0;
+}
+
+int
+esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                           esbx_error_t *err)
+{
+  return write_file_via_rename (dirfd, name, data, len, mode, true, err);
+}
+
+int
+esbx_replace_file_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                      esbx_error_t *err)
+{
+  return write_file_via_rename (dirfd, name, data, len, mode, false, err);
 }
 
 int

@@ -15,6 +15,10 @@ int esbx_read_file_at (int dirfd, const char *path, size_t limit, char **buf, si
 /* Write NAME in DIRFD atomically: temp file, fsync, rename, fsync dir.  */
 int esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len,
                                mode_t mode, esbx_error_t *err);
+/* The same without the fsyncs, for files a crash may lose but that readers
+   must never see half-written (counters, a bundle's config.json).  */
+int esbx_replace_file_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                          esbx_error_t *err);
 int esbx_write_all (int fd, const void *data, size_t len);
 int esbx_fsync_at (int dirfd, const char *path, esbx_error_t *err);
 int esbx_mkdir_p (const char *path, mode_t mode, esbx_error_t *err);

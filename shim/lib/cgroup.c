@@ -294,6 +294,7 @@ esbx_cgroup_exists (const char *rel)
 int
 esbx_cgroup_enter (const char *rel, pid_t pid, esbx_error_t *err)
 {
+  const char *file = pid ? "cgroup.procs" : "tasks";
   char buf[32];
   size_t i;
 
@@ -303,6 +304,8 @@ esbx_cgroup_enter (const char *rel, pid_t pid, esbx_error_t *err)
       _cleanup_free_ char *dir = dir_of (NULL, rel);
       return set_value (dir, "cgroup.procs", buf, err);
     }
+  if (pid == 0)
+    strcpy (buf, "0");
   for (i = 0; i < ARRAY_SIZE (v1_controllers); i++)
     {
       _cleanup_free_ char *dir = NULL;
@@ -310,7 +313,7 @@ esbx_cgroup_enter (const char *rel, pid_t pid, esbx_error_t *err)
       if (!v1_mounted (v1_controllers[i]))
         continue;
       dir = dir_of (v1_controllers[i], rel);
-      if (set_value (dir, "cgroup.procs", buf, err) < 0)
+      if (set_value (dir, file, buf, err) < 0)
         return -1;
     }
   return 0;

@@ -47,26 +47,15 @@ cgroups_path (const struct runtime *rt, const struct esbx_holder_info *info, con
 static int
 write_config (int bundlefd, const char *bundle, const json_t *config, esbx_error_t *err)
 {
-  _cleanup_free_ char *suffix = esbx_random_hex (6);
-  _cleanup_free_ char *tmp = xasprintf (".config.json.esbx-%s", suffix);
   _cleanup_free_ char *data = NULL;
-  _cleanup_close_ int fd = -1;
   struct stat st;
   size_t len;
 
   if (fstatat (bundlefd, "config.json", &st, 0) < 0)
     return esbx_make_error (err, errno, "stat `%s/config.json`", bundle);
   data = json_serialize (config, false, &len);
-  fd = TEMP_FAILURE_RETRY (openat (
-      bundlefd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 07777));
-  if (fd < 0)
-    return esbx_make_error (err, errno, "create `%s/%s`", bundle, tmp);
-  if (esbx_write_all (fd, data, len) < 0 || renameat (bundlefd, tmp, bundlefd, "config.json") < 0)
-    {
-      int saved = errno;
-      unlinkat (bundlefd, tmp, 0);
-      return esbx_make_error (err, saved, "write `%s/config.json`", bundle);
-    }
+  if (esbx_replace_file_at (bundlefd, "config.json", data, len, st.st_mode & 07777, err) < 0)
+    return esbx_error_wrap (err, "bundle `%s`", bundle);
   return 0;
 }
 
