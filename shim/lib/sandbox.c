@@ -59,14 +59,13 @@ crash_reason (esbx_store_t *store, const char *session, int dfd)
 static int
 clean_session (esbx_store_t *store, const char *session, FILE *report, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = esbx_session_dir (store, session);
   _cleanup_close_ int dfd = -1;
   _cleanup_close_ int lock = -1;
   const char *reason;
   size_t alive, dead;
   json_t *f;
 
-  dfd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  dfd = esbx_session_open_dir (store, session, NULL);
   if (dfd < 0)
     return 0; /* discarded meanwhile */
   /* Someone starting or stopping the holder right now: alive, not ours.  */
