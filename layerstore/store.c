@@ -5,6 +5,7 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -32,9 +33,12 @@ esbx_store_open (const char *root, esbx_store_t **out, esbx_error_t *err)
     if (mkdirat (fd, dirs[i], 0711) < 0 && errno != EEXIST)
       return esbx_make_error (err, errno, "store `%s`: mkdir `%s`", root, dirs[i]);
   s = xmalloc0 (sizeof *s);
-  s->root = xstrdup (root);
-  /* Strip trailing slashes so that paths built from it compare equal to
-     what /proc/self/mountinfo shows.  */
+  /* Resolved once: paths built from it then compare equal to what
+     /proc/self/mountinfo shows, and a session's root hides the store by
+     where it really is, whatever symlinks lead to it.  */
+  s->root = realpath (root, NULL);
+  if (s->root == NULL)
+    s->root = xstrdup (root);
   for (i = strlen (s->root); i > 1 && s->root[i - 1] == '/'; i--)
     s->root[i - 1] = '\0';
   s->rootfd = take_fd (&fd);

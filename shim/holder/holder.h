@@ -4,6 +4,9 @@
 
 #include "error.h"
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct holder_config
 {
   const char *session;
@@ -12,16 +15,35 @@ struct holder_config
   const char *workspace;
   const char *network;
   const char *cgroup;
-  const char *hide; /* the store root: other sessions' state stays out of sight */
+  const char *hide;   /* the store root, resolved: never visible in a session */
+  const char *rootfs; /* an image root in the store, or NULL for the host's allow-list */
   int ready_fd;
 };
 
-/* In a fresh mount namespace: build the session's root (the host root
-   read-only, the workspace read-write, private /tmp and /dev/shm, /proc of
-   the caller's pid namespace) and pivot into it.  */
+/* rootfs.c: in a fresh mount namespace, build the session's root and pivot
+   into it (see rootfs.c for what it holds).  */
 int holder_setup_root (const struct holder_config *cfg, esbx_error_t *err);
 
-/* Bring up the loopback interface of the caller's net namespace.  */
+/* devfs.c: the session's minimal /dev on DEV.  */
+int holder_mount_dev (const char *dev, esbx_error_t *err);
+/* procfs.c: proc and sysfs with Docker's masked and read-only paths.  */
+int holder_mount_proc (const char *proc, esbx_error_t *err);
+int holder_mount_sys (const char *sys, esbx_error_t *err);
+/* etc.c: mask the secrets of the /etc bound at ETC.  */
+int holder_mask_etc (const char *etc, esbx_error_t *err);
+
+/* mounts.c */
+int holder_tmpfs (const char *target, const char *options, unsigned long flags, esbx_error_t *err);
+/* mount_setattr: add the MOUNT_ATTR_* flags SET.  */
+int holder_setattr (const char *path, bool recursive, uint64_t set, esbx_error_t *err);
+int holder_bind (const char *src, const char *dst, bool recursive, uint64_t set, esbx_error_t *err);
+/* Hide PATH: a file reads as empty, a directory is an empty read-only
+   tmpfs (Docker's maskedPaths).  */
+int holder_mask (const char *path, esbx_error_t *err);
+/* Bind PATH on itself read-only (Docker's readonlyPaths).  */
+int holder_readonly (const char *path, esbx_error_t *err);
+
+/* main.c: bring up the loopback interface of the caller's net namespace.  */
 int holder_loopback_up (esbx_error_t *err);
 
 #endif

@@ -1,22 +1,29 @@
-/* The session's root filesystem, built from the host's in the holder's own
- * mount namespace:
+/* The session's root filesystem, built bubblewrap-style in the holder's own
+ * mount namespace from an allow-list, never from the whole host root:
  *
- *   /            a small tmpfs (read-only once built) holding
- *   /NAME        a recursive read-only bind of every top-level entry of the
- *                host root (symlinks such as /bin -> usr/bin are copied)
- *   /tmp         a private tmpfs;  /dev/shm likewise
- *   /proc        proc of the session's pid namespace
- *   WORKSPACE    the session's merged view, read-write
- *   STORE ROOT   covered by an empty read-only tmpfs
+ *   /                        a small tmpfs, read-only once built
+ *   /usr /bin /sbin /lib*    read-only, nosuid, nodev binds of the host's
+ *                            (symlinks such as /bin -> usr/bin are copied)
+ *   /etc                     the host's, read-only, secrets masked (etc.c)
+ *   /tmp /run /home          private tmpfs
+ *   /dev                     minimal (devfs.c)
+ *   /proc /sys               of the session, Docker's masks (procfs.c)
+ *   WORKSPACE                the session's merged view, nodev, nosuid
  *
- * The tmpfs root is what makes any workspace path whose first component is
- * absent from the host root (the default /workspace) possible without
- * creating anything on the host; a deeper workspace path must already exist
- * as a directory on the host.  The tree is staged on /tmp, which the host
- * never sees: / was made a slave first, so nothing here propagates out,
- * while unmounts on the host (discard) still propagate in.  */
+ * Nothing else of the host exists inside: no /var, /root, /opt or /mnt, no
+ * host socket, no other session.  With --rootfs DIR every top-level entry
+ * of DIR (an image's root, kept read-only in the store) takes the place of
+ * the allow-list.  The store is never in the allow-list; should its root
+ * lie inside it (a store under /usr), it is covered by an empty tmpfs.
+ *
+ * The tree is staged on /tmp, which the host never sees: / was made a slave
+ * first, so nothing here propagates out, while unmounts on the host
+ * (discard) still propagate in.  Mount points are created beneath the stage
+ * only, without following symlinks, so no path of a session's settings can
+ * create anything on the host.  */
 #include "holder.h"
 #include "fs.h"
+#include "path.h"
 #include "utils.h"
 
 #include <dirent.h>
@@ -31,153 +38,254 @@
 
 #define STAGE "/tmp"
 
-static int
-set_readonly (const char *path, bool recursive, bool clear, esbx_error_t *err)
-{
-  struct mount_attr attr = { 0 };
+#define RO_BIND (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
-  if (clear)
-    attr.attr_clr = MOUNT_ATTR_RDONLY;
-  else
-    attr.attr_set = MOUNT_ATTR_RDONLY;
-  if (mount_setattr (AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &attr, sizeof attr) < 0)
-    return esbx_make_error (err, errno, "make `%s` %s", path, clear ? "writable" : "read-only");
-  return 0;
-}
+/* Of the host root, what a session may see.  */
+static const char *const host_allowed[] = {
+  "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc",
+};
+
+/* Made by the holder itself, whatever the source root holds.  */
+static const char *const private_dirs[] = { "tmp", "run", "home", "dev", "proc", "sys" };
 
 static bool
-is_dir (const char *path)
+in_list (const char *name, const char *const *list, size_t n)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    if (strcmp (name, list[i]) == 0)
+      return true;
+  return false;
+}
+
+static unsigned char
+type_at (int dfd, const char *name, unsigned char type)
 {
   struct stat st;
-  return stat (path, &st) == 0 && S_ISDIR (st.st_mode);
+
+  if (type != DT_UNKNOWN)
+    return type;
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return DT_UNKNOWN;
+  return S_ISDIR (st.st_mode)   ? DT_DIR
+         : S_ISLNK (st.st_mode) ? DT_LNK
+         : S_ISREG (st.st_mode) ? DT_REG
+                                : DT_UNKNOWN;
 }
 
-static bool
-is_mountpoint (const char *path)
-{
-  struct stat st, parent;
-  _cleanup_free_ char *up = xasprintf ("%s/..", path);
-
-  return lstat (path, &st) == 0 && stat (up, &parent) == 0 && st.st_dev != parent.st_dev;
-}
-
-/* One top-level entry of the host root.  */
+/* One top-level entry NAME of the source root SRC.  */
 static int
-bind_entry (int rootfd, const char *name, unsigned char type, esbx_error_t *err)
+bind_entry (int srcfd, const char *src, const char *name, unsigned char type, esbx_error_t *err)
 {
-  _cleanup_free_ char *src = xasprintf ("/%s", name);
+  _cleanup_free_ char *from = xasprintf ("%s/%s", strcmp (src, "/") == 0 ? "" : src, name);
   _cleanup_free_ char *dst = xasprintf (STAGE "/%s", name);
   char target[PATH_MAX];
   ssize_t n;
   int fd;
 
-  switch (type)
+  switch (type_at (srcfd, name, type))
     {
     case DT_DIR:
       if (mkdir (dst, 0755) < 0)
         return esbx_make_error (err, errno, "mkdir `%s`", dst);
-      if (mount (src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-        return esbx_make_error (err, errno, "bind `%s`", src);
-      return set_readonly (dst, true, false, err);
+      return holder_bind (from, dst, true, RO_BIND, err);
 
     case DT_LNK:
-      n = readlinkat (rootfd, name, target, sizeof target - 1);
+      n = readlinkat (srcfd, name, target, sizeof target - 1);
       if (n < 0)
-        return esbx_make_error (err, errno, "readlink `%s`", src);
+        return esbx_make_error (err, errno, "readlink `%s`", from);
       target[n] = '\0';
       if (symlink (target, dst) < 0)
         return esbx_make_error (err, errno, "symlink `%s`", dst);
       return 0;
 
     case DT_REG:
-      fd = open (dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      fd = TEMP_FAILURE_RETRY (open (dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
       if (fd < 0)
         return esbx_make_error (err, errno, "create `%s`", dst);
       close (fd);
-      if (mount (src, dst, NULL, MS_BIND, NULL) < 0)
-        return esbx_make_error (err, errno, "bind `%s`", src);
-      return set_readonly (dst, false, false, err);
+      return holder_bind (from, dst, false, RO_BIND, err);
 
     default:
       return 0;
     }
 }
 
+/* The entries of SRC that a session sees: those of ALLOWED (all when NULL)
+   that the holder does not make itself.  */
 static int
-bind_host_root (esbx_error_t *err)
+bind_entries (const char *src, const char *const *allowed, size_t nallowed, esbx_error_t *err)
 {
   _cleanup_dir_ DIR *d = NULL;
   struct dirent *de;
 
-  d = opendir ("/");
+  d = opendir (src);
   if (d == NULL)
-    return esbx_make_error (err, errno, "opendir `/`");
+    return esbx_make_error (err, errno, "open the root `%s`", src);
   while ((de = readdir (d)) != NULL)
     {
-      unsigned char type = de->d_type;
-
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
+          || in_list (de->d_name, private_dirs, ARRAY_SIZE (private_dirs)))
         continue;
-      if (strcmp (de->d_name, "tmp") == 0 || strcmp (de->d_name, "proc") == 0)
-        {
-          _cleanup_free_ char *dst = xasprintf (STAGE "/%s", de->d_name);
-          if (mkdir (dst, 0755) < 0)
-            return esbx_make_error (err, errno, "mkdir `%s`", dst);
-          continue;
-        }
-      if (type == DT_UNKNOWN)
-        {
-          struct stat st;
-
-          if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-          type = S_ISDIR (st.st_mode)   ? DT_DIR
-                 : S_ISLNK (st.st_mode) ? DT_LNK
-                 : S_ISREG (st.st_mode) ? DT_REG
-                                        : DT_UNKNOWN;
-        }
-      if (bind_entry (dirfd (d), de->d_name, type, err) < 0)
+      if (allowed && !in_list (de->d_name, allowed, nallowed))
+        continue;
+      if (bind_entry (dirfd (d), src, de->d_name, de->d_type, err) < 0)
         return -1;
     }
   return 0;
 }
 
 static int
-mount_tmpfs (const char *target, const char *options, unsigned long flags, esbx_error_t *err)
+private_tmpfs (const char *name, const char *options, esbx_error_t *err)
 {
-  if (mount ("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | flags, options) < 0)
-    return esbx_make_error (err, errno, "mount tmpfs on `%s`", target);
+  _cleanup_free_ char *dst = xasprintf (STAGE "/%s", name);
+
+  if (mkdir (dst, 0755) < 0)
+    return esbx_make_error (err, errno, "mkdir `%s`", dst);
+  return holder_tmpfs (dst, options, MS_NODEV, err);
+}
+
+static int
+kernel_dirs (esbx_error_t *err)
+{
+  if (mkdir (STAGE "/dev", 0755) < 0 || mkdir (STAGE "/proc", 0555) < 0
+      || mkdir (STAGE "/sys", 0555) < 0)
+    return esbx_make_error (err, errno, "mkdir in `%s`", STAGE);
+  if (holder_mount_dev (STAGE "/dev", err) < 0 || holder_mount_proc (STAGE "/proc", err) < 0)
+    return -1;
+  return holder_mount_sys (STAGE "/sys", err);
+}
+
+/* Open (making what is missing) the directory REL beneath the stage, one
+   component at a time and never through a symlink: a workspace such as
+   /var/run/x, where /var/run is a symlink to /run, must not reach the host's
+   /run.  */
+static int
+mkdir_beneath (int dfd, const char *rel, const char *workspace, esbx_error_t *err)
+{
+  _cleanup_free_ char *copy = xstrdup (rel);
+  _cleanup_close_ int cur = TEMP_FAILURE_RETRY (fcntl (dfd, F_DUPFD_CLOEXEC, 3));
+  char *comp, *save = NULL;
+
+  if (cur < 0)
+    return esbx_make_error (err, errno, "dup");
+  for (comp = strtok_r (copy, "/", &save); comp; comp = strtok_r (NULL, "/", &save))
+    {
+      int next;
+
+      if (mkdirat (cur, comp, 0755) < 0 && errno != EEXIST)
+        return esbx_make_error (err, errno,
+                                "workspace `%s`: its mount point cannot be created at `%s` (use a "
+                                "top-level path, or one under /tmp or /home)",
+                                workspace, comp);
+      next = TEMP_FAILURE_RETRY (openat (cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (next < 0)
+        return esbx_make_error (err, errno == ELOOP ? ELOOP : errno,
+                                "workspace `%s`: `%s` is a symlink or not a directory in the "
+                                "session's root",
+                                workspace, comp);
+      close (cur);
+      cur = next;
+    }
+  return take_fd (&cur);
+}
+
+static int
+check_workspace (const char *ws, esbx_error_t *err)
+{
+  static const char *const kernel[] = { "/proc", "/sys", "/dev" };
+  size_t i, n;
+
+  if (ws[0] != '/' || strstr (ws, "/..") != NULL || strcmp (ws, "/") == 0)
+    return esbx_make_error (err, EINVAL, "workspace `%s`: not an absolute path below /", ws);
+  for (i = 0; i < ARRAY_SIZE (kernel); i++)
+    {
+      n = strlen (kernel[i]);
+      if (strncmp (ws, kernel[i], n) == 0 && (ws[n] == '\0' || ws[n] == '/'))
+        return esbx_make_error (err, EINVAL, "workspace `%s`: not under %s", ws, kernel[i]);
+    }
   return 0;
 }
 
 static int
-mount_workspace (int wsfd, const char *workspace, esbx_error_t *err)
+mount_workspace (int stagefd, int wsfd, const char *workspace, esbx_error_t *err)
 {
-  _cleanup_free_ char *target = NULL;
-  esbx_error_t merr = NULL;
+  _cleanup_close_ int target = -1;
 
-  if (workspace[0] != '/' || strstr (workspace, "/..") != NULL || strcmp (workspace, "/") == 0)
-    return esbx_make_error (err, EINVAL, "workspace `%s`: not an absolute path below /", workspace);
-  target = xasprintf (STAGE "%s", workspace);
-  if (!is_dir (target) && esbx_mkdir_p (target, 0755, &merr) < 0)
-    {
-      esbx_make_error (err, 0,
-                       "workspace `%s`: its mount point cannot be created (%s); use a "
-                       "top-level path or a directory that exists on the host",
-                       workspace, merr->msg);
-      esbx_error_free (&merr);
-      return -1;
-    }
-  if (move_mount (wsfd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+  if (check_workspace (workspace, err) < 0)
+    return -1;
+  target = mkdir_beneath (stagefd, workspace, workspace, err);
+  if (target < 0)
+    return -1;
+  if (move_mount (wsfd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
     return esbx_make_error (err, errno, "mount the workspace on `%s`", workspace);
   return 0;
+}
+
+/* Cover the store when its root (resolved when the store was opened) lies
+   inside the session's tree.  */
+static int
+hide_store (int stagefd, const char *root, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = -1;
+  _cleanup_free_ char *magic = NULL;
+  esbx_error_t oerr = NULL;
+
+  if (root == NULL || root[0] != '/' || root[1] == '\0')
+    return 0;
+  fd = esbx_open_beneath (stagefd, root, O_PATH | O_DIRECTORY, 0, &oerr);
+  if (fd < 0)
+    {
+      esbx_error_free (&oerr);
+      return 0;
+    }
+  magic = xasprintf ("/proc/self/fd/%d", fd);
+  if (mount ("tmpfs", magic, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+             "mode=0755,size=4k")
+      < 0)
+    return esbx_make_error (err, errno, "cover the store `%s`", root);
+  return 0;
+}
+
+static int
+build (const struct holder_config *cfg, int wsfd, esbx_error_t *err)
+{
+  _cleanup_close_ int stagefd = -1;
+  _cleanup_free_ char *etc = NULL;
+
+  if (holder_tmpfs (STAGE, "mode=0755,size=1m", MS_NODEV, err) < 0)
+    return -1;
+  if (cfg->rootfs)
+    {
+      if (bind_entries (cfg->rootfs, NULL, 0, err) < 0)
+        return -1;
+    }
+  else if (bind_entries ("/", host_allowed, ARRAY_SIZE (host_allowed), err) < 0)
+    return -1;
+  etc = xstrdup (STAGE "/etc");
+  if (holder_mask_etc (etc, err) < 0)
+    return -1;
+  if (private_tmpfs ("tmp", "mode=1777", err) < 0 || private_tmpfs ("run", "mode=0755", err) < 0
+      || private_tmpfs ("home", "mode=0755", err) < 0)
+    return -1;
+  if (kernel_dirs (err) < 0)
+    return -1;
+  stagefd = TEMP_FAILURE_RETRY (open (STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (stagefd < 0)
+    return esbx_make_error (err, errno, "open `%s`", STAGE);
+  if (hide_store (stagefd, cfg->hide, err) < 0)
+    return -1;
+  if (mount_workspace (stagefd, wsfd, cfg->workspace, err) < 0)
+    return -1;
+  return holder_setattr (STAGE, false, MOUNT_ATTR_RDONLY, err);
 }
 
 int
 holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
 {
   _cleanup_close_ int wsfd = -1;
-  _cleanup_free_ char *hide = NULL;
+  struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID };
 
   if (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
     return esbx_make_error (err, errno, "make `/` a slave mount");
@@ -185,34 +293,10 @@ holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
   wsfd = open_tree (AT_FDCWD, cfg->merged, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (wsfd < 0)
     return esbx_make_error (err, errno, "clone the mount of `%s`", cfg->merged);
-  if (mount_tmpfs (STAGE, "mode=0755,size=1m", 0, err) < 0)
+  if (mount_setattr (wsfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+    return esbx_make_error (err, errno, "make the workspace nodev and nosuid");
+  if (build (cfg, wsfd, err) < 0)
     return -1;
-  if (bind_host_root (err) < 0)
-    return -1;
-
-  if (is_dir (STAGE "/dev"))
-    {
-      /* Device nodes stay usable on a read-only mount; ptys need devpts
-         writable and POSIX shared memory a writable /dev/shm.  */
-      if (is_mountpoint (STAGE "/dev/pts") && set_readonly (STAGE "/dev/pts", false, true, err) < 0)
-        return -1;
-      if (is_dir (STAGE "/dev/shm") && mount_tmpfs (STAGE "/dev/shm", "mode=1777", 0, err) < 0)
-        return -1;
-    }
-  if (mount_tmpfs (STAGE "/tmp", "mode=1777", 0, err) < 0)
-    return -1;
-  if (mount ("proc", STAGE "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-    return esbx_make_error (err, errno, "mount proc");
-
-  hide = xasprintf (STAGE "%s", cfg->hide);
-  if (cfg->hide[0] == '/' && is_dir (hide)
-      && mount_tmpfs (hide, "mode=0755,size=4k", MS_RDONLY | MS_NOEXEC, err) < 0)
-    return -1;
-  if (mount_workspace (wsfd, cfg->workspace, err) < 0)
-    return -1;
-  if (set_readonly (STAGE, false, false, err) < 0)
-    return -1;
-
   if (chdir (STAGE) < 0)
     return esbx_make_error (err, errno, "chdir `%s`", STAGE);
   if (syscall (SYS_pivot_root, ".", ".") < 0)

@@ -34,7 +34,7 @@ setup() { setup_session; }
   run "$ESBX" exec s1 -- unshare -m true
   assert_failure
   assert_output --partial "Operation not permitted"
-  run "$ESBX" exec s1 -- mount -t tmpfs x /mnt
+  run "$ESBX" exec s1 -- mount -t tmpfs x /tmp
   assert_failure
   assert_output --regexp "permission denied|Operation not permitted"
   run "$ESBX" exec s1 -- unshare -n true
