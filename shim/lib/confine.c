@@ -4,9 +4,6 @@
 #include <errno.h>
 #include <grp.h>
 #include <linux/capability.h>
-#include <sched.h>
-#include <seccomp.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -19,73 +16,8 @@ static const int keep_caps[] = {
   CAP_SYS_CHROOT, CAP_MKNOD,        CAP_AUDIT_WRITE, CAP_SETFCAP,
 };
 
-/* Denied with EPERM (like Docker's default profile, which also keys most of
-   these on CAP_SYS_ADMIN and friends).  Names unknown to the architecture
-   are skipped.  */
-static const char *const denied[] = {
-  "mount",
-  "umount",
-  "umount2",
-  "unshare",
-  "setns",
-  "pivot_root",
-  "open_tree",
-  "move_mount",
-  "fsopen",
-  "fsconfig",
-  "fsmount",
-  "fspick",
-  "mount_setattr",
-  "ptrace",
-  "process_vm_readv",
-  "process_vm_writev",
-  "kexec_load",
-  "kexec_file_load",
-  "init_module",
-  "finit_module",
-  "delete_module",
-  "create_module",
-  "bpf",
-  "keyctl",
-  "add_key",
-  "request_key",
-  "reboot",
-  "swapon",
-  "swapoff",
-  "open_by_handle_at",
-  "name_to_handle_at",
-  "perf_event_open",
-  "userfaultfd",
-  "acct",
-  "quotactl",
-  "quotactl_fd",
-  "lookup_dcookie",
-  "iopl",
-  "ioperm",
-  "settimeofday",
-  "clock_settime",
-  "clock_adjtime",
-  "adjtimex",
-  "stime",
-  "syslog",
-  "vhangup",
-  "nfsservctl",
-  "uselib",
-  "_sysctl",
-  "get_kernel_syms",
-  "query_module",
-  "pidfd_getfd",
-  "fanotify_init",
-  "lsm_set_self_attr",
-};
-
-static const uint64_t ns_flags[] = {
-  CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
-  CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
-};
-
-static bool
-kept (int cap)
+bool
+esbx_confine_keeps (int cap)
 {
   size_t i;
 
@@ -115,7 +47,7 @@ drop_caps (bool to_nonroot, esbx_error_t *err)
   size_t i;
 
   for (cap = 0; cap <= last; cap++)
-    if (!kept (cap) && prctl (PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+    if (!esbx_confine_keeps (cap) && prctl (PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
       return esbx_make_error (err, errno, "drop capability %d from the bounding set", cap);
   prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   if (to_nonroot)
@@ -146,49 +78,4 @@ esbx_confine_user (bool set_user, uid_t uid, gid_t gid, esbx_error_t *err)
   if (setresuid (uid, uid, uid) < 0)
     return esbx_make_error (err, errno, "setuid %u", (unsigned)uid);
   return 0;
-}
-
-int
-esbx_confine_seccomp (esbx_error_t *err)
-{
-  scmp_filter_ctx ctx;
-  size_t i;
-  int nr, r;
-
-  if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    return esbx_make_error (err, errno, "set no_new_privs");
-  ctx = seccomp_init (SCMP_ACT_ALLOW);
-  if (ctx == NULL)
-    return esbx_make_error (err, ENOMEM, "seccomp_init");
-  for (i = 0; i < ARRAY_SIZE (denied); i++)
-    {
-      nr = seccomp_syscall_resolve_name (denied[i]);
-      if (nr == __NR_SCMP_ERROR)
-        continue;
-      r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), nr, 0);
-      if (r < 0 && r != -EDOM && r != -EFAULT)
-        goto fail;
-    }
-  /* New namespaces through clone: the flags are the first argument.  */
-  for (i = 0; i < ARRAY_SIZE (ns_flags); i++)
-    {
-      r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), SCMP_SYS (clone), 1,
-                            SCMP_A0 (SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
-      if (r < 0)
-        goto fail;
-    }
-  /* clone3 hides its flags in memory a filter cannot read: report it
-     missing so that libc falls back to clone, as Docker does.  */
-  r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (ENOSYS), SCMP_SYS (clone3), 0);
-  if (r < 0)
-    goto fail;
-  r = seccomp_load (ctx);
-  if (r < 0)
-    goto fail;
-  seccomp_release (ctx);
-  return 0;
-
-fail:
-  seccomp_release (ctx);
-  return esbx_make_error (err, -r, "install the seccomp filter");
 }

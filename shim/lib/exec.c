@@ -1,6 +1,7 @@
 #include "exec.h"
 #include "cgroup.h"
 #include "confine.h"
+#include "syscall_filter.h"
 #include "events.h"
 #include "fs.h"
 #include "holder.h"
@@ -265,7 +266,7 @@ static void __attribute__ ((noreturn)) run_child (const struct child *c)
   if (esbx_confine_user (c->set_user, c->uid, c->gid, &err) < 0)
     child_fail (c->report, 'E', 0, &err);
   environ = c->env;
-  if (esbx_confine_seccomp (&err) < 0)
+  if (esbx_seccomp_load (&err) < 0)
     child_fail (c->report, 'E', 0, &err);
   if (c->opts->detach)
     {

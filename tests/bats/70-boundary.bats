@@ -259,13 +259,15 @@ calls = {
   "io_uring_enter": (426, 0, 0, 0, 0, 0, 0),
   "io_uring_register": (427, 0, 0, 0, 0),
   "socket(AF_VSOCK)": (41, 40, 1, 0),
+  "socket(AF_VSOCK, upper bits set)": (41, ctypes.c_long(0x100000028), 1, 0),
+  "personality(READ_IMPLIES_EXEC, upper bits set)": (135, ctypes.c_long(0x100000000)),
   "personality(READ_IMPLIES_EXEC)": (135, 0x0400000),
   "set_mempolicy": (238, 0, 0, 0),
   "mbind": (237, 0, 0, 0, 0, 0, 0),
   "move_pages": (279, 0, 0, 0, 0, 0, 0),
   "sysfs": (139, 3),
   "ustat": (136, 0, buf),
-  "mseal": (462, 0, 0, 0),
+  "file_getattr (newer than the profile)": (468, 0, 0, 0, 0, 0),
 }
 for name, args in calls.items():
     ctypes.set_errno(0)
