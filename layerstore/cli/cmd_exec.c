@@ -1,9 +1,11 @@
-/* esbx exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] -- CMD [ARG...]
+/* esbx exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty]
+               [--log-limit BYTES] -- CMD [ARG...]
 
    Without "--", options come before S and everything after S is the
    command, as with `docker exec`.  The exit status is the command's.  */
 #include "cli.h"
 #include "exec.h"
+#include "text.h"
 #include "utils.h"
 
 #include <getopt.h>
@@ -20,9 +22,14 @@ static int
 parse_exec_args (int argc, char **argv, struct exec_args *a, esbx_error_t *err)
 {
   static const struct option opts[] = {
-    { "cwd", required_argument, NULL, 'C' },  { "env", required_argument, NULL, 'e' },
-    { "user", required_argument, NULL, 'u' }, { "detach", no_argument, NULL, 'd' },
-    { "json", no_argument, NULL, 'J' },       { NULL, 0, NULL, 0 },
+    { "cwd", required_argument, NULL, 'C' },
+    { "env", required_argument, NULL, 'e' },
+    { "user", required_argument, NULL, 'u' },
+    { "detach", no_argument, NULL, 'd' },
+    { "json", no_argument, NULL, 'J' },
+    { "tty", no_argument, NULL, 't' },
+    { "log-limit", required_argument, NULL, 'L' },
+    { NULL, 0, NULL, 0 },
   };
   int dashdash = -1, limit, c, i;
 
@@ -33,7 +40,7 @@ parse_exec_args (int argc, char **argv, struct exec_args *a, esbx_error_t *err)
         break;
       }
   limit = dashdash >= 0 ? dashdash : argc;
-  while ((c = getopt_long (limit, argv, dashdash >= 0 ? "e:u:d" : "+e:u:d", opts, NULL)) != -1)
+  while ((c = getopt_long (limit, argv, dashdash >= 0 ? "e:u:dt" : "+e:u:dt", opts, NULL)) != -1)
     switch (c)
       {
       case 'C':
@@ -49,6 +56,15 @@ parse_exec_args (int argc, char **argv, struct exec_args *a, esbx_error_t *err)
         break;
       case 'd':
         a->run.detach = true;
+        break;
+      case 't':
+        a->run.tty = true;
+        break;
+      case 'L':
+        if (esbx_parse_size (optarg, &a->run.log_limit, err) < 0)
+          return -1;
+        if (a->run.log_limit == 0)
+          return cli_usage (err, "exec: --log-limit must be more than 0");
         break;
       case 'J':
         break;
@@ -69,6 +85,8 @@ parse_exec_args (int argc, char **argv, struct exec_args *a, esbx_error_t *err)
     a->run.argv = argv + optind + 1;
   if (a->run.argv[0] == NULL)
     return cli_usage (err, "exec: no command given");
+  if (a->run.tty && a->run.detach)
+    return cli_usage (err, "exec: --tty and --detach exclude each other");
   return 0;
 }
 
@@ -130,7 +148,9 @@ cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   int ret, status = 0;
 
   ret = parse_exec_args (argc, argv, &a, err);
-  if (ret == 0 && cli_remote_mode (cli))
+  if (ret == 0 && cli_remote_mode (cli) && a.run.tty)
+    ret = cli_usage (err, "exec: --tty is not available over the gateway");
+  else if (ret == 0 && cli_remote_mode (cli))
     ret = exec_remote (cli, &a, err);
   else if (ret == 0 && (store = cli_store (cli, err)) == NULL)
     ret = -1;

@@ -1,27 +1,42 @@
 /* esbx shim: run a command inside a session (`esbx exec`).
  *
  * The command joins the holder's namespaces (setns), the session cgroup,
- * gives up privileges (confine.h) and runs with the session's root, the
- * workspace as its default directory and a clean environment:
- * PATH, HOME=/tmp, HOSTNAME, TERM (when set), ESBX_SESSION, then --env.
- * Its stdout and stderr pass through and are kept in ROOT/sessions/S/logs/
- * N.out and N.err; stdin passes through.  Each run is an "exec" event.  */
+ * gives up privileges (confine.h, syscall_filter.h) and runs with the
+ * session's root, the workspace as its default directory and a clean
+ * environment: PATH, HOME=/tmp, HOSTNAME, TERM (when set), ESBX_SESSION,
+ * then --env.  It is the leader of a session (setsid) of its own and never
+ * holds the caller's terminal or descriptors: stdin is relayed through a
+ * pipe, stdout and stderr come back through pipes, or all three through a
+ * pty of the session's own devpts with `tty`.  What it writes passes
+ * through and is kept, up to LOG_LIMIT bytes per stream, in
+ * ROOT/sessions/S/logs/N.out and N.err.
+ *
+ * A monitor process (the conmon of a command: in its own session, outside
+ * the session's pid namespace and cgroup) forks the command, copies its
+ * output, waits for it and writes the "exec" event, so the event and the
+ * logs are complete even when the caller dies first.  */
 #ifndef ESBX_EXEC_H
 #define ESBX_EXEC_H
 
 #include "layerstore.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct esbx_exec_opts
 {
-  char *const *argv; /* NULL-terminated, at least one */
-  const char *cwd;   /* NULL: the workspace; relative: beneath it */
-  char *const *env;  /* "K=V", NULL-terminated, may be NULL */
-  const char *user;  /* "UID[:GID]" or NULL */
-  bool detach;       /* run in the background; survives this call */
+  char *const *argv;  /* NULL-terminated, at least one */
+  const char *cwd;    /* NULL: the workspace; relative: beneath it */
+  char *const *env;   /* "K=V", NULL-terminated, may be NULL */
+  const char *user;   /* "UID[:GID]" or NULL */
+  bool detach;        /* run in the background; survives this call */
+  bool tty;           /* a pty of the session's own for stdin, stdout and stderr */
+  uint64_t log_limit; /* bytes kept per stream in the logs; 0: ESBX_EXEC_LOG_LIMIT */
 };
+
+/* The default of log_limit: $ESBX_EXEC_LOG_LIMIT (bytes) or 16 MiB.  */
+#define ESBX_EXEC_LOG_LIMIT_DEFAULT (16u << 20)
 
 /* *status receives the command's exit status, 128+N when signal N killed
    it; 0 for a detached command that started.  Returns < 0 when the command
