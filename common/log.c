@@ -1,4 +1,6 @@
 #include "log.h"
+#include "text.h"
+#include "utils.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,18 +13,19 @@ esbx_log_set_prog (const char *p)
   prog = p;
 }
 
+/* Names, paths and URLs in a message may come from a request or from
+   session content: the whole message is escaped (esbx_escape_line), so a
+   newline in a name can never start a forged line of its own.  */
 static void
 emit (const char *level, const char *fmt, va_list ap)
 {
-  /* One write per line so that concurrent threads do not interleave.  */
+  _cleanup_free_ char *shown = NULL;
   char line[2048];
-  int n;
 
-  n = snprintf (line, sizeof line, "%s: %s", prog, level);
-  if (n < 0 || (size_t)n >= sizeof line)
-    return;
-  vsnprintf (line + n, sizeof line - (size_t)n, fmt, ap);
-  fprintf (stderr, "%s\n", line);
+  vsnprintf (line, sizeof line, fmt, ap);
+  shown = esbx_escape_line (line);
+  /* One write per line so that concurrent threads do not interleave.  */
+  fprintf (stderr, "%s: %s%s\n", prog, level, shown);
 }
 
 void

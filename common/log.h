@@ -1,4 +1,6 @@
-/* esbx: one-line diagnostics on stderr for the daemons and the CLI.  */
+/* esbx: one-line diagnostics on stderr for the daemons and the CLI.  Each
+   message is escaped whole (esbx_escape_line): a message is one line,
+   whatever the names and paths in it hold.  */
 #ifndef ESBX_LOG_H
 #define ESBX_LOG_H
 

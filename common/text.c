@@ -133,6 +133,43 @@ esbx_quote_path (const char *s)
   return out;
 }
 
+/* Whether the N bytes at P must be escaped in a log line.  */
+static bool
+unsafe_in_line (const unsigned char *p, size_t n)
+{
+  if (n == 0)
+    return true;
+  if (n == 1)
+    return p[0] < 0x20 || p[0] == 0x7f || p[0] == '\\';
+  /* U+0080..U+009F: some terminals take them as escape sequences.  */
+  return n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+}
+
+char *
+esbx_escape_line (const char *s)
+{
+  const unsigned char *p = (const unsigned char *)s;
+  size_t len = strlen (s), i = 0, n, k;
+  char *out = xmalloc (len * 4 + 1), *o = out;
+
+  while (i < len)
+    {
+      n = utf8_seq (p + i, len - i);
+      if (unsafe_in_line (p + i, n))
+        {
+          for (k = 0; k < (n ? n : 1); k++)
+            o += sprintf (o, "\\x%02x", p[i + k]);
+          i += k;
+          continue;
+        }
+      memcpy (o, p + i, n);
+      o += n;
+      i += n;
+    }
+  *o = '\0';
+  return out;
+}
+
 char *
 esbx_rfc3339 (const struct timespec *ts)
 {

@@ -21,6 +21,10 @@ bool esbx_utf8_valid (const char *s, size_t len);
 char *esbx_utf8_sanitize (const char *s, size_t len);
 /* Copy for one-line display: control characters and invalid bytes as \xNN.  */
 char *esbx_quote_path (const char *s);
+/* Copy for a log line: C0 and C1 control characters (newlines included),
+   DEL, backslashes and invalid bytes as \xNN, so that nothing a request
+   carries can start a line of its own or pass for one of these escapes.  */
+char *esbx_escape_line (const char *s);
 
 /* RFC 3339 in UTC with nanoseconds, e.g. 2026-11-30T04:00:00.123456789Z.  */
 char *esbx_rfc3339 (const struct timespec *ts);

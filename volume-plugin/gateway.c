@@ -99,6 +99,20 @@ find_route (const char *method, const char *url, char *arg, size_t argsz, bool *
   return NULL;
 }
 
+/* The method as a metrics label: a client without a token chooses the
+   method, and each new label value would be a new series kept forever.  */
+static const char *
+method_label (const char *method)
+{
+  static const char *const known[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS" };
+  size_t i;
+
+  for (i = 0; i < ARRAY_SIZE (known); i++)
+    if (strcmp (method, known[i]) == 0)
+      return known[i];
+  return "other";
+}
+
 /* Every request, allowed or refused, is audited and counted; refusals are
    logged too.  */
 static void
@@ -109,7 +123,8 @@ record (struct esbx_gateway *gw, const struct esbx_http_request *req, struct esb
 
   esbx_audit_record (gw->audit, token, ctx->method, req->url, status < 400, status,
                      status < 400 ? NULL : ctx->reason);
-  esbx_metrics_request (gw->metrics, endpoint, ctx->method, status, esbx_http_elapsed (req));
+  esbx_metrics_request (gw->metrics, endpoint, method_label (ctx->method), status,
+                        esbx_http_elapsed (req));
   if (status >= 400)
     esbx_info ("gateway %s %s token=%s status=%u: %s", ctx->method, req->url, token ? token : "-",
                status, ctx->reason ? ctx->reason : "");
