@@ -100,16 +100,38 @@ scope_name (unsigned scope)
                                        : "observe";
 }
 
-bool
-esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route, char **reason)
+/* What `observe` may see is decided here and nowhere else: names, kinds,
+   modes, sizes, hashes, provenance, events and processes, never what a
+   file holds.  A request that asks a route for file content (a patch)
+   needs `runtime`, the scope that reads files.  */
+static bool
+check_scope (const struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route, char **reason)
 {
   const struct esbx_token *t = ctx->token;
 
+  if (route->content_flag && esbx_gw_query_flag (ctx->conn, route->content_flag))
+    {
+      if (t->scopes & ESBX_SCOPE_RUNTIME)
+        return true;
+      *reason = xasprintf ("token `%s` lacks the `runtime` scope: `%s` asks for file content",
+                           t->id, route->content_flag);
+      return false;
+    }
   if (route->scope && (t->scopes & route->scope) == 0)
     {
       *reason = xasprintf ("token `%s` lacks the `%s` scope", t->id, scope_name (route->scope));
       return false;
     }
+  return true;
+}
+
+bool
+esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route, char **reason)
+{
+  const struct esbx_token *t = ctx->token;
+
+  if (!check_scope (ctx, route, reason))
+    return false;
   if (route->target == GW_TARGET_LIST || route->target == GW_TARGET_TOKEN)
     return true;
   if (t->session)

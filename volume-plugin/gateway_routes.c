@@ -36,6 +36,14 @@ query (struct esbx_gw_ctx *ctx, const char *key)
   return MHD_lookup_connection_value (ctx->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+bool
+esbx_gw_query_flag (struct MHD_Connection *conn, const char *key)
+{
+  const char *v = MHD_lookup_connection_value (conn, MHD_GET_ARGUMENT_KIND, key);
+
+  return v && strcmp (v, "0") != 0 && strcmp (v, "false") != 0;
+}
+
 /* Library errors to HTTP: usage 400, conflict 409, unknown objects 404,
    other failures of the request 400, system failures 500.  */
 static void
@@ -403,12 +411,11 @@ h_session_discard (struct esbx_gw_ctx *ctx)
 static void
 h_session_diff (struct esbx_gw_ctx *ctx)
 {
-  const char *patch = query (ctx, "patch");
   struct esbx_changeset cs = { 0 };
   esbx_error_t err = NULL;
   json_t *arr;
 
-  if (patch && strcmp (patch, "0") != 0 && strcmp (patch, "false") != 0)
+  if (esbx_gw_query_flag (ctx->conn, "patch"))
     {
       _cleanup_close_ int fd = memfd_create ("esbx-patch", MFD_CLOEXEC);
       _cleanup_file_ FILE *f = NULL;
@@ -988,32 +995,40 @@ h_gc (struct esbx_gw_ctx *ctx)
 #define O ESBX_SCOPE_OBSERVE
 
 const struct esbx_gw_route esbx_gw_routes[] = {
-  { "GET", "/v1/whoami", "whoami", 0, GW_TARGET_TOKEN, false, h_whoami },
-  { "GET", "/v1/projects", "project_list", O, GW_TARGET_LIST, false, h_projects_list },
-  { "POST", "/v1/projects", "project_create", M, GW_TARGET_BODY_NAME, true, h_project_create },
-  { "DELETE", "/v1/projects/*", "project_rm", M, GW_TARGET_PROJECT, false, h_project_rm },
+  { "GET", "/v1/whoami", "whoami", 0, GW_TARGET_TOKEN, false, h_whoami, NULL },
+  { "GET", "/v1/projects", "project_list", O, GW_TARGET_LIST, false, h_projects_list, NULL },
+  { "POST", "/v1/projects", "project_create", M, GW_TARGET_BODY_NAME, true, h_project_create,
+    NULL },
+  { "DELETE", "/v1/projects/*", "project_rm", M, GW_TARGET_PROJECT, false, h_project_rm, NULL },
   { "POST", "/v1/projects/*/squash", "project_squash", M, GW_TARGET_PROJECT, false,
-    h_project_squash },
-  { "GET", "/v1/projects/*/log", "project_log", O, GW_TARGET_PROJECT, false, h_project_log },
-  { "GET", "/v1/projects/*/blame", "project_blame", O, GW_TARGET_PROJECT, false, h_project_blame },
-  { "GET", "/v1/sessions", "session_list", O, GW_TARGET_LIST, false, h_sessions_list },
-  { "POST", "/v1/sessions", "session_create", M, GW_TARGET_BODY_PROJECT, true, h_session_create },
-  { "GET", "/v1/sessions/*", "session_inspect", O, GW_TARGET_SESSION, false, h_session_inspect },
-  { "DELETE", "/v1/sessions/*", "session_discard", M, GW_TARGET_SESSION, false, h_session_discard },
-  { "GET", "/v1/sessions/*/path", "session_path", O, GW_TARGET_SESSION, false, h_session_path },
-  { "GET", "/v1/sessions/*/diff", "session_diff", O, GW_TARGET_SESSION, false, h_session_diff },
-  { "GET", "/v1/sessions/*/events", "session_events", O, GW_TARGET_SESSION, false,
-    h_session_events },
-  { "GET", "/v1/sessions/*/ps", "session_ps", O, GW_TARGET_SESSION, false, h_session_ps },
+    h_project_squash, NULL },
+  { "GET", "/v1/projects/*/log", "project_log", O, GW_TARGET_PROJECT, false, h_project_log, NULL },
+  { "GET", "/v1/projects/*/blame", "project_blame", O, GW_TARGET_PROJECT, false, h_project_blame,
+    NULL },
+  { "GET", "/v1/sessions", "session_list", O, GW_TARGET_LIST, false, h_sessions_list, NULL },
+  { "POST", "/v1/sessions", "session_create", M, GW_TARGET_BODY_PROJECT, true, h_session_create,
+    NULL },
+  { "GET", "/v1/sessions/*", "session_inspect", O, GW_TARGET_SESSION, false, h_session_inspect,
+    NULL },
+  { "DELETE", "/v1/sessions/*", "session_discard", M, GW_TARGET_SESSION, false, h_session_discard,
+    NULL },
+  { "GET", "/v1/sessions/*/path", "session_path", O, GW_TARGET_SESSION, false, h_session_path,
+    NULL },
+  { "GET", "/v1/sessions/*/diff", "session_diff", O, GW_TARGET_SESSION, false, h_session_diff,
+    "patch" },
+  { "GET", "/v1/sessions/*/events", "session_events", O, GW_TARGET_SESSION, false, h_session_events,
+    NULL },
+  { "GET", "/v1/sessions/*/ps", "session_ps", O, GW_TARGET_SESSION, false, h_session_ps, NULL },
   { "POST", "/v1/sessions/*/publish", "session_publish", M, GW_TARGET_SESSION, true,
-    h_session_publish },
-  { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GW_TARGET_SESSION, true,
-    h_session_rebase },
-  { "POST", "/v1/sessions/*/exec", "session_exec", R, GW_TARGET_SESSION, true, h_session_exec },
-  { "GET", "/v1/sessions/*/files", "file_read", R, GW_TARGET_SESSION, false, h_files_get },
-  { "PUT", "/v1/sessions/*/files", "file_write", R, GW_TARGET_SESSION, false, h_files_put },
-  { "GET", "/v1/export", "export", M, GW_TARGET_QUERY_REF, false, h_export },
-  { "POST", "/v1/fsck", "fsck", M, GW_TARGET_QUERY_PROJECT, false, h_fsck },
-  { "POST", "/v1/gc", "gc", M, GW_TARGET_STORE, false, h_gc },
+    h_session_publish, NULL },
+  { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GW_TARGET_SESSION, true, h_session_rebase,
+    NULL },
+  { "POST", "/v1/sessions/*/exec", "session_exec", R, GW_TARGET_SESSION, true, h_session_exec,
+    NULL },
+  { "GET", "/v1/sessions/*/files", "file_read", R, GW_TARGET_SESSION, false, h_files_get, NULL },
+  { "PUT", "/v1/sessions/*/files", "file_write", R, GW_TARGET_SESSION, false, h_files_put, NULL },
+  { "GET", "/v1/export", "export", M, GW_TARGET_QUERY_REF, false, h_export, NULL },
+  { "POST", "/v1/fsck", "fsck", M, GW_TARGET_QUERY_PROJECT, false, h_fsck, NULL },
+  { "POST", "/v1/gc", "gc", M, GW_TARGET_STORE, false, h_gc, NULL },
 };
 const size_t esbx_gw_n_routes = ARRAY_SIZE (esbx_gw_routes);

@@ -59,6 +59,9 @@ struct esbx_gw_route
   enum esbx_gw_target target;
   bool json_body;
   void (*fn) (struct esbx_gw_ctx *ctx);
+  /* A query flag (esbx_gw_query_flag) that turns the answer into file
+     content: the request then needs `runtime` instead of SCOPE.  */
+  const char *content_flag;
 };
 
 extern const struct esbx_gw_route esbx_gw_routes[];
@@ -68,6 +71,11 @@ extern const size_t esbx_gw_n_routes;
 void esbx_gw_reply_json (struct esbx_gw_ctx *ctx, unsigned status, json_t *doc);
 void esbx_gw_reply_error (struct esbx_gw_ctx *ctx, unsigned status, int code, const char *fmt, ...)
     __attribute__ ((format (printf, 4, 5)));
+
+/* Whether the query parameter KEY is set: present with any value but "0"
+   and "false".  Authorization and handlers read flags only through this,
+   so that they never disagree about what a request asks for.  */
+bool esbx_gw_query_flag (struct MHD_Connection *conn, const char *key);
 
 /* Whether TOKEN may see PROJECT / SESSION (of PROJECT) in a listing.  */
 bool esbx_gw_token_sees (esbx_store_t *store, const struct esbx_token *token, const char *project,

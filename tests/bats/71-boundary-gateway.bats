@@ -202,10 +202,14 @@ all_answer() {
   assert_output --partial '"path":"/secret.txt"'
   assert_output --partial '"sha256":"'
   refute_output --partial hunter2
-  for q in patch=1 patch=yes patch=true patch= patch 'patch=1&patch=0' 'PATCH=1&patch=on'; do
-    gw_expect 403 GET "/v1/sessions/s1/diff?$q" "$OBSERVE"
+  gw_expect 403 GET "/v1/sessions/s1/diff?patch=1" "$OBSERVE"
+  assert_output --partial "lacks the \`runtime\` scope"
+  # However the flag is spelt: refused, or the diff without content.
+  for q in patch=yes patch=true patch= patch 'patch=1&patch=0' 'patch=0&patch=1' 'PATCH=1' \
+    'patch=%31' 'patch=1&x=%0A'; do
+    gw GET "/v1/sessions/s1/diff?$q" "$OBSERVE"
     refute_output --partial hunter2
-    assert_output --partial "runtime"
+    [[ "$http_code" == 403 || "$output" == '[{"path"'* ]] || fail "?$q: HTTP $http_code $output"
   done
   gw_expect 403 GET "/v1/sessions/s1/files?path=secret.txt" "$OBSERVE"
   refute_output --partial hunter2
