@@ -144,6 +144,7 @@ struct esbx_session_opts
 
 struct esbx_session
 {
+  char *id; /* random, made with the session: what gateway tokens are bound to */
   char *name;
   char *project;
   char *base;       /* layer id the session started from */
@@ -250,15 +251,18 @@ enum
 };
 
 /* A token as stored in ROOT/tokens/ID.json: only the SHA-256 of its secret
-   is kept.  */
+   is kept.  A limit names a project or session and is bound to its id, so
+   that it never reaches another one made later under the same name.  */
 struct esbx_token
 {
   char *id;
   unsigned scopes;
-  char *project;   /* NULL: any project */
-  char *session;   /* NULL: any session */
-  char *created;   /* RFC 3339 */
-  int64_t expires; /* seconds since the epoch, 0: never */
+  char *project;    /* NULL: any project */
+  char *project_id; /* PROJECT's id; NULL until the project exists */
+  char *session;    /* NULL: any session */
+  char *session_id; /* SESSION's id (esbx_session.id) */
+  char *created;    /* RFC 3339 */
+  int64_t expires;  /* seconds since the epoch, 0: never */
 };
 
 void esbx_token_free (struct esbx_token *t);
@@ -269,13 +273,23 @@ char *esbx_token_scopes_string (unsigned scopes);
 /* The record without its hash, for `token list` and the audit log.  */
 json_t *esbx_token_to_json (const struct esbx_token *t);
 /* TTL_SECONDS 0: never expires.  *secret receives the bearer secret, which
-   is shown once and never stored.  */
+   is shown once and never stored.  SESSION must exist; PROJECT may not exist
+   yet (the token may create it) and is then bound at its first use after
+   the project exists (esbx_token_bind_project).  */
 int esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project,
                        const char *session, int64_t ttl_seconds, char **secret,
                        struct esbx_token **out, esbx_error_t *err);
 /* Every token, sorted by id.  */
 int esbx_token_list (esbx_store_t *store, struct esbx_token ***out, size_t *n, esbx_error_t *err);
 int esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err);
+/* The random id of PROJECT, made the first time it is asked for
+   (ROOT/projects/P/id): a project removed and created again under the same
+   name has another.  */
+int esbx_project_id (esbx_store_t *store, const char *project, char **id, esbx_error_t *err);
+/* Bind T, limited to a project it has no id of yet, to that project as it
+   is now; a revoked token stays revoked.  Nothing to do for other tokens or
+   while the project does not exist.  */
+int esbx_token_bind_project (esbx_store_t *store, struct esbx_token *t, esbx_error_t *err);
 /* The token whose secret is SECRET, compared in constant time against every
    stored hash.  Fails for an unknown, revoked or expired one.  */
 int esbx_token_verify (esbx_store_t *store, const char *secret, struct esbx_token **out,

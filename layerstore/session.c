@@ -2,6 +2,7 @@
    overlay under ROOT/sessions/S/merged.  */
 #include "internal.h"
 #include "fs.h"
+#include "hash.h"
 #include "text.h"
 #include "utils.h"
 
@@ -10,6 +11,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+
+/* Random bytes of a session id: 32 hex digits.  */
+#define SESSION_ID_BYTES 16
 
 char *
 esbx_session_dir (esbx_store_t *store, const char *name)
@@ -63,6 +67,7 @@ esbx_session_free (struct esbx_session *s)
 {
   if (s == NULL)
     return;
+  free (s->id);
   free (s->name);
   free (s->project);
   free (s->base);
@@ -79,6 +84,25 @@ esbx_session_free (struct esbx_session *s)
   json_free (s->labels);
   json_free (s->record);
   free (s);
+}
+
+/* The session's id.  A record written before sessions had ids gets one
+   derived from its name, project and creation time: stable for that
+   session, and never the id of a session created since, which stores a
+   random one.  */
+static char *
+record_id (const json_t *j, const char *name)
+{
+  const char *id = json_get_string (j, "id"), *project = json_get_string (j, "project");
+  const char *created = json_get_string (j, "created");
+  _cleanup_free_ char *seed = NULL;
+  char hash[ESBX_SHA256_HEX_LEN + 1];
+
+  if (id)
+    return xstrdup (id);
+  seed = xasprintf ("%s\n%s\n%s", name, project, created ? created : "");
+  esbx_sha256_buf (seed, strlen (seed), hash);
+  return xstrndup (hash, SESSION_ID_BYTES * 2);
 }
 
 int
@@ -107,6 +131,7 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
     }
   s = xmalloc0 (sizeof *s);
   s->record = j;
+  s->id = record_id (j, name);
   s->name = xstrdup (name);
   s->project = xstrdup (json_get_string (j, "project"));
   s->base = xstrdup (json_get_string (j, "base"));
@@ -188,8 +213,11 @@ session_record (const char *name, const char *project, const char *base,
                 const struct esbx_session_opts *o, json_t *labels)
 {
   json_t *j = json_new (JSON_OBJECT);
-  _cleanup_free_ char *now = esbx_rfc3339_now ();
+  _cleanup_free_ char *now = esbx_rfc3339_now (), *id = esbx_random_hex (SESSION_ID_BYTES);
 
+  /* Gateway tokens are bound to the id, not the name: a session made later
+     under the same name is another session for them.  */
+  json_set_string (j, "id", id);
   json_set_string (j, "name", name);
   json_set_string (j, "project", project);
   json_set_string (j, "base", base);

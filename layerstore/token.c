@@ -1,13 +1,19 @@
 /* Gateway tokens.  A token is a bearer secret "esbx_" + 64 hex digits (256
    random bits); the store keeps only its SHA-256 in ROOT/tokens/ID.json, so a
    copy of the store does not reveal a usable token.  The secret has full
-   entropy, which is why a fast hash is enough here.  */
+   entropy, which is why a fast hash is enough here.
+
+   A token limited to a session records the session's id, one limited to a
+   project the project's id (ROOT/projects/P/id, made on first need): the
+   gateway compares ids, so a token never reaches a session or project made
+   later under the same name.  */
 #include "fs.h"
 #include "hash.h"
 #include "layerstore.h"
 #include "text.h"
 #include "utils.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,6 +26,9 @@
 #define TOKEN_ID_LEN  6 /* random bytes of an id: 12 hex digits */
 #define SECRET_BYTES  32
 #define MAX_TOKEN_LEN 256
+#define LOCK_FILE     ".lock" /* revoke and bind: a revoked token is never written back */
+#define PROJECT_ID    "id"
+#define ID_BYTES      16 /* project ids: 32 hex digits, as session ids */
 
 static const struct
 {
@@ -38,7 +47,9 @@ esbx_token_free (struct esbx_token *t)
     return;
   free (t->id);
   free (t->project);
+  free (t->project_id);
   free (t->session);
+  free (t->session_id);
   free (t->created);
   free (t);
 }
@@ -104,7 +115,11 @@ esbx_token_to_json (const struct esbx_token *t)
       json_append (scopes, json_new_string (scope_names[i].name));
   json_set (o, "scopes", scopes);
   json_set (o, "project", t->project ? json_new_string (t->project) : json_new (JSON_NULL));
+  json_set (o, "project_id",
+            t->project_id ? json_new_string (t->project_id) : json_new (JSON_NULL));
   json_set (o, "session", t->session ? json_new_string (t->session) : json_new (JSON_NULL));
+  json_set (o, "session_id",
+            t->session_id ? json_new_string (t->session_id) : json_new (JSON_NULL));
   json_set_string (o, "created", t->created ? t->created : "");
   if (t->expires)
     {
@@ -164,13 +179,114 @@ load_token (int dirfd, const char *file, struct esbx_token **out, char **hash, e
         t->scopes |= scope_names[k].bit;
   if ((s = json_get_string (j, "project")))
     t->project = xstrdup (s);
+  if ((s = json_get_string (j, "project_id")))
+    t->project_id = xstrdup (s);
   if ((s = json_get_string (j, "session")))
     t->session = xstrdup (s);
+  if ((s = json_get_string (j, "session_id")))
+    t->session_id = xstrdup (s);
   t->created = xstrdup (json_get_string (j, "created") ? json_get_string (j, "created") : "");
   t->expires = expires;
   *out = t;
   if (hash)
     *hash = xstrdup (sha);
+  return 0;
+}
+
+/* PROJECTS/P/id: 1 when *ID holds it, 0 when there is none yet.  */
+static int
+read_project_id (int pfd, const char *project, char **id, esbx_error_t *err)
+{
+  _cleanup_free_ char *buf = NULL;
+  esbx_error_t e = NULL;
+  size_t len, i;
+
+  if (esbx_read_file_at (pfd, PROJECT_ID, 256, &buf, &len, &e) < 0)
+    {
+      if (e->status == ENOENT)
+        {
+          esbx_error_free (&e);
+          return 0;
+        }
+      *err = e;
+      return esbx_error_wrap (err, "project `%s`", project);
+    }
+  for (i = 0; i < ID_BYTES * 2 && isxdigit ((unsigned char)buf[i]); i++)
+    ;
+  if (i != ID_BYTES * 2 || (buf[i] != '\0' && buf[i] != '\n'))
+    return esbx_make_error (err, 0, "project `%s`: `%s` is not an id of %d hex digits", project,
+                            PROJECT_ID, ID_BYTES * 2);
+  buf[i] = '\0';
+  *id = steal_pointer (&buf);
+  return 1;
+}
+
+/* Write a new random id as PROJECTS/P/id unless one is there already:
+   linked in from a complete temp file, so that concurrent callers all end
+   up with the one that got there first.  */
+static int
+make_project_id (int pfd, const char *project, esbx_error_t *err)
+{
+  _cleanup_free_ char *id = esbx_random_hex (ID_BYTES), *rand = esbx_random_hex (6);
+  _cleanup_free_ char *tmp = xasprintf (".id-%s", rand), *line = xasprintf ("%s\n", id);
+  _cleanup_close_ int fd = -1;
+  int ret = 0;
+
+  fd = openat (pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return esbx_make_error (err, errno, "project `%s`: create its id", project);
+  if (esbx_write_all (fd, line, strlen (line)) < 0 || fsync (fd) < 0)
+    ret = esbx_make_error (err, errno, "project `%s`: write its id", project);
+  else if (linkat (pfd, tmp, pfd, PROJECT_ID, 0) < 0 && errno != EEXIST)
+    ret = esbx_make_error (err, errno, "project `%s`: link its id", project);
+  unlinkat (pfd, tmp, 0);
+  if (ret == 0)
+    fsync (pfd);
+  return ret;
+}
+
+int
+esbx_project_id (esbx_store_t *store, const char *project, char **id, esbx_error_t *err)
+{
+  _cleanup_free_ char *rel = NULL;
+  _cleanup_close_ int pfd = -1;
+  int r;
+
+  if (!esbx_project_exists (store, project))
+    return esbx_make_error (err, 0, "project `%s` does not exist", project);
+  rel = xasprintf ("projects/%s", project);
+  pfd = TEMP_FAILURE_RETRY (
+      openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (pfd < 0)
+    return esbx_make_error (err, errno, "open `%s/%s`", store->root, rel);
+  r = read_project_id (pfd, project, id, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  if (make_project_id (pfd, project, err) < 0)
+    return -1;
+  r = read_project_id (pfd, project, id, err);
+  if (r == 0)
+    return esbx_make_error (err, 0, "project `%s`: its id vanished", project);
+  return r < 0 ? -1 : 0;
+}
+
+/* The ids a new token is bound to: its session's (which must exist), and
+   its project's when the project exists already.  */
+static int
+bind_new (esbx_store_t *store, struct esbx_token *t, esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+
+  if (t->session)
+    {
+      if (esbx_session_load (store, t->session, &s, err) < 0)
+        return esbx_error_wrap (err, "token for session `%s`", t->session);
+      t->session_id = xstrdup (s->id);
+      esbx_session_free (s);
+    }
+  if (t->project && esbx_project_exists (store, t->project)
+      && esbx_project_id (store, t->project, &t->project_id, err) < 0)
+    return esbx_error_wrap (err, "token for project `%s`", t->project);
   return 0;
 }
 
@@ -209,6 +325,12 @@ esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project, co
   t->session = session ? xstrdup (session) : NULL;
   t->created = esbx_rfc3339_now ();
   t->expires = ttl_seconds ? (int64_t)time (NULL) + ttl_seconds : 0;
+  if (bind_new (store, t, err) < 0)
+    {
+      esbx_token_free (t);
+      free (steal_pointer (secret));
+      return -1;
+    }
 
   rec = esbx_token_to_json (t);
   json_set_string (rec, "sha256", hash);
@@ -271,7 +393,7 @@ esbx_token_list (esbx_store_t *store, struct esbx_token ***out, size_t *n, esbx_
 int
 esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
 {
-  _cleanup_close_ int dirfd = -1;
+  _cleanup_close_ int dirfd = -1, lock = -1;
   _cleanup_free_ char *file = NULL;
 
   if (!token_id_valid (id))
@@ -281,6 +403,9 @@ esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
   dirfd = open_tokens_dir (store, err);
   if (dirfd < 0)
     return -1;
+  lock = esbx_lock_at (dirfd, LOCK_FILE, true, true, err);
+  if (lock < 0)
+    return -1;
   file = xasprintf ("%s.json", id);
   if (unlinkat (dirfd, file, 0) < 0)
     {
@@ -289,6 +414,45 @@ esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
       return esbx_make_error (err, errno, "revoke token `%s`", id);
     }
   return esbx_fsync_at (dirfd, ".", err);
+}
+
+int
+esbx_token_bind_project (esbx_store_t *store, struct esbx_token *t, esbx_error_t *err)
+{
+  _cleanup_close_ int dirfd = -1, lock = -1;
+  _cleanup_free_ char *file = NULL, *doc = NULL;
+  _cleanup_json_ json_t *rec = NULL;
+  const char *bound;
+  size_t len;
+
+  if (t->project == NULL || t->project_id || !esbx_project_exists (store, t->project))
+    return 0;
+  dirfd = open_tokens_dir (store, err);
+  if (dirfd < 0)
+    return -1;
+  lock = esbx_lock_at (dirfd, LOCK_FILE, true, true, err);
+  if (lock < 0)
+    return -1;
+  file = xasprintf ("%s.json", t->id);
+  if (!esbx_exists_at (dirfd, file))
+    return esbx_make_error (err, 0, "token `%s` was revoked", t->id);
+  rec = json_parse_file_at (dirfd, file, err);
+  if (rec == NULL)
+    return esbx_error_wrap (err, "token record `%s`", file);
+  /* Another request of this token may have bound it meanwhile.  */
+  bound = json_get_string (rec, "project_id");
+  if (bound)
+    {
+      t->project_id = xstrdup (bound);
+      return 0;
+    }
+  if (esbx_project_id (store, t->project, &t->project_id, err) < 0)
+    return esbx_error_wrap (err, "token `%s`", t->id);
+  json_set_string (rec, "project_id", t->project_id);
+  doc = json_serialize (rec, true, &len);
+  if (esbx_write_file_atomic_at (dirfd, file, doc, len, 0600, err) < 0)
+    return esbx_error_wrap (err, "token `%s`", t->id);
+  return 0;
 }
 
 int

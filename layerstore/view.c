@@ -35,6 +35,7 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
   size_t i;
 
   json_set_string (o, "name", s->name);
+  json_set_string (o, "id", s->id);
   json_set_string (o, "project", s->project);
   json_set_string (o, "base", s->base);
   for (i = 0; s->published[i]; i++)

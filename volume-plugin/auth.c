@@ -1,4 +1,5 @@
 #include "auth.h"
+#include "log.h"
 #include "text.h"
 #include "utils.h"
 
@@ -33,21 +34,22 @@ esbx_auth_authenticate (esbx_store_t *store, const char *header, struct esbx_tok
   return 0;
 }
 
-static char *
-project_of_session (esbx_store_t *store, const char *session)
+/* The project and id of session NAME; both NULL when it does not exist.  */
+static void
+load_session (esbx_store_t *store, const char *name, char **project, char **id)
 {
   struct esbx_session *s = NULL;
   esbx_error_t err = NULL;
-  char *p;
 
-  if (!esbx_name_valid (session) || esbx_session_load (store, session, &s, &err) < 0)
+  *project = *id = NULL;
+  if (!esbx_name_valid (name) || esbx_session_load (store, name, &s, &err) < 0)
     {
       esbx_error_free (&err);
-      return NULL;
+      return;
     }
-  p = xstrdup (s->project);
+  *project = xstrdup (s->project);
+  *id = xstrdup (s->id);
   esbx_session_free (s);
-  return p;
 }
 
 void
@@ -62,7 +64,7 @@ esbx_auth_resolve_target (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *r
       break;
     case GW_TARGET_SESSION:
       ctx->session = xstrdup (ctx->arg);
-      ctx->project = project_of_session (ctx->store, ctx->arg);
+      load_session (ctx->store, ctx->arg, &ctx->project, &ctx->session_id);
       break;
     case GW_TARGET_BODY_PROJECT:
     case GW_TARGET_BODY_NAME:
@@ -80,7 +82,7 @@ esbx_auth_resolve_target (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *r
       if (strchr (s, '@') == NULL && esbx_name_valid (s) && esbx_session_exists (ctx->store, s))
         {
           ctx->session = xstrdup (s);
-          ctx->project = project_of_session (ctx->store, s);
+          load_session (ctx->store, s, &ctx->project, &ctx->session_id);
         }
       else
         ctx->project = xstrndup (s, strcspn (s, "@"));
@@ -125,6 +127,58 @@ check_scope (const struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route, c
   return true;
 }
 
+/* Whether session NAME with id ID (NULL: it does not exist) is the one T
+   was made for; the name alone never suffices.  */
+static bool
+session_is (const struct esbx_token *t, const char *name, const char *id, char **reason)
+{
+  if (name == NULL || strcmp (name, t->session) != 0)
+    *reason = xasprintf ("token `%s` is limited to session `%s`", t->id, t->session);
+  else if (t->session_id == NULL)
+    *reason = xasprintf ("token `%s` is limited to session `%s` by name only (it was made before "
+                         "sessions had ids): make a new token",
+                         t->id, t->session);
+  else if (id == NULL)
+    *reason = xasprintf ("token `%s` is limited to session `%s` (id %s), which no longer exists",
+                         t->id, t->session, t->session_id);
+  else if (strcmp (id, t->session_id) != 0)
+    *reason = xasprintf ("token `%s` is limited to session `%s` (id %s); the session of that name "
+                         "now is another one (id %s)",
+                         t->id, t->session, t->session_id, id);
+  else
+    return true;
+  return false;
+}
+
+/* Whether PROJECT is the project T was made for: the same name and, once
+   the token is bound (esbx_token_bind_project), the same id.  */
+static bool
+project_is (esbx_store_t *store, const struct esbx_token *t, const char *project, char **reason)
+{
+  _cleanup_free_ char *id = NULL;
+  esbx_error_t err = NULL;
+
+  if (project == NULL || strcmp (project, t->project) != 0)
+    *reason = xasprintf ("token `%s` is limited to project `%s`", t->id, t->project);
+  else if (t->project_id == NULL)
+    return true;
+  else if (!esbx_project_exists (store, project))
+    *reason = xasprintf ("token `%s` is limited to project `%s` (id %s), which no longer exists",
+                         t->id, t->project, t->project_id);
+  else if (esbx_project_id (store, project, &id, &err) < 0)
+    {
+      *reason = xasprintf ("token `%s`: %s", t->id, err->msg);
+      esbx_error_free (&err);
+    }
+  else if (strcmp (id, t->project_id) != 0)
+    *reason = xasprintf ("token `%s` is limited to project `%s` (id %s); the project of that name "
+                         "now is another one (id %s)",
+                         t->id, t->project, t->project_id, id);
+  else
+    return true;
+  return false;
+}
+
 bool
 esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route, char **reason)
 {
@@ -134,42 +188,64 @@ esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route,
     return false;
   if (route->target == GW_TARGET_LIST || route->target == GW_TARGET_TOKEN)
     return true;
-  if (t->session)
+  /* A session token acts on its session only: never on a project as a
+     whole, never on another session.  */
+  if (t->session && route->target == GW_TARGET_STORE)
     {
-      /* A session token acts on its session only: never on a project as a
-         whole, never on another session.  */
-      if (ctx->session == NULL || strcmp (ctx->session, t->session) != 0
-          || route->target == GW_TARGET_STORE)
-        {
-          *reason = xasprintf ("token `%s` is limited to session `%s`", t->id, t->session);
-          return false;
-        }
+      *reason = xasprintf ("token `%s` is limited to session `%s`", t->id, t->session);
+      return false;
     }
-  if (t->project)
+  if (t->session && !session_is (t, ctx->session, ctx->session_id, reason))
+    return false;
+  if (t->project && route->target == GW_TARGET_STORE)
     {
-      if (ctx->project == NULL || strcmp (ctx->project, t->project) != 0
-          || route->target == GW_TARGET_STORE)
-        {
-          *reason = xasprintf ("token `%s` is limited to project `%s`", t->id, t->project);
-          return false;
-        }
+      *reason = xasprintf ("token `%s` is limited to project `%s`", t->id, t->project);
+      return false;
     }
+  if (t->project && !project_is (ctx->store, t, ctx->project, reason))
+    return false;
+  return true;
+}
+
+void
+esbx_auth_bind (struct esbx_gw_ctx *ctx)
+{
+  esbx_error_t err = NULL;
+
+  if (esbx_token_bind_project (ctx->store, (struct esbx_token *)ctx->token, &err) < 0)
+    {
+      esbx_warn ("gateway: %s", err->msg);
+      esbx_error_free (&err);
+    }
+}
+
+bool
+esbx_gw_token_sees_project (esbx_store_t *store, const struct esbx_token *token,
+                            const char *project)
+{
+  _cleanup_free_ char *reason = NULL, *sproject = NULL, *sid = NULL;
+
+  if (token->session)
+    {
+      /* The project of the token's session is visible in project lists.  */
+      load_session (store, token->session, &sproject, &sid);
+      return sproject && strcmp (sproject, project) == 0
+             && session_is (token, token->session, sid, &reason);
+    }
+  if (token->project)
+    return project_is (store, token, project, &reason);
   return true;
 }
 
 bool
-esbx_gw_token_sees (esbx_store_t *store, const struct esbx_token *token, const char *project,
-                    const char *session)
+esbx_gw_token_sees_session (esbx_store_t *store, const struct esbx_token *token,
+                            const struct esbx_session *s)
 {
+  _cleanup_free_ char *reason = NULL;
+
   if (token->session)
-    {
-      if (session)
-        return strcmp (session, token->session) == 0;
-      /* The project of the token's session is visible in project lists.  */
-      _cleanup_free_ char *p = project_of_session (store, token->session);
-      return p && strcmp (p, project) == 0;
-    }
+    return session_is (token, s->name, s->id, &reason);
   if (token->project)
-    return project && strcmp (project, token->project) == 0;
+    return project_is (store, token, s->project, &reason);
   return true;
 }

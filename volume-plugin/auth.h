@@ -15,8 +15,13 @@ int esbx_auth_authenticate (esbx_store_t *store, const char *header, struct esbx
 /* Fill ctx->project and ctx->session from the route's target.  */
 void esbx_auth_resolve_target (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route);
 
-/* true when allowed; otherwise *reason (owned) says why.  */
+/* true when allowed; otherwise *reason (owned) says why.  A token limited
+   to a session or project is compared by the object's id, not its name.  */
 bool esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route,
                           char **reason);
+
+/* After an allowed request: bind a project token made before its project
+   existed to the project as it is now (it may have just created it).  */
+void esbx_auth_bind (struct esbx_gw_ctx *ctx);
 
 #endif

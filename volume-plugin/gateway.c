@@ -207,6 +207,7 @@ handle (struct esbx_gateway *gw, struct esbx_gw_ctx *ctx, const char *url, const
       return;
     }
   route->fn (ctx);
+  esbx_auth_bind (ctx);
 }
 
 static void
@@ -242,6 +243,7 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
   free (ctx.reason);
   free (ctx.project);
   free (ctx.session);
+  free (ctx.session_id);
   json_free (ctx.json);
   esbx_token_free ((struct esbx_token *)ctx.token);
 }

@@ -238,7 +238,7 @@ h_projects_list (struct esbx_gw_ctx *ctx)
     {
       json_t *o;
 
-      if (!esbx_gw_token_sees (ctx->store, ctx->token, names[i], NULL))
+      if (!esbx_gw_token_sees_project (ctx->store, ctx->token, names[i]))
         continue;
       o = esbx_project_json (ctx->store, names[i], &err);
       if (o == NULL)
@@ -337,7 +337,7 @@ h_sessions_list (struct esbx_gw_ctx *ctx)
           esbx_error_free (&err);
           continue;
         }
-      if (esbx_gw_token_sees (ctx->store, ctx->token, s->project, s->name))
+      if (esbx_gw_token_sees_session (ctx->store, ctx->token, s))
         json_append (arr, esbx_session_json (ctx->store, s, NULL));
       esbx_session_free (s);
     }

@@ -40,6 +40,7 @@ struct esbx_gw_ctx
   /* What the request is about, resolved before authorization.  */
   char *project;
   char *session;
+  char *session_id; /* NULL when SESSION does not exist */
 
   /* The answer.  */
   unsigned status;
@@ -77,8 +78,10 @@ void esbx_gw_reply_error (struct esbx_gw_ctx *ctx, unsigned status, int code, co
    so that they never disagree about what a request asks for.  */
 bool esbx_gw_query_flag (struct MHD_Connection *conn, const char *key);
 
-/* Whether TOKEN may see PROJECT / SESSION (of PROJECT) in a listing.  */
-bool esbx_gw_token_sees (esbx_store_t *store, const struct esbx_token *token, const char *project,
-                         const char *session);
+/* Whether TOKEN may see PROJECT, or session S, in a listing (auth.c).  */
+bool esbx_gw_token_sees_project (esbx_store_t *store, const struct esbx_token *token,
+                                 const char *project);
+bool esbx_gw_token_sees_session (esbx_store_t *store, const struct esbx_token *token,
+                                 const struct esbx_session *s);
 
 #endif

@@ -182,7 +182,17 @@ all_answer() {
   esbx_ok project create third
   gw_expect 403 GET /v1/projects/third/log "$PTOKEN"
   gw_expect 403 POST /v1/sessions "$PTOKEN" '{"project":"third"}'
+  assert_output --partial "now is another one"
   assert_equal "$("$ESBX" session list --project third)" ""
+  # A token for a project yet to be made is bound to the one it makes.
+  FTOKEN=$(token manage,observe --project future)
+  gw_expect 201 POST /v1/projects "$FTOKEN" '{"name":"future"}'
+  esbx_ok project rm future
+  esbx_ok project create future
+  gw_expect 403 GET /v1/projects/future/log "$FTOKEN"
+  # A session token names a session that exists.
+  esbx_fails 1 token create --scope runtime --session nosuch
+  assert_output --partial "session \`nosuch\` does not exist"
 
   # The identity the tokens compare: random, shown by inspect.
   esbx_ok --json session inspect s1
