@@ -3,9 +3,11 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 int
 esbx_write_all (int fd, const void *data, size_t len)
@@ -24,6 +26,98 @@ esbx_write_all (int fd, const void *data, size_t len)
   return 0;
 }
 
+static bool force_no_proc;
+
+void
+esbx_fs_force_no_proc (bool on)
+{
+  force_no_proc = on;
+}
+
+const char *
+esbx_mode_type_name (mode_t mode)
+{
+  switch (mode & S_IFMT)
+    {
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a directory";
+    case S_IFLNK:
+      return "a symlink";
+    case S_IFIFO:
+      return "a fifo";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    default:
+      return "of an unknown type";
+    }
+}
+
+/* Open the inode of PATHFD for reading through /proc; -1 with errno ENOENT
+   when /proc is not procfs (a chroot, where it could even be content).  */
+static int
+open_proc_fd (int pathfd)
+{
+  struct statfs sfs;
+  char proc[64];
+
+  if (force_no_proc || statfs ("/proc", &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+    {
+      errno = ENOENT;
+      return -1;
+    }
+  snprintf (proc, sizeof proc, "/proc/self/fd/%d", pathfd);
+  return TEMP_FAILURE_RETRY (open (proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+}
+
+int
+esbx_reopen_regular (int pathfd, int dirfd, const char *name, const char *shown, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = -1;
+  struct stat want, got;
+  int flags;
+
+  if (fstat (pathfd, &want) < 0)
+    return esbx_make_error (err, errno, "stat `%s`", shown);
+  if (!S_ISREG (want.st_mode))
+    return esbx_make_error (err, 0, "`%s` is %s, not a regular file", shown,
+                            esbx_mode_type_name (want.st_mode));
+  fd = open_proc_fd (pathfd);
+  if (fd < 0 && errno == ENOENT)
+    /* No /proc: the name again, without blocking, and the same inode.  */
+    fd = TEMP_FAILURE_RETRY (
+        openat (dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd < 0)
+    return esbx_make_error (err, errno, "open `%s`", shown);
+  if (fstat (fd, &got) < 0)
+    return esbx_make_error (err, errno, "stat `%s`", shown);
+  if (!S_ISREG (got.st_mode))
+    return esbx_make_error (err, 0, "`%s` is %s, not a regular file", shown,
+                            esbx_mode_type_name (got.st_mode));
+  if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+    return esbx_make_error (err, 0, "`%s` was replaced while being opened", shown);
+  flags = fcntl (fd, F_GETFL);
+  if (flags < 0 || fcntl (fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+    return esbx_make_error (err, errno, "fcntl `%s`", shown);
+  return take_fd (&fd);
+}
+
+int
+esbx_open_regular_at (int dirfd, const char *path, esbx_error_t *err)
+{
+  _cleanup_close_ int pathfd = -1;
+
+  pathfd = TEMP_FAILURE_RETRY (openat (dirfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (pathfd < 0)
+    return esbx_make_error (err, errno, "open `%s`", path);
+  return esbx_reopen_regular (pathfd, dirfd, path, path, err);
+}
+
 int
 esbx_read_file_at (int dirfd, const char *path, size_t limit, char **buf, size_t *len,
                    esbx_error_t *err)
@@ -33,9 +127,9 @@ esbx_read_file_at (int dirfd, const char *path, size_t limit, char **buf, size_t
   size_t used = 0, cap = 4096;
   ssize_t r;
 
-  fd = TEMP_FAILURE_RETRY (openat (dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  fd = esbx_open_regular_at (dirfd, path, err);
   if (fd < 0)
-    return esbx_make_error (err, errno, "open `%s`", path);
+    return -1;
   data = xmalloc (cap + 1);
   for (;;)
     {
@@ -137,36 +231,222 @@ esbx_mkdir_p (const char *path, mode_t mode, esbx_error_t *err)
   return 0;
 }
 
-static int
-rm_rf_children (int dfd, const char *shown, esbx_error_t *err)
+/* ---- trees of any depth ----------------------------------------------- */
+
+/* A directory a tree walk is in: the name it has in its parent, what it is
+   (to recognise it again from below), and its subdirectories still to
+   visit.  */
+struct level
 {
+  char *name;
+  dev_t dev;
+  ino_t ino;
+  struct strv subdirs;
+  size_t next;
+};
+
+struct tree_walk
+{
+  const char *top; /* the name the walk started from, for messages */
+  bool remove;     /* rm -rf; otherwise du */
+  unsigned long long bytes;
+  struct level *levels;
+  size_t n, cap;
+};
+
+static void
+pop_level (struct tree_walk *w)
+{
+  struct level *l = &w->levels[--w->n];
+
+  free (l->name);
+  strv_free (&l->subdirs);
+}
+
+static int
+push_level (struct tree_walk *w, int fd, const char *name, esbx_error_t *err)
+{
+  struct level *l;
+  struct stat st;
+
+  if (fstat (fd, &st) < 0)
+    return esbx_make_error (err, errno, "stat `%s`", name);
+  /* A directory without write permission (chmod 0555 by a session) still
+     has to go.  */
+  if (w->remove && (st.st_mode & 0700) != 0700)
+    fchmod (fd, st.st_mode | 0700);
+  if (w->n == w->cap)
+    {
+      w->cap = w->cap ? 2 * w->cap : 64;
+      w->levels = xrealloc (w->levels, w->cap * sizeof *w->levels);
+    }
+  l = &w->levels[w->n++];
+  memset (l, 0, sizeof *l);
+  l->name = xstrdup (name);
+  l->dev = st.st_dev;
+  l->ino = st.st_ino;
+  return 0;
+}
+
+/* One pass over the directory FD: files go (or are counted), directories
+   are noted for later.  */
+static int
+visit_dir (struct tree_walk *w, int fd, esbx_error_t *err)
+{
+  struct level *l = &w->levels[w->n - 1];
   _cleanup_dir_ DIR *d = NULL;
   struct dirent *de;
-  int fd;
+  struct stat st;
+  int dupfd;
 
-  fd = dup (dfd);
-  if (fd < 0)
-    return esbx_make_error (err, errno, "dup");
-  d = fdopendir (fd);
+  dupfd = fcntl (fd, F_DUPFD_CLOEXEC, 0);
+  if (dupfd < 0)
+    return esbx_make_error (err, errno, "`%s`: dup", w->top);
+  d = fdopendir (dupfd);
   if (d == NULL)
     {
-      close (fd);
-      return esbx_make_error (err, errno, "opendir `%s`", shown);
+      close (dupfd);
+      return esbx_make_error (err, errno, "opendir `%s`", l->name);
     }
   while ((de = readdir (d)) != NULL)
     {
       if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
         continue;
-      if (esbx_rm_rf_at (dfd, de->d_name, err) < 0)
-        return -1;
+      if (fstatat (fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        {
+          if (errno == ENOENT || !w->remove) /* gone meanwhile; du is best effort */
+            continue;
+          return esbx_make_error (err, errno, "stat `%s`", de->d_name);
+        }
+      if (!w->remove)
+        w->bytes += (unsigned long long)st.st_blocks * 512;
+      if (S_ISDIR (st.st_mode))
+        strv_push (&l->subdirs, xstrdup (de->d_name));
+      else if (w->remove && unlinkat (fd, de->d_name, 0) < 0 && errno != ENOENT)
+        {
+          if (errno == EISDIR) /* became a directory meanwhile */
+            strv_push (&l->subdirs, xstrdup (de->d_name));
+          else
+            return esbx_make_error (err, errno, "unlink `%s`", de->d_name);
+        }
     }
   return 0;
+}
+
+/* Go down into the next subdirectory of the current level; 0 when there is
+   none left.  *FD becomes the subdirectory's.  */
+static int
+descend (struct tree_walk *w, int *fd, esbx_error_t *err)
+{
+  for (;;)
+    {
+      struct level *l = &w->levels[w->n - 1];
+      const char *name;
+      int sub;
+
+      if (l->next >= l->subdirs.n)
+        return 0;
+      name = l->subdirs.v[l->next++];
+      sub = TEMP_FAILURE_RETRY (
+          openat (*fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub < 0 && (errno == ENOENT || (!w->remove && errno == EACCES)))
+        continue;
+      if (sub < 0 && (errno == ENOTDIR || errno == ELOOP))
+        {
+          /* Replaced by something else meanwhile.  */
+          if (w->remove && unlinkat (*fd, name, 0) < 0 && errno != ENOENT)
+            return esbx_make_error (err, errno, "unlink `%s`", name);
+          continue;
+        }
+      if (sub < 0)
+        return esbx_make_error (err, errno, "open `%s`", name);
+      if (push_level (w, sub, name, err) < 0)
+        {
+          close (sub);
+          return -1;
+        }
+      close (*fd);
+      *fd = sub;
+      return 1;
+    }
+}
+
+/* Back up one level through "..", which must be the directory we came
+   from: a tree moved under our feet is an error, never a reason to go on
+   somewhere else.  */
+static int
+ascend (struct tree_walk *w, int *fd, esbx_error_t *err)
+{
+  const struct level *parent = &w->levels[w->n - 2];
+  _cleanup_close_ int up = -1;
+  struct stat st;
+
+  up = TEMP_FAILURE_RETRY (openat (*fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (up < 0 || fstat (up, &st) < 0)
+    return esbx_make_error (err, errno, "`%s`: open the parent of `%s`", w->top,
+                            w->levels[w->n - 1].name);
+  if (st.st_dev != parent->dev || st.st_ino != parent->ino)
+    return esbx_make_error (err, 0, "`%s`: `%s` was moved during the walk", w->top,
+                            w->levels[w->n - 1].name);
+  if (w->remove && unlinkat (up, w->levels[w->n - 1].name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return esbx_make_error (err, errno, "rmdir `%s`", w->levels[w->n - 1].name);
+  pop_level (w);
+  close (*fd);
+  *fd = take_fd (&up);
+  return 0;
+}
+
+/* Remove or measure DIRFD/NAME, a directory, without recursion and with at
+   most three fds open whatever its depth: each level is left through ".."
+   and recognised by device and inode, its subdirectories are kept as names
+   in memory.  */
+static int
+walk_tree (struct tree_walk *w, int dirfd, const char *name, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = -1;
+  int r = 0;
+
+  fd = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd < 0 && errno == ENOENT && w->remove) /* removed by a concurrent remover */
+    return 0;
+  if (fd < 0)
+    return esbx_make_error (err, errno, "open `%s`", name);
+  if (push_level (w, fd, name, err) < 0 || visit_dir (w, fd, err) < 0)
+    {
+      r = -1;
+      goto out;
+    }
+  for (;;)
+    {
+      r = descend (w, &fd, err);
+      if (r < 0)
+        goto out;
+      if (r > 0)
+        {
+          if ((r = visit_dir (w, fd, err)) < 0)
+            goto out;
+          continue;
+        }
+      if (w->n == 1)
+        break;
+      if ((r = ascend (w, &fd, err)) < 0)
+        goto out;
+    }
+  if (w->remove && unlinkat (dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    r = esbx_make_error (err, errno, "rmdir `%s`", name);
+out:
+  while (w->n > 0)
+    pop_level (w);
+  free (w->levels);
+  w->levels = NULL;
+  w->cap = 0;
+  return r < 0 ? -1 : 0;
 }
 
 int
 esbx_rm_rf_at (int dirfd, const char *name, esbx_error_t *err)
 {
-  _cleanup_close_ int fd = -1;
+  struct tree_walk w = { .top = name, .remove = true };
   struct stat st;
 
   if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -181,19 +461,8 @@ esbx_rm_rf_at (int dirfd, const char *name, esbx_error_t *err)
         return esbx_make_error (err, errno, "unlink `%s`", name);
       return 0;
     }
-  fd = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd < 0 && errno == ENOENT) /* removed by a concurrent remover */
-    return 0;
-  if (fd < 0)
-    return esbx_make_error (err, errno, "open `%s`", name);
-  /* A directory without write permission (chmod 0555 by a session) still
-     has to go.  */
-  if ((st.st_mode & 0700) != 0700)
-    fchmod (fd, st.st_mode | 0700);
-  if (rm_rf_children (fd, name, err) < 0)
-    return -1;
-  if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-    return esbx_make_error (err, errno, "rmdir `%s`", name);
+  if (walk_tree (&w, dirfd, name, err) < 0)
+    return esbx_error_wrap (err, "remove `%s`", name);
   return 0;
 }
 
@@ -263,45 +532,49 @@ esbx_list_dir_at (int dirfd, const char *path, esbx_error_t *err)
   return names.v;
 }
 
-static int
-du_fd (int dfd, unsigned long long *bytes, esbx_error_t *err)
+int
+esbx_du_at (int dirfd, const char *path, unsigned long long *bytes, esbx_error_t *err)
 {
-  _cleanup_dir_ DIR *d = NULL;
-  struct dirent *de;
-  struct stat st;
-  int fd = dup (dfd);
+  struct tree_walk w = { .top = path, .remove = false };
+  int r = walk_tree (&w, dirfd, path, err);
 
-  if (fd < 0 || (d = fdopendir (fd)) == NULL)
-    {
-      if (fd >= 0)
-        close (fd);
-      return esbx_make_error (err, errno, "opendir");
-    }
-  while ((de = readdir (d)) != NULL)
-    {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (fstatat (dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        continue;
-      *bytes += (unsigned long long)st.st_blocks * 512;
-      if (S_ISDIR (st.st_mode))
-        {
-          _cleanup_close_ int sub = TEMP_FAILURE_RETRY (
-              openat (dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-          if (sub >= 0 && du_fd (sub, bytes, err) < 0)
-            return -1;
-        }
-    }
+  /* What was counted until an error is still the best answer we have.  */
+  *bytes = w.bytes;
+  return r;
+}
+
+int
+esbx_dir_release (int *dirfd, size_t depth, struct esbx_held_dir *held, esbx_error_t *err)
+{
+  struct stat st;
+
+  held->released = false;
+  if (depth < ESBX_WALK_HELD_FDS)
+    return 0;
+  if (fstat (*dirfd, &st) < 0)
+    return esbx_make_error (err, errno, "stat directory");
+  held->dev = st.st_dev;
+  held->ino = st.st_ino;
+  held->released = true;
+  close (*dirfd);
+  *dirfd = -1;
   return 0;
 }
 
 int
-esbx_du_at (int dirfd, const char *path, unsigned long long *bytes, esbx_error_t *err)
+esbx_dir_retake (int *dirfd, int childfd, struct esbx_held_dir *held, esbx_error_t *err)
 {
-  _cleanup_close_ int fd = esbx_open_dir_at (dirfd, path, err);
+  _cleanup_close_ int fd = -1;
+  struct stat st;
 
-  *bytes = 0;
-  if (fd < 0)
-    return -1;
-  return du_fd (fd, bytes, err);
+  if (!held->released)
+    return 0;
+  held->released = false;
+  fd = TEMP_FAILURE_RETRY (openat (childfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return esbx_make_error (err, errno, "open `..`");
+  if (st.st_dev != held->dev || st.st_ino != held->ino)
+    return esbx_make_error (err, 0, "a directory was moved during the walk");
+  *dirfd = take_fd (&fd);
+  return 0;
 }

@@ -1,4 +1,5 @@
 #include "path.h"
+#include "fs.h"
 #include "text.h"
 #include "utils.h"
 
@@ -162,4 +163,23 @@ esbx_open_parent_beneath (int rootfd, const char *path, char **base, esbx_error_
                               "open parent of `%s` beneath the session root", shown);
     }
   return fd;
+}
+
+int
+esbx_open_regular_beneath (int rootfd, const char *path, esbx_error_t *err)
+{
+  _cleanup_free_ char *base = NULL;
+  _cleanup_free_ char *shown = NULL;
+  _cleanup_close_ int dirfd = -1;
+  _cleanup_close_ int pathfd = -1;
+
+  dirfd = esbx_open_parent_beneath (rootfd, path, &base, err);
+  if (dirfd < 0)
+    return -1;
+  shown = esbx_quote_path (path);
+  pathfd = TEMP_FAILURE_RETRY (openat (dirfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (pathfd < 0)
+    return esbx_make_error (err, errno == ELOOP ? ELOOP : errno,
+                            "open `%s` beneath the session root", shown);
+  return esbx_reopen_regular (pathfd, dirfd, base, shown, err);
 }

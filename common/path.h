@@ -21,6 +21,12 @@ int esbx_open_beneath (int rootfd, const char *path, int flags, mode_t mode, esb
    the root itself.  */
 int esbx_open_parent_beneath (int rootfd, const char *path, char **base, esbx_error_t *err);
 
+/* Open PATH beneath ROOTFD for reading, only if it is a regular file: the
+   resolution of esbx_open_beneath, the type rule of esbx_open_regular_at
+   (fs.h).  Never blocks on a FIFO swapped in for the file, never opens a
+   device.  */
+int esbx_open_regular_beneath (int rootfd, const char *path, esbx_error_t *err);
+
 /* Normalise a path from a request or an archive: strips leading and
    repeated '/', refuses "..", empty results unless allow_root.  Returns a
    relative path ("" for the root).  */

@@ -136,8 +136,9 @@ write_file_data (struct exporter *ex, int fd, int64_t size, const char *rel, esb
 }
 
 /* Write the object NAME of directory DFD as archive path REL.  Returns 1 when
-   written, 0 when skipped (a socket).  */
-static int
+   written, 0 when skipped (a socket).  Not inlined: its buffer must not sit
+   in every frame of the walks' recursion.  */
+static __attribute__ ((noinline)) int
 emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, esbx_error_t *err)
 {
   _cleanup_free_ char *shown = esbx_quote_path (rel);
@@ -160,11 +161,11 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
     {
       /* The size and mode come from the opened file, which is what is
          copied.  */
-      fd = TEMP_FAILURE_RETRY (openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-      if (fd < 0 || fstat (fd, &st) < 0)
-        return esbx_make_error (err, errno, "open `/%s`", shown);
-      if (!S_ISREG (st.st_mode))
-        return esbx_make_error (err, 0, "`/%s` changed type while exporting", shown);
+      fd = esbx_open_regular_at (dfd, name, err);
+      if (fd < 0)
+        return esbx_error_wrap (err, "`/%s` changed while exporting", shown);
+      if (fstat (fd, &st) < 0)
+        return esbx_make_error (err, errno, "stat `/%s`", shown);
     }
   else if (!S_ISDIR (st.st_mode) && !S_ISLNK (st.st_mode) && !S_ISFIFO (st.st_mode))
     return esbx_make_error (err, 0, "`/%s` is a device node: refused", shown);
@@ -238,10 +239,27 @@ child_path (const char *rel, const char *name)
 
 /* ---- tar of a mounted tree --------------------------------------------- */
 
+/* Archive paths are at most 4,095 bytes, as change sets' (scan.c): a
+   deeper tree fails with its cause, not with the limits of the process
+   (open files, stack).  */
 static int
-walk_tree (struct exporter *ex, int dfd, const char *rel, esbx_error_t *err)
+check_path_length (const char *rel, size_t depth, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  _cleanup_free_ char *shown = NULL;
+
+  if (strlen (rel) < 4095)
+    return 0;
+  shown = esbx_quote_path (rel);
+  return esbx_make_error (
+      err, 0, "`/%.64s...`: path too long (more than 4,095 bytes, %zu levels deep)", shown, depth);
+}
+
+/* Deep trees: *DFD may be given back while the walk is below it
+   (esbx_dir_release).  */
+static int
+walk_tree (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", err);
   char **p;
 
   if (names == NULL)
@@ -250,22 +268,27 @@ walk_tree (struct exporter *ex, int dfd, const char *rel, esbx_error_t *err)
     {
       _cleanup_free_ char *child = child_path (rel, *p);
       _cleanup_close_ int sub = -1;
+      struct esbx_held_dir held;
       struct stat st;
       int r;
 
-      r = emit_object (ex, dfd, *p, child, err);
+      if (check_path_length (child, depth + 1, err) < 0)
+        return -1;
+      r = emit_object (ex, *dfd, *p, child, err);
       if (r <= 0)
         {
           if (r < 0)
             return -1;
           continue;
         }
-      if (fstatat (dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
+      if (fstatat (*dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
         continue;
-      sub = TEMP_FAILURE_RETRY (openat (dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      sub = TEMP_FAILURE_RETRY (openat (*dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (sub < 0)
         return esbx_make_error (err, errno, "open `/%s`", child);
-      if (walk_tree (ex, sub, child, err) < 0)
+      if (esbx_dir_release (dfd, depth, &held, err) < 0
+          || walk_tree (ex, &sub, child, depth + 1, err) < 0
+          || esbx_dir_retake (dfd, sub, &held, err) < 0)
         return -1;
     }
   return 0;
@@ -283,7 +306,9 @@ export_session_tar (struct exporter *ex, esbx_store_t *store, const char *name, 
   rootfd = esbx_open_dir_at (AT_FDCWD, merged, err);
   if (rootfd < 0)
     return -1;
-  return walk_tree (ex, rootfd, "", err);
+  if (walk_tree (ex, &rootfd, "", 0, err) < 0)
+    return esbx_error_wrap (err, "session `%s`", name);
+  return 0;
 }
 
 /* ---- tar of a project layer (userspace merge) ------------------------- */
@@ -314,6 +339,9 @@ walk_stack (struct exporter *ex, struct esbx_stack *stk, const char *rel, esbx_e
       r = emit_object (ex, pfd, base, child, err);
       if (r < 0)
         return -1;
+      /* Not held while below: one fd per level would not do for deep
+         trees.  */
+      close (take_fd (&pfd));
       if (r > 0 && S_ISDIR (st.st_mode) && walk_stack (ex, stk, child, err) < 0)
         return -1;
     }
@@ -337,9 +365,9 @@ export_layer_tar (struct exporter *ex, esbx_store_t *store, const char *project,
 /* ---- OCI layer of a project layer ------------------------------------- */
 
 static int
-walk_diff (struct exporter *ex, int dfd, const char *rel, esbx_error_t *err)
+walk_diff (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", err);
   char **p;
 
   if (names == NULL)
@@ -349,9 +377,12 @@ walk_diff (struct exporter *ex, int dfd, const char *rel, esbx_error_t *err)
       _cleanup_free_ char *child = child_path (rel, *p);
       _cleanup_free_ char *wh = NULL;
       _cleanup_close_ int sub = -1;
+      struct esbx_held_dir held;
       struct stat st;
 
-      if (fstatat (dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      if (check_path_length (child, depth + 1, err) < 0)
+        return -1;
+      if (fstatat (*dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return esbx_make_error (err, errno, "stat `/%s`", child);
       if (esbx_is_whiteout (&st))
         {
@@ -360,16 +391,18 @@ walk_diff (struct exporter *ex, int dfd, const char *rel, esbx_error_t *err)
             return -1;
           continue;
         }
-      if (emit_object (ex, dfd, *p, child, err) < 0)
+      if (emit_object (ex, *dfd, *p, child, err) < 0)
         return -1;
       if (!S_ISDIR (st.st_mode))
         continue;
-      if (esbx_is_opaque_at (dfd, *p) && emit_marker (ex, child, OPAQUE_MARKER, err) < 0)
+      if (esbx_is_opaque_at (*dfd, *p) && emit_marker (ex, child, OPAQUE_MARKER, err) < 0)
         return -1;
-      sub = TEMP_FAILURE_RETRY (openat (dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      sub = TEMP_FAILURE_RETRY (openat (*dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (sub < 0)
         return esbx_make_error (err, errno, "open `/%s`", child);
-      if (walk_diff (ex, sub, child, err) < 0)
+      if (esbx_dir_release (dfd, depth, &held, err) < 0
+          || walk_diff (ex, &sub, child, depth + 1, err) < 0
+          || esbx_dir_retake (dfd, sub, &held, err) < 0)
         return -1;
     }
   return 0;
@@ -384,7 +417,7 @@ export_layer_oci (struct exporter *ex, esbx_store_t *store, const char *project,
 
   if (dfd < 0)
     return -1;
-  return walk_diff (ex, dfd, "", err);
+  return walk_diff (ex, &dfd, "", 0, err);
 }
 
 /* ---- OCI layer of a session ------------------------------------------- */

@@ -60,7 +60,7 @@ check_change (struct fsck *f, int diff, const struct esbx_change *c)
             problem (f, c->path, "not a regular file");
             return;
           }
-        fd = TEMP_FAILURE_RETRY (openat (pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+        fd = esbx_open_regular_at (pfd, base, &e);
         if (fd < 0 || esbx_sha256_fd (fd, sha, &size, &e) < 0)
           {
             esbx_error_free (&e);
@@ -96,12 +96,15 @@ check_change (struct fsck *f, int diff, const struct esbx_change *c)
     problem (f, c->path, "mode differs from the record");
 }
 
-/* Everything in the diff is a recorded change or a directory above one.  */
+/* Everything in the diff is a recorded change or a directory above one.
+   Deep trees: *DFD may be given back while the walk is below it
+   (esbx_dir_release); a walk that cannot go on is a problem, not an
+   error.  */
 static void
-check_extra (struct fsck *f, int dfd, const char *rel, const struct esbx_layer *l)
+check_extra (struct fsck *f, int *dfd, const char *rel, size_t depth, const struct esbx_layer *l)
 {
   esbx_error_t e = NULL;
-  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", &e);
+  _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", &e);
   size_t i;
 
   if (names == NULL)
@@ -110,7 +113,7 @@ check_extra (struct fsck *f, int dfd, const char *rel, const struct esbx_layer *
       problem (f, rel[0] ? rel : "/", "unreadable directory");
       return;
     }
-  for (i = 0; names[i]; i++)
+  for (i = 0; names[i] && *dfd >= 0; i++)
     {
       _cleanup_free_ char *path = xasprintf ("%s/%s", rel, names[i]);
       _cleanup_free_ char *prefix = xasprintf ("%s/", path);
@@ -124,13 +127,23 @@ check_extra (struct fsck *f, int dfd, const char *rel, const struct esbx_layer *
           parent = esbx_has_prefix (l->changes.v[k].path, prefix);
       if (!recorded && !parent)
         problem (f, path, "not in the record");
-      if (fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+      if (fstatat (*dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
         {
-          _cleanup_close_ int sub = esbx_open_dir_at (dfd, names[i], &e);
-          if (sub < 0)
-            esbx_error_free (&e);
-          else
-            check_extra (f, sub, path, l);
+          _cleanup_close_ int sub = esbx_open_dir_at (*dfd, names[i], &e);
+          struct esbx_held_dir held;
+
+          if (sub < 0 || esbx_dir_release (dfd, depth, &held, &e) < 0)
+            {
+              esbx_error_free (&e);
+              problem (f, path, "unreadable directory");
+              continue;
+            }
+          check_extra (f, &sub, path, depth + 1, l);
+          if (sub < 0 || esbx_dir_retake (dfd, sub, &held, &e) < 0)
+            {
+              esbx_error_free (&e);
+              problem (f, rel[0] ? rel : "/", "moved while being checked");
+            }
         }
     }
 }
@@ -174,7 +187,7 @@ fsck_project (esbx_store_t *store, const char *project, FILE *report, size_t *pr
         }
       for (k = 0; k < l->changes.n; k++)
         check_change (&f, dfd, &l->changes.v[k]);
-      check_extra (&f, dfd, "", l);
+      check_extra (&f, &dfd, "", 0, l);
       esbx_layer_free (l);
     }
   *problems += f.problems;

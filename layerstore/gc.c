@@ -75,28 +75,54 @@ unmount_beneath (const char *path, esbx_error_t *err)
   return ret;
 }
 
+/* What one gc run could not do.  One leftover that cannot be removed (a
+   tree too odd, a file made immutable) must not keep gc from the others:
+   failures are reported and counted, and gc goes on.  */
+struct gc
+{
+  esbx_store_t *store;
+  FILE *report;
+  size_t failed;
+  esbx_error_t first;
+};
+
+static void
+gc_failed (struct gc *g, const char *what, esbx_error_t *e)
+{
+  if (g->report)
+    fprintf (g->report, "could not remove %s: %s\n", what, (*e)->msg);
+  g->failed++;
+  if (g->first == NULL)
+    {
+      g->first = *e;
+      *e = NULL;
+    }
+  else
+    esbx_error_free (e);
+}
+
 /* Remove DIRFD/NAME (PATH, absolute) unless someone holds a lock on it.  */
-static int
-remove_unlocked (int dirfd, const char *name, const char *path, const char *shown, FILE *report,
-                 esbx_error_t *err)
+static void
+remove_unlocked (struct gc *g, int dirfd, const char *name, const char *path, const char *shown)
 {
   _cleanup_close_ int fd
       = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  esbx_error_t e = NULL;
 
   if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
-    return 0;
+    return;
   esbx_failpoint ("gc-remove");
-  if (unmount_beneath (path, err) < 0)
-    return -1;
-  if (esbx_rm_rf_at (dirfd, name, err) < 0)
-    return -1;
-  if (report)
-    fprintf (report, "removed %s\n", shown);
-  return 0;
+  if (unmount_beneath (path, &e) < 0 || esbx_rm_rf_at (dirfd, name, &e) < 0)
+    {
+      gc_failed (g, shown, &e);
+      return;
+    }
+  if (g->report)
+    fprintf (g->report, "removed %s\n", shown);
 }
 
 static int
-gc_tmp (esbx_store_t *store, int dfd, const char *where, FILE *report, esbx_error_t *err)
+gc_tmp (struct gc *g, int dfd, const char *where, esbx_error_t *err)
 {
   _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
   size_t i;
@@ -106,17 +132,42 @@ gc_tmp (esbx_store_t *store, int dfd, const char *where, FILE *report, esbx_erro
   for (i = 0; names[i]; i++)
     {
       _cleanup_free_ char *shown = xasprintf ("%s/%s", where, names[i]);
-      _cleanup_free_ char *path = xasprintf ("%s/%s", store->root, shown);
-      if (remove_unlocked (dfd, names[i], path, shown, report, err) < 0)
-        return -1;
+      _cleanup_free_ char *path = xasprintf ("%s/%s", g->store->root, shown);
+      remove_unlocked (g, dfd, names[i], path, shown);
     }
   return 0;
 }
 
+/* Whether a session builds on LAYER; true when unknown.  */
+static bool
+layer_in_use (esbx_store_t *store, char **sessions, const char *layer)
+{
+  bool used = false;
+  size_t k;
+
+  for (k = 0; sessions[k] && !used; k++)
+    {
+      struct esbx_session *s = NULL;
+      esbx_error_t e = NULL;
+      if (esbx_session_load (store, sessions[k], &s, &e) < 0)
+        {
+          /* Unknown state: keep the layer.  */
+          esbx_error_free (&e);
+          return true;
+        }
+      used = strcmp (s->base, layer) == 0;
+      for (char **p = s->published; *p && !used; p++)
+        used = strcmp (*p, layer) == 0;
+      esbx_session_free (s);
+    }
+  return used;
+}
+
 /* Layers no stack names and no session builds on.  */
 static int
-gc_layers (esbx_store_t *store, const char *project, FILE *report, esbx_error_t *err)
+gc_layers (struct gc *g, const char *project, esbx_error_t *err)
 {
+  esbx_store_t *store = g->store;
   _cleanup_close_ int lock = -1;
   _cleanup_strv_ char **ids = NULL;
   _cleanup_strv_ char **layers = NULL;
@@ -139,34 +190,19 @@ gc_layers (esbx_store_t *store, const char *project, FILE *report, esbx_error_t 
     return -1;
   for (i = 0; layers[i]; i++)
     {
+      _cleanup_free_ char *shown = NULL;
+      esbx_error_t e = NULL;
       bool used = false;
 
       for (k = 0; k < n && !used; k++)
         used = strcmp (ids[k], layers[i]) == 0;
-      for (k = 0; sessions[k] && !used; k++)
-        {
-          struct esbx_session *s = NULL;
-          esbx_error_t e = NULL;
-          if (esbx_session_load (store, sessions[k], &s, &e) < 0)
-            {
-              /* Unknown state: keep the layer.  */
-              esbx_error_free (&e);
-              used = true;
-              break;
-            }
-          used = strcmp (s->base, layers[i]) == 0;
-          for (char **p = s->published; *p && !used; p++)
-            used = strcmp (*p, layers[i]) == 0;
-          esbx_session_free (s);
-        }
-      if (!used)
-        {
-          _cleanup_free_ char *shown = xasprintf ("projects/%s/layers/%s", project, layers[i]);
-          if (esbx_rm_rf_at (lfd, layers[i], err) < 0)
-            return -1;
-          if (report)
-            fprintf (report, "removed %s\n", shown);
-        }
+      if (used || layer_in_use (store, sessions, layers[i]))
+        continue;
+      shown = xasprintf ("projects/%s/layers/%s", project, layers[i]);
+      if (esbx_rm_rf_at (lfd, layers[i], &e) < 0)
+        gc_failed (g, shown, &e);
+      else if (g->report)
+        fprintf (g->report, "removed %s\n", shown);
     }
   return 0;
 }
@@ -175,59 +211,62 @@ gc_layers (esbx_store_t *store, const char *project, FILE *report, esbx_error_t 
    project lock while it works.  One that crashed before it made the lock
    file gets one from us, and loses the race to a creator that is still
    running (project.c checks that its directory survived).  */
-static int
-gc_half_project (esbx_store_t *store, const char *name, FILE *report, esbx_error_t *err)
+static void
+gc_half_project (struct gc *g, const char *name)
 {
   _cleanup_free_ char *rel = xasprintf ("projects/%s", name);
   _cleanup_free_ char *lockrel = xasprintf ("%s/lock", rel);
   _cleanup_close_ int lock = -1;
+  esbx_error_t e = NULL;
 
   lock = TEMP_FAILURE_RETRY (
-      openat (store->rootfd, lockrel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+      openat (g->store->rootfd, lockrel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
-    return 0;
-  if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
-    return -1;
-  if (report)
-    fprintf (report, "removed %s\n", rel);
-  return 0;
+    return;
+  if (esbx_rm_rf_at (g->store->rootfd, rel, &e) < 0)
+    {
+      gc_failed (g, rel, &e);
+      return;
+    }
+  if (g->report)
+    fprintf (g->report, "removed %s\n", rel);
 }
 
 /* Every temp area: ROOT/tmp and each project's tmp/.  Runs under the
    creation lock, so it must not wait for any other lock (squash holds a
    project lock while it makes temp dirs).  */
 static int
-gc_temp_areas (esbx_store_t *store, char **projects, FILE *report, esbx_error_t *err)
+gc_temp_areas (struct gc *g, char **projects, esbx_error_t *err)
 {
   _cleanup_close_ int guard = -1;
   _cleanup_close_ int tfd = -1;
   size_t i;
 
-  guard = esbx_store_creation_lock (store, true, err);
+  guard = esbx_store_creation_lock (g->store, true, err);
   if (guard < 0)
     return -1;
-  tfd = esbx_open_dir_at (store->rootfd, "tmp", err);
-  if (tfd < 0 || gc_tmp (store, tfd, "tmp", report, err) < 0)
+  tfd = esbx_open_dir_at (g->store->rootfd, "tmp", err);
+  if (tfd < 0 || gc_tmp (g, tfd, "tmp", err) < 0)
     return -1;
   for (i = 0; projects[i]; i++)
     {
       _cleanup_free_ char *tmprel = xasprintf ("projects/%s/tmp", projects[i]);
       _cleanup_close_ int pfd = -1;
+      esbx_error_t e = NULL;
 
-      if (!esbx_project_exists (store, projects[i]))
+      if (!esbx_project_exists (g->store, projects[i]))
         {
-          if (gc_half_project (store, projects[i], report, err) < 0)
-            return -1;
+          gc_half_project (g, projects[i]);
           continue;
         }
-      pfd = esbx_open_dir_at (store->rootfd, tmprel, err);
+      pfd = esbx_open_dir_at (g->store->rootfd, tmprel, &e);
       if (pfd < 0)
         {
-          esbx_error_free (err);
+          esbx_error_free (&e);
           continue;
         }
-      if (gc_tmp (store, pfd, tmprel, report, err) < 0)
-        return -1;
+      if (gc_tmp (g, pfd, tmprel, &e) < 0)
+        gc_failed (g, tmprel, &e);
     }
   return 0;
 }
@@ -236,13 +275,27 @@ int
 esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 {
   _cleanup_strv_ char **projects = NULL;
+  struct gc g = { .store = store, .report = report };
   size_t i;
 
   projects = esbx_list_dir_at (store->rootfd, "projects", err);
-  if (projects == NULL || gc_temp_areas (store, projects, report, err) < 0)
-    return esbx_error_wrap (err, "gc");
-  for (i = 0; projects[i]; i++)
-    if (esbx_project_exists (store, projects[i]) && gc_layers (store, projects[i], report, err) < 0)
+  if (projects == NULL || gc_temp_areas (&g, projects, err) < 0)
+    {
+      esbx_error_free (&g.first);
       return esbx_error_wrap (err, "gc");
-  return 0;
+    }
+  for (i = 0; projects[i]; i++)
+    {
+      _cleanup_free_ char *what = xasprintf ("unused layers of project `%s`", projects[i]);
+      esbx_error_t e = NULL;
+
+      if (esbx_project_exists (store, projects[i]) && gc_layers (&g, projects[i], &e) < 0)
+        gc_failed (&g, what, &e);
+    }
+  if (g.failed == 0)
+    return 0;
+  esbx_make_error (err, 0, "gc: %zu leftover%s could not be removed; the first: %s", g.failed,
+                   g.failed == 1 ? "" : "s", g.first->msg);
+  esbx_error_free (&g.first);
+  return -1;
 }

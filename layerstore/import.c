@@ -249,12 +249,46 @@ set_meta_fd (struct import *im, int fd, const struct stat *st, mode_t mode, cons
   return 0;
 }
 
-static int copy_dir (struct import *im, int srcdfd, int dstdfd, const char *rel, esbx_error_t *err);
+static int copy_dir (struct import *im, int *srcdfd, int *dstdfd, const char *rel, size_t depth,
+                     esbx_error_t *err);
+
+/* A directory and what is beneath it.  Deep trees: the parents' fds may be
+   given back while the copy is below them (esbx_dir_release), so that a
+   copy holds a bounded number of fds whatever the depth.  */
+static int
+copy_subdir (struct import *im, int *srcdfd, int *dstdfd, const char *name, const char *rel,
+             size_t depth, const struct stat *st, mode_t mode, esbx_error_t *err)
+{
+  _cleanup_close_ int in = -1;
+  _cleanup_close_ int out = -1;
+  struct esbx_held_dir src_held, dst_held;
+
+  if (mkdirat (*dstdfd, name, 0700) < 0)
+    return esbx_make_error (err, errno, "mkdir `%s`", rel);
+  in = TEMP_FAILURE_RETRY (openat (*srcdfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (in < 0)
+    return esbx_make_error (err, errno, "open `%s`", rel);
+  out = TEMP_FAILURE_RETRY (
+      openat (*dstdfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (out < 0)
+    return esbx_make_error (err, errno, "open `%s`", rel);
+  if (esbx_dir_release (srcdfd, depth, &src_held, err) < 0
+      || esbx_dir_release (dstdfd, depth, &dst_held, err) < 0)
+    return esbx_error_wrap (err, "`%s`", rel);
+  if (copy_dir (im, &in, &out, rel, depth + 1, err) < 0)
+    return -1;
+  if (esbx_dir_retake (srcdfd, in, &src_held, err) < 0
+      || esbx_dir_retake (dstdfd, out, &dst_held, err) < 0)
+    return esbx_error_wrap (err, "`%s`", rel);
+  /* Last, so that creating the children does not change the mtime.  */
+  return set_meta_fd (im, out, st, mode, rel, err);
+}
 
 static int
-copy_entry (struct import *im, int srcdfd, int dstdfd, const char *name, const char *rel,
-            esbx_error_t *err)
+copy_entry (struct import *im, int *srcdfdp, int *dstdfdp, const char *name, const char *rel,
+            size_t depth, esbx_error_t *err)
 {
+  int srcdfd = *srcdfdp, dstdfd = *dstdfdp;
   _cleanup_close_ int in = -1;
   _cleanup_close_ int out = -1;
   _cleanup_free_ char *target = NULL;
@@ -264,6 +298,13 @@ copy_entry (struct import *im, int srcdfd, int dstdfd, const char *name, const c
   mode_t mode;
   ssize_t n;
 
+  if (strlen (rel) >= 4095)
+    {
+      shown = esbx_quote_path (rel);
+      return esbx_make_error (err, 0,
+                              "`%.64s...`: path too long (more than 4,095 bytes, %zu levels deep)",
+                              shown, depth + 1);
+    }
   if (check_name (rel, err) < 0 || count_entry (im, &im->entries, err) < 0)
     return -1;
   if (fstatat (srcdfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -278,9 +319,9 @@ copy_entry (struct import *im, int srcdfd, int dstdfd, const char *name, const c
       strip_setid (rel, &mode);
       if (count_bytes (im, (uint64_t)st.st_size, err) < 0)
         return -1;
-      in = TEMP_FAILURE_RETRY (openat (srcdfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      in = esbx_open_regular_at (srcdfd, name, err);
       if (in < 0)
-        return esbx_make_error (err, errno, "open `%s`", rel);
+        return esbx_error_wrap (err, "`%s`", rel);
       out = TEMP_FAILURE_RETRY (
           openat (dstdfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (out < 0)
@@ -291,20 +332,7 @@ copy_entry (struct import *im, int srcdfd, int dstdfd, const char *name, const c
 
     case S_IFDIR:
       strip_setid (rel, &mode);
-      if (mkdirat (dstdfd, name, 0700) < 0)
-        return esbx_make_error (err, errno, "mkdir `%s`", rel);
-      in = TEMP_FAILURE_RETRY (
-          openat (srcdfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (in < 0)
-        return esbx_make_error (err, errno, "open `%s`", rel);
-      out = TEMP_FAILURE_RETRY (
-          openat (dstdfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (out < 0)
-        return esbx_make_error (err, errno, "open `%s`", rel);
-      if (copy_dir (im, in, out, rel, err) < 0)
-        return -1;
-      /* Last, so that creating the children does not change the mtime.  */
-      return set_meta_fd (im, out, &st, mode, rel, err);
+      return copy_subdir (im, srcdfdp, dstdfdp, name, rel, depth, &st, mode, err);
 
     case S_IFLNK:
       target = xmalloc ((size_t)st.st_size + 2);
@@ -341,19 +369,20 @@ copy_entry (struct import *im, int srcdfd, int dstdfd, const char *name, const c
 }
 
 static int
-copy_dir (struct import *im, int srcdfd, int dstdfd, const char *rel, esbx_error_t *err)
+copy_dir (struct import *im, int *srcdfd, int *dstdfd, const char *rel, size_t depth,
+          esbx_error_t *err)
 {
   _cleanup_strv_ char **names = NULL;
   char **p;
 
-  names = esbx_list_dir_at (srcdfd, ".", err);
+  names = esbx_list_dir_at (*srcdfd, ".", err);
   if (names == NULL)
     return -1;
   for (p = names; *p; p++)
     {
       _cleanup_free_ char *path = rel[0] ? xasprintf ("%s/%s", rel, *p) : xstrdup (*p);
 
-      if (copy_entry (im, srcdfd, dstdfd, *p, path, err) < 0)
+      if (copy_entry (im, srcdfd, dstdfd, *p, path, depth, err) < 0)
         return -1;
     }
   return 0;
@@ -989,7 +1018,10 @@ run_child (struct import *im, esbx_error_t *err)
   /* libarchive converts pax UTF-8 names to the locale's charset.  */
   setlocale (LC_CTYPE, "C.UTF-8");
   if (im->is_dir)
-    return copy_dir (im, im->srcfd, im->destfd, "", err);
+    {
+      int src = im->srcfd, dst = im->destfd; /* depth 0: never given back */
+      return copy_dir (im, &src, &dst, "", 0, err);
+    }
   return import_archive (im, err);
 }
 

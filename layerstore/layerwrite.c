@@ -27,8 +27,17 @@ static int
 make_parents (int srcfd, int dstfd, const char *rel, esbx_error_t *err)
 {
   _cleanup_free_ char *copy = xstrdup (rel);
-  char *p;
+  char *p = strrchr (copy, '/');
 
+  /* Changes come parents first: the direct parent usually exists, and
+     checking every prefix of every path would cost the cube of the depth
+     of a deep tree.  */
+  if (p == NULL)
+    return 0;
+  *p = '\0';
+  if (esbx_exists_at (dstfd, copy))
+    return 0;
+  *p = '/';
   for (p = strchr (copy, '/'); p; p = strchr (p + 1, '/'))
     {
       struct stat st;
@@ -92,9 +101,11 @@ write_entry (int srcfd, int dstfd, struct esbx_change *c, esbx_error_t *err)
         return esbx_make_error (err, errno, "mkfifo `%s`", c->path);
       break;
     case ESBX_TYPE_FILE:
-      in = TEMP_FAILURE_RETRY (openat (pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-      if (in < 0 || fstat (in, &st) < 0 || !S_ISREG (st.st_mode))
-        return esbx_make_error (err, in < 0 ? errno : 0, "`%s` changed while publishing", c->path);
+      in = esbx_open_regular_at (pfd, base, err);
+      if (in < 0)
+        return esbx_error_wrap (err, "`%s` changed while publishing", c->path);
+      if (fstat (in, &st) < 0)
+        return esbx_make_error (err, errno, "stat `%s`", c->path);
       out = TEMP_FAILURE_RETRY (
           openat (dstfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (out < 0)
@@ -120,11 +131,11 @@ write_entry (int srcfd, int dstfd, struct esbx_change *c, esbx_error_t *err)
 }
 
 /* fsync every directory of the tree, children first, and with FILES every
-   regular file too.  */
+   regular file too.  Deep trees: see esbx_dir_release.  */
 static int
-sync_tree (int dfd, bool files, esbx_error_t *err)
+sync_tree (int *dfd, size_t depth, bool files, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", err);
   size_t i;
 
   if (names == NULL)
@@ -132,23 +143,27 @@ sync_tree (int dfd, bool files, esbx_error_t *err)
   for (i = 0; names[i]; i++)
     {
       struct stat st;
-      if (fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+      if (fstatat (*dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
         continue;
       if (S_ISDIR (st.st_mode))
         {
-          _cleanup_close_ int sub = esbx_open_dir_at (dfd, names[i], err);
-          if (sub < 0 || sync_tree (sub, files, err) < 0)
+          _cleanup_close_ int sub = esbx_open_dir_at (*dfd, names[i], err);
+          struct esbx_held_dir held;
+
+          if (sub < 0 || esbx_dir_release (dfd, depth, &held, err) < 0
+              || sync_tree (&sub, depth + 1, files, err) < 0
+              || esbx_dir_retake (dfd, sub, &held, err) < 0)
             return -1;
         }
       else if (files && S_ISREG (st.st_mode))
         {
           _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
-              openat (dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+              openat (*dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
           if (fd < 0 || fsync (fd) < 0)
             return esbx_make_error (err, errno, "fsync `%s`", names[i]);
         }
     }
-  if (fsync (dfd) < 0)
+  if (fsync (*dfd) < 0)
     return esbx_make_error (err, errno, "fsync directory");
   return 0;
 }
@@ -184,7 +199,7 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   for (i = 0; srcfd >= 0 && i < cs->n; i++)
     if (write_entry (srcfd, diff, &cs->v[i], err) < 0)
       goto fail;
-  if (sync_tree (diff, false, err) < 0)
+  if (sync_tree (&diff, 0, false, err) < 0)
     goto fail;
   out->lockfd = take_fd (&fd);
   return 0;
@@ -197,7 +212,9 @@ fail:
 int
 esbx_layer_sync (int diffd, esbx_error_t *err)
 {
-  return sync_tree (diffd, true, err);
+  int fd = diffd; /* depth 0: never given back */
+
+  return sync_tree (&fd, 0, true, err);
 }
 
 void

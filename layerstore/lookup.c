@@ -187,7 +187,7 @@ esbx_stack_file_sha (struct esbx_stack *st, size_t layer, const char *rel,
           return 0;
         }
     }
-  fd = esbx_open_beneath (st->fds[layer], rel, O_RDONLY, 0, err);
+  fd = esbx_open_regular_beneath (st->fds[layer], rel, err);
   if (fd < 0)
     return -1;
   return esbx_sha256_fd (fd, sha, NULL, err);

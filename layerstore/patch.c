@@ -86,13 +86,13 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
       if (c->kind != ESBX_ADDED && esbx_stack_lookup (&base, c->path + 1, &layer, &st) == 1
           && S_ISREG (st.st_mode))
         {
-          oldfd = esbx_open_beneath (base.fds[layer], c->path + 1, O_RDONLY, 0, err);
+          oldfd = esbx_open_regular_beneath (base.fds[layer], c->path + 1, err);
           if (oldfd < 0)
             goto out;
         }
       if (c->kind != ESBX_DELETED)
         {
-          newfd = esbx_open_beneath (ufd, c->path + 1, O_RDONLY | O_NONBLOCK, 0, err);
+          newfd = esbx_open_regular_beneath (ufd, c->path + 1, err);
           if (newfd < 0)
             goto out;
         }

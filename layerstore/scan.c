@@ -99,7 +99,17 @@ published_mode (const struct stat *st)
   return m;
 }
 
-static int scan_dir (struct scan *sc, int dfd, const char *rel, esbx_error_t *err);
+/* Context for a file that could not be read, e.g. one that stat showed as
+   regular and that the session swapped for a FIFO before the open.  */
+static int
+read_failed (struct scan *sc, const char *rel, esbx_error_t *err)
+{
+  _cleanup_free_ char *shown = esbx_quote_path (rel);
+
+  return esbx_error_wrap (err, "session `%s`: reading `/%s`", sc->session, shown);
+}
+
+static int scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, esbx_error_t *err);
 
 /* Deletions implied by an opaque directory: what the base had there and the
    upper does not.  */
@@ -125,66 +135,22 @@ opaque_deletions (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
   return 0;
 }
 
-static int
-scan_entry (struct scan *sc, int dfd, const char *name, const char *rel, esbx_error_t *err)
+/* A file, symlink or FIFO whose base is BST in LAYER (FOUND).  Not inlined:
+   its buffers must not sit in every frame of the recursion of deep
+   trees.  */
+static __attribute__ ((noinline)) int
+scan_leaf (struct scan *sc, int dfd, const char *name, const char *rel, const struct stat *st,
+           bool found, size_t layer, const struct stat *bst, esbx_error_t *err)
 {
-  struct stat st, bst;
-  size_t layer;
-  int found;
-  enum esbx_file_type type;
-  mode_t mode;
-
-  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    {
-      if (errno == ENOENT) /* removed while we read: not a change any more */
-        return 0;
-      return esbx_make_error (err, errno, "session `%s`: stat `/%s`", sc->session, rel);
-    }
-  if (esbx_check_entry_name (sc->session, rel, name, err) < 0)
-    return -1;
-  found = esbx_stack_lookup (sc->base, rel, &layer, &bst);
-
-  if (esbx_is_whiteout (&st))
-    {
-      if (found)
-        push (sc->out, rel, ESBX_DELETED, file_type (bst.st_mode), NULL);
-      return 0;
-    }
-  type = file_type (st.st_mode);
-  if (S_ISSOCK (st.st_mode))
-    {
-      esbx_warn ("session `%s`: `/%s` is a socket: not part of the change set", sc->session, rel);
-      return 0;
-    }
-  if (type == ESBX_TYPE_NONE)
-    return esbx_make_error (err, 0, "session `%s`: `/%s` is a device node: refused", sc->session,
-                            rel);
-  mode = published_mode (&st);
-
-  if (type == ESBX_TYPE_DIR)
-    {
-      _cleanup_close_ int sub = TEMP_FAILURE_RETRY (
-          openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      bool opaque;
-
-      if (sub < 0)
-        return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
-      opaque = esbx_is_opaque_at (dfd, name);
-      if (!found)
-        push (sc->out, rel, ESBX_ADDED, type, &st);
-      else if (!S_ISDIR (bst.st_mode) || (bst.st_mode & 07777) != mode)
-        push (sc->out, rel, ESBX_MODIFIED, type, &st);
-      if (found && S_ISDIR (bst.st_mode) && opaque && opaque_deletions (sc, sub, rel, err) < 0)
-        return -1;
-      return scan_dir (sc, sub, rel, err);
-    }
+  enum esbx_file_type type = file_type (st->st_mode);
+  mode_t mode = published_mode (st);
 
   if (!found)
     {
-      push (sc->out, rel, ESBX_ADDED, type, &st);
+      push (sc->out, rel, ESBX_ADDED, type, st);
       goto fill;
     }
-  if (file_type (bst.st_mode) == type && published_mode (&bst) == mode)
+  if (file_type (bst->st_mode) == type && published_mode (bst) == mode)
     {
       if (type == ESBX_TYPE_FIFO)
         goto same;
@@ -203,26 +169,23 @@ scan_entry (struct scan *sc, int dfd, const char *name, const char *rel, esbx_er
           if (la >= 0 && la == lb && memcmp (a, b, (size_t)la) == 0)
             goto same;
         }
-      else if (type == ESBX_TYPE_FILE && st.st_size == bst.st_size)
+      else if (type == ESBX_TYPE_FILE && st->st_size == bst->st_size)
         {
           char usha[65], bsha[65];
-          _cleanup_close_ int fd
-              = TEMP_FAILURE_RETRY (openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+          _cleanup_close_ int fd = esbx_open_regular_at (dfd, name, err);
 
           if (fd < 0 || esbx_sha256_fd (fd, usha, NULL, err) < 0)
-            return fd < 0
-                       ? esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel)
-                       : -1;
+            return read_failed (sc, rel, err);
           if (esbx_stack_file_sha (sc->base, layer, rel, bsha, err) < 0)
             return -1;
           if (strcmp (usha, bsha) == 0)
             goto same;
-          push (sc->out, rel, ESBX_MODIFIED, type, &st);
+          push (sc->out, rel, ESBX_MODIFIED, type, st);
           memcpy (sc->out->v[sc->out->n - 1].sha256, usha, 65);
           goto fill;
         }
     }
-  push (sc->out, rel, ESBX_MODIFIED, type, &st);
+  push (sc->out, rel, ESBX_MODIFIED, type, st);
 
 fill:
   {
@@ -240,14 +203,11 @@ fill:
       }
     else if (type == ESBX_TYPE_FILE && c->sha256[0] == '\0')
       {
-        _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
-            openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+        _cleanup_close_ int fd = esbx_open_regular_at (dfd, name, err);
         off_t size;
 
-        if (fd < 0)
-          return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
-        if (esbx_sha256_fd (fd, c->sha256, &size, err) < 0)
-          return esbx_error_wrap (err, "session `%s`: `/%s`", sc->session, rel);
+        if (fd < 0 || esbx_sha256_fd (fd, c->sha256, &size, err) < 0)
+          return read_failed (sc, rel, err);
         c->size = size;
       }
   }
@@ -255,14 +215,95 @@ fill:
 
 same:
   if (sc->same)
-    push (sc->same, rel, ESBX_MODIFIED, type, &st);
+    push (sc->same, rel, ESBX_MODIFIED, type, st);
+  return 0;
+}
+
+/* A directory: its own change, then what is beneath it.  *DFD may be given
+   back while the walk is below (fs.h, esbx_dir_release).  */
+static int
+scan_subdir (struct scan *sc, int *dfd, const char *name, const char *rel, size_t depth,
+             const struct stat *st, bool found, const struct stat *bst, esbx_error_t *err)
+{
+  _cleanup_close_ int sub = -1;
+  struct esbx_held_dir held;
+  mode_t mode = published_mode (st);
+  bool opaque;
+
+  sub = TEMP_FAILURE_RETRY (openat (*dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (sub < 0)
+    return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
+  opaque = esbx_is_opaque_at (*dfd, name);
+  if (!found)
+    push (sc->out, rel, ESBX_ADDED, ESBX_TYPE_DIR, st);
+  else if (!S_ISDIR (bst->st_mode) || (bst->st_mode & 07777) != mode)
+    push (sc->out, rel, ESBX_MODIFIED, ESBX_TYPE_DIR, st);
+  if (found && S_ISDIR (bst->st_mode) && opaque && opaque_deletions (sc, sub, rel, err) < 0)
+    return -1;
+  if (esbx_dir_release (dfd, depth, &held, err) < 0)
+    return esbx_error_wrap (err, "session `%s`: `/%s`", sc->session, rel);
+  if (scan_dir (sc, &sub, rel, depth + 1, err) < 0)
+    return -1;
+  if (esbx_dir_retake (dfd, sub, &held, err) < 0)
+    return esbx_error_wrap (err, "session `%s`: `/%s`", sc->session, rel);
   return 0;
 }
 
 static int
-scan_dir (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
+scan_entry (struct scan *sc, int *dfd, const char *name, const char *rel, size_t depth,
+            esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_list_dir_at (dfd, ".", err);
+  struct stat st, bst;
+  size_t layer = 0;
+  int found;
+
+  if (fstatat (*dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    {
+      if (errno == ENOENT) /* removed while we read: not a change any more */
+        return 0;
+      return esbx_make_error (err, errno, "session `%s`: stat `/%s`", sc->session, rel);
+    }
+  if (esbx_check_entry_name (sc->session, rel, name, err) < 0)
+    return -1;
+  found = esbx_stack_lookup (sc->base, rel, &layer, &bst);
+
+  if (esbx_is_whiteout (&st))
+    {
+      if (found)
+        push (sc->out, rel, ESBX_DELETED, file_type (bst.st_mode), NULL);
+      return 0;
+    }
+  if (S_ISSOCK (st.st_mode))
+    {
+      esbx_warn ("session `%s`: `/%s` is a socket: not part of the change set", sc->session, rel);
+      return 0;
+    }
+  if (file_type (st.st_mode) == ESBX_TYPE_NONE)
+    return esbx_make_error (err, 0, "session `%s`: `/%s` is a device node: refused", sc->session,
+                            rel);
+  if (S_ISDIR (st.st_mode))
+    return scan_subdir (sc, dfd, name, rel, depth, &st, found, &bst, err);
+  return scan_leaf (sc, *dfd, name, rel, &st, found, layer, &bst, err);
+}
+
+/* Paths are at most 4,095 bytes (a record, a tar header, openat2 take
+   them): a deeper tree stops the scan here with its cause, long before any
+   limit of the process (open files, stack).  */
+static int
+path_too_long (struct scan *sc, const char *child, size_t depth, esbx_error_t *err)
+{
+  _cleanup_free_ char *shown = esbx_quote_path (child);
+
+  return esbx_make_error (err, 0,
+                          "session `%s`: `/%.64s...`: path too long (more than 4,095 bytes, "
+                          "%zu levels deep)",
+                          sc->session, shown, depth);
+}
+
+static int
+scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", err);
   size_t i;
 
   if (names == NULL)
@@ -271,8 +312,8 @@ scan_dir (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
     {
       _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i]) : xstrdup (names[i]);
       if (strlen (child) >= 4095)
-        return esbx_make_error (err, ENAMETOOLONG, "session `%s`: `/%.64s...`", sc->session, child);
-      if (scan_entry (sc, dfd, names[i], child, err) < 0)
+        return path_too_long (sc, child, depth + 1, err);
+      if (scan_entry (sc, dfd, names[i], child, depth, err) < 0)
         return -1;
     }
   return 0;
@@ -283,8 +324,9 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session,
                  struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err)
 {
   struct scan sc = { .base = base, .out = out, .same = same, .session = session };
+  int fd = upperfd; /* depth 0: never given back */
 
-  if (scan_dir (&sc, upperfd, "", err) < 0)
+  if (scan_dir (&sc, &fd, "", 0, err) < 0)
     {
       esbx_changeset_free (out);
       if (same)

@@ -1,12 +1,19 @@
-/* Unit tests of common/: JSON round trips, names, UTF-8, sizes, errors.  */
+/* Unit tests of common/: JSON round trips, names, UTF-8, sizes, errors, and
+   walks of trees deeper than the open-file limit.  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "fs.h"
 #include "json.h"
 #include "text.h"
 #include "utils.h"
@@ -160,6 +167,107 @@ test_rfc3339 (void **state)
   assert_string_equal (s, "1970-01-01T00:00:00.000000005Z");
 }
 
+/* DEPTH nested directories `d` under DIRFD/NAME, a file at the bottom.  */
+static void
+make_deep (int dirfd, const char *name, int depth)
+{
+  int fd, sub, i;
+
+  assert_int_equal (mkdirat (dirfd, name, 0755), 0);
+  fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true (fd >= 0);
+  for (i = 0; i < depth; i++)
+    {
+      assert_int_equal (mkdirat (fd, "d", i == depth / 2 ? 0500 : 0755), 0);
+      sub = openat (fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      assert_true (sub >= 0);
+      close (fd);
+      fd = sub;
+    }
+  close (openat (fd, "leaf", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+  close (fd);
+}
+
+/* Levels below FD, walked recursively the way layerstore's walks do.  */
+static int
+count_levels (int *fd, size_t depth, esbx_error_t *err)
+{
+  struct esbx_held_dir held;
+  int sub, n;
+
+  sub = openat (*fd, "d", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (sub < 0)
+    return 0;
+  if (esbx_dir_release (fd, depth, &held, err) < 0)
+    return -1;
+  n = count_levels (&sub, depth + 1, err);
+  if (n < 0 || esbx_dir_retake (fd, sub, &held, err) < 0)
+    n = -1;
+  close (sub);
+  return n < 0 ? -1 : n + 1;
+}
+
+/* 3,000 levels with 64 open files allowed: removal, du and a recursive
+   walk that gives its fds back all work.  */
+static void
+test_deep_tree (void **state)
+{
+  char root[] = "/tmp/esbx-deep-XXXXXX";
+  struct rlimit saved, low = { 64, 64 };
+  unsigned long long bytes = 0;
+  esbx_error_t err = NULL;
+  int rootfd, fd;
+
+  assert_non_null (mkdtemp (root));
+  rootfd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  make_deep (rootfd, "t", 3000);
+  getrlimit (RLIMIT_NOFILE, &saved);
+  low.rlim_max = saved.rlim_max;
+  assert_int_equal (setrlimit (RLIMIT_NOFILE, &low), 0);
+
+  fd = openat (rootfd, "t", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_int_equal (count_levels (&fd, 0, &err), 3000);
+  assert_null (err);
+  close (fd);
+  assert_int_equal (esbx_du_at (rootfd, "t", &bytes, &err), 0);
+  assert_true (bytes >= 3000ULL * 512);
+  assert_int_equal (esbx_rm_rf_at (rootfd, "t", &err), 0);
+  assert_null (err);
+  assert_false (esbx_exists_at (rootfd, "t"));
+
+  setrlimit (RLIMIT_NOFILE, &saved);
+  close (rootfd);
+  rmdir (root);
+}
+
+/* A directory moved while a walk was below it is an error, never a reason
+   to go on somewhere else.  */
+static void
+test_walk_moved (void **state)
+{
+  char root[] = "/tmp/esbx-moved-XXXXXX";
+  struct esbx_held_dir held;
+  esbx_error_t err = NULL;
+  int rootfd, a, b;
+
+  assert_non_null (mkdtemp (root));
+  rootfd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_int_equal (mkdirat (rootfd, "a", 0755), 0);
+  assert_int_equal (mkdirat (rootfd, "a/b", 0755), 0);
+  a = openat (rootfd, "a", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  b = openat (a, "b", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_int_equal (esbx_dir_release (&a, ESBX_WALK_HELD_FDS, &held, &err), 0);
+  assert_int_equal (a, -1);
+  assert_int_equal (renameat (rootfd, "a/b", rootfd, "b"), 0);
+  assert_int_equal (esbx_dir_retake (&a, b, &held, &err), -1);
+  assert_non_null (err);
+  esbx_error_free (&err);
+  assert_int_equal (a, -1);
+  close (b);
+  assert_int_equal (esbx_rm_rf_at (AT_FDCWD, root, &err), 0);
+  close (rootfd);
+}
+
 int
 main (void)
 {
@@ -168,7 +276,8 @@ main (void)
     cmocka_unit_test (test_json_set_remove), cmocka_unit_test (test_json_invalid_utf8_output),
     cmocka_unit_test (test_names),           cmocka_unit_test (test_utf8),
     cmocka_unit_test (test_sizes),           cmocka_unit_test (test_error_wrap),
-    cmocka_unit_test (test_rfc3339),
+    cmocka_unit_test (test_rfc3339),         cmocka_unit_test (test_deep_tree),
+    cmocka_unit_test (test_walk_moved),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "fs.h"
@@ -116,6 +118,69 @@ test_parent (void **state)
   esbx_error_free (&err);
 }
 
+/* Only regular files open for reading: a FIFO, a device, a directory or a
+   symlink fails at once (never blocks), with /proc and without.  */
+static void
+check_regular (bool no_proc, bool fallback)
+{
+  static const char *const refused[]
+      = { "dir/fifo", "dir/null", "dir", "inner", "escape", "inner/file" };
+  esbx_error_t err = NULL;
+  char buf[8];
+  size_t i;
+  int fd, dfd;
+
+  esbx_fs_force_no_proc (no_proc);
+  esbx_path_force_fallback (fallback);
+  fd = esbx_open_regular_beneath (rootfd, "dir/file", &err);
+  assert_true (fd >= 0);
+  assert_int_equal (fcntl (fd, F_GETFL) & (O_NONBLOCK | O_ACCMODE), O_RDONLY);
+  assert_int_equal (read (fd, buf, sizeof buf), 0);
+  close (fd);
+  for (i = 0; i < ARRAY_SIZE (refused); i++)
+    {
+      fd = esbx_open_regular_beneath (rootfd, refused[i], &err);
+      assert_int_equal (fd, -1);
+      assert_non_null (err);
+      esbx_error_free (&err);
+    }
+  fd = esbx_open_regular_beneath (rootfd, "dir/fifo", &err);
+  assert_int_equal (fd, -1);
+  assert_non_null (strstr (err->msg, "is a fifo, not a regular file"));
+  esbx_error_free (&err);
+
+  dfd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  fd = esbx_open_regular_at (dfd, "dir/file", &err);
+  assert_true (fd >= 0);
+  close (fd);
+  /* The _at variant resolves like openat: only the last component is
+     never followed.  */
+  for (i = 0; i < ARRAY_SIZE (refused) - 1; i++)
+    {
+      fd = esbx_open_regular_at (dfd, refused[i], &err);
+      assert_int_equal (fd, -1);
+      esbx_error_free (&err);
+    }
+  close (dfd);
+  esbx_path_force_fallback (false);
+  esbx_fs_force_no_proc (false);
+}
+
+static void
+test_regular (void **state)
+{
+  char buf[512];
+
+  snprintf (buf, sizeof buf, "%s/dir/fifo", root);
+  assert_int_equal (mkfifo (buf, 0600), 0);
+  snprintf (buf, sizeof buf, "%s/dir/null", root);
+  assert_int_equal (mknod (buf, S_IFCHR | 0600, makedev (1, 3)), 0);
+  check_regular (false, false);
+  check_regular (true, false);
+  check_regular (false, true);
+  check_regular (true, true);
+}
+
 static void
 test_clean (void **state)
 {
@@ -132,10 +197,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_openat2),
-    cmocka_unit_test (test_fallback),
-    cmocka_unit_test (test_parent),
-    cmocka_unit_test (test_clean),
+    cmocka_unit_test (test_openat2), cmocka_unit_test (test_fallback),
+    cmocka_unit_test (test_parent),  cmocka_unit_test (test_clean),
+    cmocka_unit_test (test_regular),
   };
   return cmocka_run_group_tests (tests, setup, teardown);
 }
