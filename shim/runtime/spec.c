@@ -6,12 +6,15 @@
  * the pid, network, uts and ipc namespaces (runc cannot join a mount
  * namespace; the session's files arrive through the bind mount itself).  */
 #include "runtime.h"
+#include "path.h"
 #include "text.h"
 #include "utils.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static bool
 is_bind (const json_t *mount)
@@ -54,6 +57,15 @@ session_of (const char *path, const char *root)
   return xstrndup (s, (size_t)(end - s));
 }
 
+/* The same for REL, a path relative to a store root.  */
+static char *
+session_of_rel (const char *rel)
+{
+  _cleanup_free_ char *abs = xasprintf ("/%s", rel);
+
+  return session_of (abs, "");
+}
+
 struct found
 {
   char *session;
@@ -82,52 +94,209 @@ add_session (struct found *found, char *session, size_t root, esbx_error_t *err)
   return 0;
 }
 
+/* The first symlink on REL beneath ROOTFD, for the message of a refusal
+   (owned; NULL when none is found any more).  */
+static char *
+first_symlink (int rootfd, const char *rel)
+{
+  _cleanup_free_ char *copy = xstrdup (rel);
+  char *p = copy;
+  struct stat st;
+
+  for (;;)
+    {
+      char *slash = strchr (p, '/');
+
+      if (slash)
+        *slash = '\0';
+      if (fstatat (rootfd, copy, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return NULL;
+      if (S_ISLNK (st.st_mode))
+        return xstrdup (copy);
+      if (slash == NULL)
+        return NULL;
+      *slash = '/';
+      p = slash + 1;
+    }
+}
+
+/* SOURCE leads to REL beneath the store ROOT (a realpath): resolve REL with
+   openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) semantics.  Nothing beneath
+   a store is ever followed: below ROOT/sessions/S/merged is session S's
+   content, and a symlink there (`link -> ../../T/merged`, or an absolute
+   one) would make runc bind-mount another session's files while we attach
+   the container to S, or to T.  */
+static int
+source_in_store (const char *source, const char *root, const char *rel, char **session,
+                 esbx_error_t *err)
+{
+  _cleanup_free_ char *clean = NULL;
+  _cleanup_free_ char *s = NULL;
+  _cleanup_free_ char *link = NULL;
+  _cleanup_close_ int rootfd = -1;
+  _cleanup_close_ int fd = -1;
+  esbx_error_t e = NULL;
+  struct stat st;
+
+  if (esbx_clean_relpath (rel, true, &clean, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return esbx_make_error (err, 0, "mount `%s`: `..` beneath the esbx store `%s`: refused",
+                              source, root);
+    }
+  s = session_of_rel (clean);
+  rootfd = TEMP_FAILURE_RETRY (open (root, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (rootfd < 0)
+    return esbx_make_error (err, errno, "open the esbx store `%s`", root);
+  /* O_PATH with O_NOFOLLOW opens a trailing symlink itself: fstat tells.  */
+  fd = esbx_open_beneath (rootfd, clean, O_PATH, 0, &e);
+  if (fd >= 0 && fstat (fd, &st) < 0)
+    return esbx_make_error (err, errno, "mount `%s`: stat", source);
+  if (fd >= 0 && !S_ISLNK (st.st_mode))
+    {
+      if (s && esbx_name_valid (s))
+        *session = steal_pointer (&s);
+      return 0;
+    }
+  if (fd >= 0 || e->status == ELOOP)
+    {
+      esbx_error_free (&e);
+      link = first_symlink (rootfd, clean);
+      if (s && link && strlen (link) > strlen ("sessions//merged") + strlen (s))
+        return esbx_make_error (err, 0,
+                                "mount `%s`: `%s` in esbx session `%s` is a symlink: refused (a "
+                                "session's content is never followed)",
+                                source, link + strlen ("sessions//merged") + strlen (s), s);
+      return esbx_make_error (err, 0,
+                              "mount `%s`: `%s` is a symlink beneath the esbx store `%s`: refused",
+                              source, link ? link : clean, root);
+    }
+  if (e->status != ENOENT && e->status != ENOTDIR)
+    {
+      int saved = e->status;
+      esbx_error_free (&e);
+      return esbx_make_error (err, saved, "mount `%s`", source);
+    }
+  esbx_error_free (&e);
+  if (s == NULL)
+    return 0; /* not a session's: runc says what is missing */
+  {
+    _cleanup_free_ char *dir = xasprintf ("sessions/%s/merged", s);
+    if (fstatat (rootfd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      return esbx_make_error (err, ENOENT, "mount `%s`: not in esbx session `%s`", source, s);
+  }
+  /* A vanished merged directory means the session was discarded after
+     Docker resolved the volume: say so rather than let runc report a bare
+     ENOENT.  */
+  return esbx_make_error (err, ENOENT, "esbx session `%s` is gone (discarded?): mount `%s`", s,
+                          source);
+}
+
+/* Which of REAL_ROOTS (N of them, NULL where missing) PATH names; N when
+   none.  */
+static size_t
+which_root (const char *path, char *const *real_roots, size_t n)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    if (real_roots[i] && strcmp (path, real_roots[i]) == 0)
+      return i;
+  return n;
+}
+
+/* Resolve SOURCE like realpath(3) until it reaches one of the stores: the
+   host's own symlinks (an operator's /var/run -> /run, a link to a session's
+   merged directory) are followed, but from a store root on, the rest is
+   resolved by source_in_store.  *root receives the index of the store, N
+   when SOURCE does not lead into one.  */
+static int
+resolve_source (const char *source, char *const *real_roots, size_t n, size_t *root, char **rest,
+                esbx_error_t *err)
+{
+  _cleanup_free_ char *todo = xstrdup (source);
+  char cur[PATH_MAX] = "";
+  unsigned hops = 0;
+
+  *root = n;
+  *rest = NULL;
+  for (;;)
+    {
+      char target[PATH_MAX], next[PATH_MAX];
+      char *p = todo, *slash;
+      struct stat st;
+      ssize_t len;
+
+      *root = which_root (cur[0] ? cur : "/", real_roots, n);
+      if (*root < n)
+        {
+          *rest = xstrdup (todo);
+          return 0;
+        }
+      while (*p == '/')
+        p++;
+      if (*p == '\0')
+        return 0;
+      slash = strchrnul (p, '/');
+      if ((slash - p == 1 && p[0] == '.') || (slash - p == 2 && p[0] == '.' && p[1] == '.'))
+        {
+          if (slash - p == 2 && strrchr (cur, '/'))
+            *strrchr (cur, '/') = '\0';
+          memmove (todo, slash, strlen (slash) + 1);
+          continue;
+        }
+      if (snprintf (next, sizeof next, "%s/%.*s", cur, (int)(slash - p), p) >= (int)sizeof next)
+        return esbx_make_error (err, ENAMETOOLONG, "mount `%s`", source);
+      if (lstat (next, &st) < 0)
+        return 0; /* runc says what is missing */
+      memmove (todo, slash, strlen (slash) + 1);
+      if (!S_ISLNK (st.st_mode))
+        {
+          memcpy (cur, next, strlen (next) + 1);
+          continue;
+        }
+      if (++hops > 40)
+        return esbx_make_error (err, ELOOP, "mount `%s`", source);
+      len = readlink (next, target, sizeof target - 1);
+      if (len < 0)
+        return esbx_make_error (err, errno, "mount `%s`: readlink `%s`", source, next);
+      target[len] = '\0';
+      {
+        _cleanup_free_ char *joined = xasprintf ("%s%s", target, todo);
+        free (todo);
+        todo = steal_pointer (&joined);
+      }
+      if (target[0] == '/')
+        cur[0] = '\0';
+    }
+}
+
 /* The session of a mount source under any of ROOTS (REAL: their realpaths,
    NULL where missing); *root receives the index.  A source that no longer
-   exists but has the shape of a session's merged directory is an error.  */
+   exists but has the shape of a session's merged directory is an error, and
+   so is a symlink anywhere beneath a store.  */
 static int
 mount_session (const char *source, char *const *roots, char *const *real_roots, char **session,
                size_t *root, esbx_error_t *err)
 {
-  char real[PATH_MAX];
-  size_t i;
+  _cleanup_free_ char *rest = NULL;
+  size_t i, n = strv_len (roots);
 
   *session = NULL;
-  if (realpath (source, real) == NULL)
-    {
-      int saved = errno;
-
-      /* A vanished merged directory means the session was discarded after
-         Docker resolved the volume: say so rather than let runc report a
-         bare ENOENT.  */
-      for (i = 0; roots[i]; i++)
-        {
-          _cleanup_free_ char *s = session_of (source, roots[i]);
-          if (s == NULL && real_roots[i])
-            s = session_of (source, real_roots[i]);
-          if (s)
-            return esbx_make_error (
-                err, saved, "esbx session `%s` is gone (discarded?): mount `%s`", s, source);
-        }
-      return 0;
-    }
+  if (resolve_source (source, real_roots, n, root, &rest, err) < 0)
+    return -1;
+  if (*root < n)
+    return source_in_store (source, real_roots[*root], rest, session, err);
+  /* Not in a store (any more): a session discarded with its merged
+     directory.  */
   for (i = 0; roots[i]; i++)
     {
-      char *s;
-
-      if (real_roots[i] == NULL)
-        continue;
-      s = session_of (real, real_roots[i]);
-      if (s == NULL)
-        continue;
-      if (!esbx_name_valid (s))
-        {
-          free (s);
-          continue;
-        }
-      *session = s;
-      *root = i;
-      return 0;
+      _cleanup_free_ char *s = session_of (source, roots[i]);
+      if (s == NULL && real_roots[i])
+        s = session_of (source, real_roots[i]);
+      if (s && access (source, F_OK) < 0)
+        return esbx_make_error (err, errno, "esbx session `%s` is gone (discarded?): mount `%s`", s,
+                                source);
     }
   return 0;
 }

@@ -231,3 +231,95 @@ EOF
   assert_output --partial "removed tmp/discard-z-000000000000"
   assert_output --partial "removed projects/p/tmp/fedcba9876543210"
 }
+
+# ---- 18 ---------------------------------------------------------------------
+
+# A busybox root for runc (as in 40-runtime.bats).
+make_rootfs() {
+  local busybox=/bin/busybox a
+  ROOTFS=$BATS_TEST_TMPDIR/rootfs
+  file -L "$busybox" | grep -q 'statically linked' || skip "needs busybox-static"
+  mkdir -p "$ROOTFS"/{bin,proc,sys,dev,tmp,etc,work}
+  cp "$busybox" "$ROOTFS/bin/busybox"
+  for a in $("$busybox" --list); do
+    [ "$a" = busybox ] || ln -sf /bin/busybox "$ROOTFS/bin/$a"
+  done
+}
+
+# `bundle DIR SOURCE`: a bundle running `sleep 1001` with SOURCE bound at /work.
+bundle() {
+  local dir=$1 source=$2
+  mkdir -p "$dir"
+  (cd "$dir" && runc spec)
+  jq --arg root "$ROOTFS" --arg s "$source" \
+    '.root.path = $root | .process.terminal = false | .process.args = ["sleep", "1001"]
+     | .mounts += [{"destination": "/work", "type": "bind", "source": $s, "options": ["rbind", "rw"]}]' \
+    "$dir/config.json" >"$dir/config.json.new"
+  mv "$dir/config.json.new" "$dir/config.json"
+  cp "$dir/config.json" "$dir/orig.json"
+}
+
+# `create ID DIR`: esbx-runtime create as the containerd shim calls it.
+create() {
+  "$RT" --root "$RUNC_ROOT" --log "$LOG" --log-format json create --bundle "$2" \
+    --pid-file "$BATS_TEST_TMPDIR/$1.pid" "$1" </dev/null >"$BATS_TEST_TMPDIR/$1.out" 2>&1
+}
+
+# `refused ID DIR WHAT`: create fails, says why (WHAT), changes nothing, and
+# session b gets no holder and no container.
+refused() {
+  local id=$1 dir=$2 what=$3
+  run create "$id" "$dir"
+  if [ "$status" -eq 0 ]; then
+    fail "create $id succeeded: $(jq -r '.annotations["io.esbx.session"]' "$dir/config.json")"
+  fi
+  run bash -c 'grep "\"level\":\"error\"" "$LOG" | tail -n 1 | jq -r .msg'
+  echo "# $id: $output" >&3
+  assert_output --partial "$what"
+  assert_output --partial "symlink"
+  cmp "$dir/orig.json" "$dir/config.json"
+  ! runc --root "$RUNC_ROOT" list -q | grep -qx "$id" || fail "container $id exists"
+  assert_file_not_exists "$ESBX_ROOT/sessions/b/holder.json"
+  ! grep -qs container-attached "$ESBX_ROOT/sessions/b/events.jsonl" ||
+    fail "a container was attached to session b"
+}
+
+@test "boundary 18: a symlink planted in session a never attaches a container to session b" {
+  command -v runc >/dev/null || skip "runc is not installed"
+  [ -x "$RT" ] || skip "esbx-runtime is not built"
+  make_rootfs
+  RUNC_ROOT=$BATS_TEST_TMPDIR/runc
+  LOG=$BATS_TEST_TMPDIR/log.json
+  export RUNC_ROOT LOG
+  setup_project
+  make_session p a
+  local ma=$m
+  make_session p b
+  echo "secret of b" >"$m/secret"
+  mkdir "$ma/sub" "$ma/dir"
+  # What an agent in session a can plant: relative, absolute, deeper.
+  ln -s ../../b/merged "$ma/rel"
+  ln -s "$ESBX_ROOT/sessions/b/merged" "$ma/abs"
+  ln -s ../../../b/merged "$ma/dir/link"
+  ln -s . "$ma/self"
+  # And a host symlink (the operator's) that leads into a's content.
+  ln -s "$ma/rel" "$BATS_TEST_TMPDIR/host-link"
+
+  bundle "$BATS_TEST_TMPDIR/b1" "$ma/rel"
+  refused c1 "$BATS_TEST_TMPDIR/b1" "rel"
+  bundle "$BATS_TEST_TMPDIR/b2" "$ma/abs"
+  refused c2 "$BATS_TEST_TMPDIR/b2" "abs"
+  bundle "$BATS_TEST_TMPDIR/b3" "$ma/dir/link/sub"
+  refused c3 "$BATS_TEST_TMPDIR/b3" "dir/link"
+  bundle "$BATS_TEST_TMPDIR/b4" "$ma/self/sub"
+  refused c4 "$BATS_TEST_TMPDIR/b4" "self"
+  bundle "$BATS_TEST_TMPDIR/b5" "$BATS_TEST_TMPDIR/host-link"
+  refused c5 "$BATS_TEST_TMPDIR/b5" "rel"
+
+  # A real directory of a's merged view attaches to a, and only a.
+  bundle "$BATS_TEST_TMPDIR/b6" "$ma/sub"
+  create c6 "$BATS_TEST_TMPDIR/b6" || fail "create c6: $(cat "$BATS_TEST_TMPDIR/c6.out" "$LOG")"
+  run jq -r '.annotations["io.esbx.session"]' "$BATS_TEST_TMPDIR/b6/config.json"
+  assert_output a
+  assert_file_not_exists "$ESBX_ROOT/sessions/b/holder.json"
+}
