@@ -1,8 +1,13 @@
+/* `esbx exec`: the caller's side (see exec_internal.h for the monitor and
+ * the command).  It checks the request, starts the holder if needed,
+ * numbers the command and opens its logs, writes "exec.start", then forks
+ * the monitor and, until the monitor's verdict, relays stdin to the
+ * command (a pipe, or the pty under --tty, with the caller's terminal in
+ * raw mode), forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to it and, under
+ * --tty, the window size.  */
 #include "exec.h"
-#include "cgroup.h"
-#include "confine.h"
-#include "syscall_filter.h"
 #include "events.h"
+#include "exec_internal.h"
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
@@ -15,37 +20,43 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/pidfd.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
+#include <termios.h>
+#include <unistd.h>
 
 #define LOGS_DIR     "logs"
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define HOSTNAME_MAX 64
+#define RELAY_BUF    65536
 
-extern char **environ;
-
-static volatile sig_atomic_t forward_to;
+static volatile sig_atomic_t command_pidfd = -1;
+static volatile sig_atomic_t pty_master = -1;
 
 static void
 forward_signal (int sig)
 {
-  if (forward_to > 0)
-    kill (forward_to, sig);
+  if (command_pidfd >= 0)
+    pidfd_send_signal (command_pidfd, sig, NULL, 0);
+}
+
+static void
+forward_winsize (int sig)
+{
+  struct winsize ws;
+  int saved = errno;
+
+  (void)sig;
+  if (pty_master >= 0 && ioctl (STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+    ioctl (pty_master, TIOCSWINSZ, &ws);
+  errno = saved;
 }
 
 int
@@ -165,7 +176,7 @@ build_env (const char *session, char *const *extra)
 static int
 next_seq (int dfd, unsigned long *seq, esbx_error_t *err)
 {
-  _cleanup_close_ int lock = -1;
+  _cleanup_close_ int lock = -1, ldfd = -1;
   _cleanup_free_ char *buf = NULL;
   char out[32];
   size_t len;
@@ -179,13 +190,11 @@ next_seq (int dfd, unsigned long *seq, esbx_error_t *err)
   if (esbx_read_file_at (dfd, LOGS_DIR "/seq", 64, &buf, &len, NULL) == 0)
     *seq = strtoul (buf, NULL, 10) + 1;
   snprintf (out, sizeof out, "%lu\n", *seq);
-  {
-    _cleanup_close_ int ldfd = esbx_open_dir_at (dfd, LOGS_DIR, err);
-    if (ldfd < 0)
-      return -1;
-    /* Not fsynced: the logs it numbers are not either.  */
-    return esbx_replace_file_at (ldfd, "seq", out, strlen (out), 0644, err);
-  }
+  ldfd = esbx_open_dir_at (dfd, LOGS_DIR, err);
+  if (ldfd < 0)
+    return -1;
+  /* Not fsynced: the logs it numbers are not either.  */
+  return esbx_replace_file_at (ldfd, "seq", out, strlen (out), 0644, err);
 }
 
 static int
@@ -198,439 +207,359 @@ open_log (int dfd, const char *name, esbx_error_t *err)
   return fd;
 }
 
-struct child
+static uint64_t
+default_log_limit (void)
 {
-  int pidfd; /* the holder */
-  const char *cgroup;
-  const char *cwd;
-  const struct esbx_exec_opts *opts;
-  bool set_user;
-  uid_t uid;
-  gid_t gid;
-  char **env;
-  int in, out, err; /* -1: keep */
-  int report;       /* CLOEXEC pipe: "E msg" setup, "X errno msg" exec, "P pid" */
-};
+  const char *v = getenv ("ESBX_EXEC_LOG_LIMIT");
+  uint64_t n = 0;
+  esbx_error_t perr = NULL;
 
-static void __attribute__ ((noreturn))
-child_fail (int report, char kind, int status, esbx_error_t *err)
-{
-  _cleanup_free_ char *line
-      = xasprintf ("%c%d %s\n", kind, status, err && *err ? (*err)->msg : "failed");
-  esbx_write_all (report, line, strlen (line));
-  _exit (127);
+  if (v && *v && esbx_parse_size (v, &n, &perr) == 0 && n > 0)
+    return n;
+  esbx_error_free (&perr);
+  return ESBX_EXEC_LOG_LIMIT_DEFAULT;
 }
 
-/* Between fork and exec.  Single-threaded parent: allocation is safe.  */
-static void __attribute__ ((noreturn)) run_child (const struct child *c)
+static void
+close_fd (int *fd)
 {
-  esbx_error_t err = NULL;
-  sigset_t none;
-  int fd;
-
-  sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
-  signal (SIGPIPE, SIG_DFL);
-  /* The cgroup is written through the host's /sys: before the mount
-     namespace changes.  */
-  if (esbx_cgroup_enter (c->cgroup, 0, &err) < 0)
-    child_fail (c->report, 'E', 0, &err);
-  if (setns (c->pidfd, CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) < 0)
-    {
-      esbx_make_error (&err, errno, "join the namespaces of the holder");
-      child_fail (c->report, 'E', 0, &err);
-    }
-  if (chdir (c->cwd) < 0)
-    {
-      esbx_make_error (&err, errno, "--cwd `%s`", c->cwd);
-      child_fail (c->report, 'E', 0, &err);
-    }
-  if (c->opts->detach)
-    {
-      fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || dup2 (fd, 0) < 0)
-        {
-          esbx_make_error (&err, errno, "open /dev/null");
-          child_fail (c->report, 'E', 0, &err);
-        }
-      setsid ();
-    }
-  if ((c->out >= 0 && dup2 (c->out, 1) < 0) || (c->err >= 0 && dup2 (c->err, 2) < 0))
-    {
-      esbx_make_error (&err, errno, "dup2");
-      child_fail (c->report, 'E', 0, &err);
-    }
-  /* Whatever the caller of esbx left open (bats keeps fd 3) must not leak
-     into the session, nor keep that caller waiting on a detached command.  */
-  syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-  if (esbx_confine_user (c->set_user, c->uid, c->gid, &err) < 0)
-    child_fail (c->report, 'E', 0, &err);
-  environ = c->env;
-  if (esbx_seccomp_load (&err) < 0)
-    child_fail (c->report, 'E', 0, &err);
-  if (c->opts->detach)
-    {
-      pid_t pid = fork ();
-      char line[32];
-
-      if (pid < 0)
-        {
-          esbx_make_error (&err, errno, "fork");
-          child_fail (c->report, 'E', 0, &err);
-        }
-      if (pid > 0)
-        {
-          snprintf (line, sizeof line, "P%d\n", (int)pid);
-          esbx_write_all (c->report, line, strlen (line));
-          _exit (0);
-        }
-    }
-  execvp (c->opts->argv[0], c->opts->argv);
-  {
-    int saved = errno;
-    esbx_make_error (&err, saved, "exec `%s`", c->opts->argv[0]);
-    child_fail (c->report, 'X', saved, &err);
-  }
+  if (*fd >= 0)
+    close (*fd);
+  *fd = -1;
 }
 
-struct report
+static void
+close_run (struct exec_run *r)
 {
-  bool setup_failed, exec_failed;
-  int exec_errno;
-  char *msg;
-  pid_t detached_pid;
+  int *fds[] = { &r->outlog, &r->errlog, &r->in,    &r->out,       &r->err,
+                 &r->in_w,   &r->out_r,  &r->err_r, &r->verdict_w, &r->holder_pidfd };
+  size_t i;
+
+  /* The pty's slave is IN, OUT and ERR at once.  */
+  if (r->out == r->in)
+    r->out = -1;
+  if (r->err == r->in)
+    r->err = -1;
+  for (i = 0; i < ARRAY_SIZE (fds); i++)
+    close_fd (fds[i]);
+  for (i = 0; r->env && r->env[i]; i++)
+    free (r->env[i]);
+  free (r->env);
+  free (r->cwd);
+  free (r->outname);
+  free (r->errname);
+  free (r->started);
+}
+
+static int
+make_pipe (int *rd, int *wr, esbx_error_t *err)
+{
+  int fds[2];
+
+  if (pipe2 (fds, O_CLOEXEC) < 0)
+    return esbx_make_error (err, errno, "pipe");
+  *rd = fds[0];
+  *wr = fds[1];
+  return 0;
+}
+
+/* The command's stdio: none for a detached command's stdin, the pty's
+   slave under --tty, pipes otherwise.  */
+static int
+make_stdio (struct exec_run *r, esbx_error_t *err)
+{
+  if (r->opts->tty)
+    {
+      if (exec_pty_open (r->info->pid, &r->out_r, &r->in, err) < 0)
+        return -1;
+      r->out = r->err = r->in;
+      r->in_w = TEMP_FAILURE_RETRY (fcntl (r->out_r, F_DUPFD_CLOEXEC, 3));
+      if (r->in_w < 0)
+        return esbx_make_error (err, errno, "dup");
+      return 0;
+    }
+  if (!r->opts->detach && make_pipe (&r->in, &r->in_w, err) < 0)
+    return -1;
+  if (make_pipe (&r->out_r, &r->out, err) < 0 || make_pipe (&r->err_r, &r->err, err) < 0)
+    return -1;
+  return 0;
+}
+
+static int
+prepare (struct exec_run *r, int dfd, esbx_error_t *err)
+{
+  const struct esbx_exec_opts *o = r->opts;
+
+  if (o->user && esbx_exec_parse_user (o->user, &r->uid, &r->gid, err) < 0)
+    return -1;
+  r->set_user = o->user != NULL;
+  r->holder_pidfd = pidfd_open (r->info->pid, 0);
+  if (r->holder_pidfd < 0 || !esbx_proc_alive (r->info->pid, r->info->starttime))
+    return esbx_make_error (err, ESRCH, "holder of session `%s` is gone", r->session);
+  if (next_seq (dfd, &r->seq, err) < 0)
+    return -1;
+  r->outname = xasprintf (LOGS_DIR "/%lu.out", r->seq);
+  r->errname = xasprintf (LOGS_DIR "/%lu.err", r->seq);
+  r->outlog = open_log (dfd, r->outname, err);
+  if (r->outlog < 0)
+    return -1;
+  r->errlog = open_log (dfd, r->errname, err);
+  if (r->errlog < 0)
+    return -1;
+  r->log_limit = o->log_limit ? o->log_limit : default_log_limit ();
+  r->env = build_env (r->session, o->env);
+  if (make_stdio (r, err) < 0)
+    return -1;
+  if (o->tty && isatty (STDIN_FILENO))
+    {
+      struct winsize ws;
+      if (ioctl (STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+        ioctl (r->out_r, TIOCSWINSZ, &ws);
+    }
+  return 0;
+}
+
+struct relay
+{
+  int from, to; /* -1 once done */
+  char buf[RELAY_BUF];
+  size_t len, off;
 };
 
 static void
-read_report (int fd, struct report *r)
+relay_step (struct relay *rl, short from_ev, short to_ev)
 {
-  char buf[8192];
-  size_t used = 0;
   ssize_t n;
-  char *line, *save = NULL;
 
-  while (used < sizeof buf - 1
-         && (n = TEMP_FAILURE_RETRY (read (fd, buf + used, sizeof buf - 1 - used))) > 0)
-    used += (size_t)n;
-  buf[used] = '\0';
-  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+  if (rl->len == rl->off && (from_ev & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
     {
-      char *sp = strchr (line, ' ');
-
-      if (line[0] == 'P')
-        r->detached_pid = atoi (line + 1);
-      else if ((line[0] == 'E' || line[0] == 'X') && sp)
+      n = TEMP_FAILURE_RETRY (read (rl->from, rl->buf, sizeof rl->buf));
+      if (n <= 0)
         {
-          r->setup_failed = line[0] == 'E';
-          r->exec_failed = line[0] == 'X';
-          r->exec_errno = atoi (line + 1);
-          free (r->msg);
-          r->msg = xstrdup (sp + 1);
+          rl->from = -1;
+          return;
         }
+      rl->len = (size_t)n;
+      rl->off = 0;
     }
-}
-
-struct stream
-{
-  int fd;   /* read end of the command's pipe, -1 at EOF */
-  int pass; /* our stdout/stderr, -1 once it failed */
-  int log;
-  uint64_t bytes;
-};
-
-enum pumped
-{
-  PUMP_DATA,
-  PUMP_AGAIN,
-  PUMP_EOF,
-};
-
-static enum pumped
-pump (struct stream *s)
-{
-  char buf[65536];
-  ssize_t n = TEMP_FAILURE_RETRY (read (s->fd, buf, sizeof buf));
-
-  if (n < 0 && errno == EAGAIN)
-    return PUMP_AGAIN;
-  if (n <= 0)
+  if (rl->len > rl->off && (to_ev & (POLLOUT | POLLERR | POLLHUP)))
     {
-      close (s->fd);
-      s->fd = -1;
-      return PUMP_EOF;
-    }
-  s->bytes += (uint64_t)n;
-  if (s->pass >= 0 && esbx_write_all (s->pass, buf, (size_t)n) < 0)
-    s->pass = -1;
-  esbx_write_all (s->log, buf, (size_t)n);
-  return PUMP_DATA;
-}
-
-/* Tee the command's output until it exits and what it wrote is drained: a
-   background process that keeps the pipes open does not keep us waiting.  */
-static void
-tee_output (struct stream *st, size_t n, int child_pidfd)
-{
-  struct pollfd p[3];
-  size_t i, np;
-
-  for (;;)
-    {
-      np = 0;
-      for (i = 0; i < n; i++)
-        if (st[i].fd >= 0)
-          p[np++] = (struct pollfd){ .fd = st[i].fd, .events = POLLIN };
-      if (np == 0)
+      n = TEMP_FAILURE_RETRY (write (rl->to, rl->buf + rl->off, rl->len - rl->off));
+      if (n < 0 && errno == EAGAIN)
         return;
-      p[np++] = (struct pollfd){ .fd = child_pidfd, .events = POLLIN };
-      if (poll (p, np, -1) < 0)
+      if (n <= 0)
+        {
+          rl->from = rl->to = -1;
+          return;
+        }
+      rl->off += (size_t)n;
+    }
+}
+
+struct verdict
+{
+  bool done;
+  int status, code;
+  char *msg;
+};
+
+static void
+on_verdict_line (char *line, struct verdict *v)
+{
+  char *sp;
+
+  if (line[0] == 'C')
+    {
+      int fd = pidfd_open ((pid_t)atoi (line + 1), 0);
+      if (fd >= 0)
+        command_pidfd = fd;
+    }
+  else if (line[0] == 'R')
+    {
+      v->done = true;
+      v->status = atoi (line + 1);
+    }
+  else if (line[0] == 'F')
+    {
+      v->done = true;
+      v->code = atoi (line + 1);
+      sp = strchr (line, ' ');
+      v->msg = xstrdup (sp ? sp + 1 : "the command could not be started");
+    }
+}
+
+/* Read what the monitor says; false once it is gone.  */
+static bool
+read_verdict (int fd, char *buf, size_t *used, size_t size, struct verdict *v)
+{
+  ssize_t n = TEMP_FAILURE_RETRY (read (fd, buf + *used, size - 1 - *used));
+  char *nl;
+
+  if (n <= 0)
+    return false;
+  *used += (size_t)n;
+  buf[*used] = '\0';
+  while ((nl = strchr (buf, '\n')) != NULL)
+    {
+      *nl = '\0';
+      on_verdict_line (buf, v);
+      memmove (buf, nl + 1, *used - (size_t)(nl + 1 - buf) + 1);
+      *used -= (size_t)(nl + 1 - buf);
+    }
+  return true;
+}
+
+/* Relay stdin and collect the monitor's lines until its verdict.  */
+static void
+serve (struct exec_run *r, int verdict_r, struct verdict *v)
+{
+  static struct relay in;
+  char buf[4096];
+  size_t used = 0;
+
+  in.from = r->opts->detach ? -1 : STDIN_FILENO;
+  in.to = r->in_w;
+  in.len = in.off = 0;
+  if (in.to >= 0)
+    fcntl (in.to, F_SETFL, O_NONBLOCK);
+  while (!v->done)
+    {
+      struct pollfd p[3] = {
+        { .fd = verdict_r, .events = POLLIN },
+        { .fd = in.len == in.off ? in.from : -1, .events = POLLIN },
+        { .fd = in.len > in.off ? in.to : -1, .events = POLLOUT },
+      };
+
+      if (poll (p, 3, -1) < 0)
         {
           if (errno == EINTR)
             continue;
-          return;
+          break;
         }
-      for (i = 0; i < n; i++)
-        if (st[i].fd >= 0)
-          pump (&st[i]);
-      if (p[np - 1].revents & POLLIN)
+      if (in.from >= 0 && in.to >= 0 && (p[1].revents || p[2].revents))
+        {
+          relay_step (&in, p[1].revents, p[2].revents);
+          /* End of stdin: the command reads EOF (the pty: its EOF char).  */
+          if (in.from < 0 && r->in_w >= 0)
+            {
+              if (r->opts->tty)
+                esbx_write_all (r->in_w, "\004", 1);
+              else
+                {
+                  close (r->in_w);
+                  r->in_w = -1;
+                }
+            }
+        }
+      if (p[0].revents && !read_verdict (verdict_r, buf, &used, sizeof buf, v))
         break;
     }
-  for (i = 0; i < n; i++)
-    while (st[i].fd >= 0 && pump (&st[i]) == PUMP_DATA)
-      ;
-}
-
-static json_t *
-argv_json (char *const *argv)
-{
-  json_t *a = json_new (JSON_ARRAY);
-
-  for (; *argv; argv++)
-    json_append (a, json_new_string (*argv));
-  return a;
-}
-
-static int64_t
-tv_usec (const struct timeval *tv)
-{
-  return (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
-}
-
-static bool
-counter_grew (uint64_t before, uint64_t after)
-{
-  return after != UINT64_MAX && after > (before == UINT64_MAX ? 0 : before);
 }
 
 static void
-limit_events (esbx_store_t *store, const char *session, unsigned long seq,
-              const struct esbx_cgroup_usage *before, const struct esbx_cgroup_usage *after,
-              json_t *ev)
+set_signals (bool on, struct sigaction *saved)
 {
-  json_t *f;
+  static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGPIPE };
+  struct sigaction sa = { 0 };
+  size_t i;
 
-  if (counter_grew (before->oom_kills, after->oom_kills))
+  sigemptyset (&sa.sa_mask);
+  for (i = 0; i < ARRAY_SIZE (fwd); i++)
     {
-      f = json_new (JSON_OBJECT);
-      json_set_int (f, "seq", (int64_t)seq);
-      json_set_int (
-          f, "oom_kills",
-          (int64_t)(after->oom_kills - (before->oom_kills == UINT64_MAX ? 0 : before->oom_kills)));
-      if (after->memory_limit != UINT64_MAX)
-        json_set_int (f, "limit", (int64_t)after->memory_limit);
-      esbx_event_append (store, session, "limit.memory", f, NULL);
-      json_set (ev, "oom_killed", json_new_bool (true));
-    }
-  if (counter_grew (before->pids_denied, after->pids_denied))
-    {
-      f = json_new (JSON_OBJECT);
-      json_set_int (f, "seq", (int64_t)seq);
-      json_set_int (f, "forks_denied",
-                    (int64_t)(after->pids_denied
-                              - (before->pids_denied == UINT64_MAX ? 0 : before->pids_denied)));
-      if (after->pids_limit != UINT64_MAX)
-        json_set_int (f, "limit", (int64_t)after->pids_limit);
-      esbx_event_append (store, session, "limit.pids", f, NULL);
-      json_set (ev, "pids_limit_hit", json_new_bool (true));
+      if (!on)
+        {
+          sigaction (fwd[i], &saved[i], NULL);
+          continue;
+        }
+      sa.sa_handler = fwd[i] == SIGWINCH  ? forward_winsize
+                      : fwd[i] == SIGPIPE ? SIG_IGN
+                                          : forward_signal;
+      sigaction (fwd[i], &sa, &saved[i]);
     }
 }
 
 static int
-run_in_holder (esbx_store_t *store, const char *session, const struct esbx_exec_opts *opts,
-               const struct esbx_holder_info *info, const char *cwd, int dfd, int *status,
-               esbx_error_t *err)
+run (struct exec_run *r, int *status, esbx_error_t *err)
 {
-  _cleanup_close_ int pidfd = -1, outlog = -1, errlog = -1, child_pidfd = -1;
-  _cleanup_close_ int ownpid = -1;
-  _cleanup_close_ int rep_r = -1, rep_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
-  _cleanup_strv_ char **env = NULL;
-  _cleanup_free_ char *outname = NULL, *errname = NULL, *started = NULL, *ended = NULL;
-  struct esbx_cgroup_usage before, after;
-  struct report rep = { 0 };
-  struct child c = { 0 };
-  struct sigaction sa = { 0 }, old[4];
-  static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-  struct rusage ru = { 0 };
-  unsigned long seq = 0;
-  int fds[2], wstatus = 0;
-  json_t *ev;
-  pid_t pid;
-  size_t i;
+  _cleanup_close_ int verdict_r = -1;
+  struct verdict v = { 0 };
+  struct sigaction saved[6];
+  struct termios raw, old;
+  bool restore_tty = false;
+  int wstatus;
+  pid_t mon;
 
-  if (opts->user && esbx_exec_parse_user (opts->user, &c.uid, &c.gid, err) < 0)
+  if (make_pipe (&verdict_r, &r->verdict_w, err) < 0)
     return -1;
-  c.set_user = opts->user != NULL;
-  pidfd = pidfd_open (info->pid, 0);
-  if (pidfd < 0 || !esbx_proc_alive (info->pid, info->starttime))
-    return esbx_make_error (err, ESRCH, "holder of session `%s` is gone", session);
-
-  if (next_seq (dfd, &seq, err) < 0)
-    return -1;
-  outname = xasprintf (LOGS_DIR "/%lu.out", seq);
-  errname = xasprintf (LOGS_DIR "/%lu.err", seq);
-  outlog = open_log (dfd, outname, err);
-  if (outlog < 0)
-    return -1;
-  errlog = open_log (dfd, errname, err);
-  if (errlog < 0)
-    return -1;
-
-  if (pipe2 (fds, O_CLOEXEC) < 0)
-    return esbx_make_error (err, errno, "pipe");
-  rep_r = fds[0];
-  rep_w = fds[1];
-  if (!opts->detach)
-    {
-      if (pipe2 (fds, O_CLOEXEC) < 0)
-        return esbx_make_error (err, errno, "pipe");
-      out_r = fds[0];
-      out_w = fds[1];
-      if (pipe2 (fds, O_CLOEXEC) < 0)
-        return esbx_make_error (err, errno, "pipe");
-      err_r = fds[0];
-      err_w = fds[1];
-    }
-  env = build_env (session, opts->env);
-  c.pidfd = pidfd;
-  c.cgroup = info->cgroup;
-  c.cwd = cwd;
-  c.opts = opts;
-  c.env = env;
-  c.in = -1;
-  c.out = opts->detach ? outlog : out_w;
-  c.err = opts->detach ? errlog : err_w;
-  c.report = rep_w;
-
   {
     json_t *f = json_new (JSON_OBJECT);
-    json_set_int (f, "seq", (int64_t)seq);
-    json_set (f, "argv", argv_json (opts->argv));
-    esbx_event_append (store, session, "exec.start", f, NULL);
+    json_t *a = json_new (JSON_ARRAY);
+    char *const *p;
+
+    for (p = r->opts->argv; *p; p++)
+      json_append (a, json_new_string (*p));
+    json_set_int (f, "seq", (int64_t)r->seq);
+    json_set (f, "argv", a);
+    esbx_event_append (r->store, r->session, "exec.start", f, NULL);
   }
-  esbx_cgroup_usage (info->cgroup, &before, NULL);
-  started = esbx_rfc3339_now ();
-
-  /* The child is born in the session's pid namespace while we stay where we
-     are and can wait for it.  Then our own children go back to being born
-     in ours: esbxd forks other things later.  */
-  ownpid = TEMP_FAILURE_RETRY (open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
-  if (ownpid < 0)
-    return esbx_make_error (err, errno, "open `/proc/self/ns/pid`");
-  if (setns (pidfd, CLONE_NEWPID) < 0)
-    return esbx_make_error (err, errno, "join the pid namespace of the holder");
-  pid = fork ();
-  if (pid == 0)
-    run_child (&c);
-  if (setns (ownpid, CLONE_NEWPID) < 0)
-    esbx_warn ("exec in session `%s`: cannot return to the own pid namespace: %s", session,
-               strerror (errno));
-  if (pid < 0)
+  r->started = esbx_rfc3339_now ();
+  mon = fork ();
+  if (mon < 0)
     return esbx_make_error (err, errno, "fork");
-
-  forward_to = pid;
-  sa.sa_handler = forward_signal;
-  sigemptyset (&sa.sa_mask);
-  for (i = 0; i < ARRAY_SIZE (fwd); i++)
-    sigaction (fwd[i], &sa, &old[i]);
-  signal (SIGPIPE, SIG_IGN);
-  close (take_fd (&rep_w));
-  close (take_fd (&out_w));
-  close (take_fd (&err_w));
-
-  read_report (rep_r, &rep);
-  if (!opts->detach && !rep.setup_failed && !rep.exec_failed)
+  if (mon == 0)
     {
-      struct stream st[2]
-          = { { out_r, STDOUT_FILENO, outlog, 0 }, { err_r, STDERR_FILENO, errlog, 0 } };
-
-      fcntl (out_r, F_SETFL, O_NONBLOCK);
-      fcntl (err_r, F_SETFL, O_NONBLOCK);
-      child_pidfd = pidfd_open (pid, 0);
-      tee_output (st, 2, child_pidfd);
-      out_r = st[0].fd;
-      err_r = st[1].fd;
-      ev = json_new (JSON_OBJECT);
-      json_set_int (ev, "stdout_bytes", (int64_t)st[0].bytes);
-      json_set_int (ev, "stderr_bytes", (int64_t)st[1].bytes);
+      close (verdict_r);
+      if (r->in_w >= 0)
+        close (r->in_w);
+      exec_monitor (r);
+    }
+  /* The command's side and the output belong to the monitor now.  */
+  close (take_fd (&r->verdict_w));
+  if (r->opts->tty)
+    {
+      pty_master = r->in_w;
+      close (take_fd (&r->in));
+      r->out = r->err = -1;
+      close (take_fd (&r->out_r));
+      if (isatty (STDIN_FILENO) && tcgetattr (STDIN_FILENO, &old) == 0)
+        {
+          raw = old;
+          cfmakeraw (&raw);
+          restore_tty = tcsetattr (STDIN_FILENO, TCSANOW, &raw) == 0;
+        }
     }
   else
-    ev = json_new (JSON_OBJECT);
-  while (TEMP_FAILURE_RETRY (wait4 (pid, &wstatus, 0, &ru)) < 0 && errno != ECHILD)
-    ;
-  forward_to = 0;
-  for (i = 0; i < ARRAY_SIZE (fwd); i++)
-    sigaction (fwd[i], &old[i], NULL);
-  ended = esbx_rfc3339_now ();
-
-  json_set_int (ev, "seq", (int64_t)seq);
-  json_set (ev, "argv", argv_json (opts->argv));
-  json_set_string (ev, "cwd", cwd);
-  json_set (ev, "user", opts->user ? json_new_string (opts->user) : json_new (JSON_NULL));
-  json_set (ev, "detach", json_new_bool (opts->detach));
-  json_set_string (ev, "started", started);
-  json_set_string (ev, "ended", ended);
-  json_set_string (ev, "stdout_log", outname);
-  json_set_string (ev, "stderr_log", errname);
-
-  if (rep.setup_failed || rep.exec_failed)
     {
-      int code = rep.exec_errno == ENOENT ? 127 : 126;
-
-      json_set_string (ev, "error", rep.msg);
-      if (rep.exec_failed)
-        json_set_int (ev, "exit_status", code);
-      esbx_event_append (store, session, "exec", ev, NULL);
-      if (rep.exec_failed)
-        esbx_make_error_code (err, code, 0, "session `%s`: %s", session, rep.msg);
+      if (r->in >= 0)
+        close (take_fd (&r->in));
+      close (take_fd (&r->out));
+      close (take_fd (&r->err));
+      close (take_fd (&r->out_r));
+      close (take_fd (&r->err_r));
+    }
+  set_signals (true, saved);
+  serve (r, verdict_r, &v);
+  set_signals (false, saved);
+  if (restore_tty)
+    tcsetattr (STDIN_FILENO, TCSANOW, &old);
+  pty_master = -1;
+  if (command_pidfd >= 0)
+    close (command_pidfd);
+  command_pidfd = -1;
+  while (TEMP_FAILURE_RETRY (waitpid (mon, &wstatus, 0)) < 0 && errno != ECHILD)
+    ;
+  if (!v.done)
+    return esbx_make_error (err, 0, "exec in session `%s`: its monitor died", r->session);
+  if (v.msg)
+    {
+      if (v.code)
+        esbx_make_error_code (err, v.code, 0, "session `%s`: %s", r->session, v.msg);
       else
-        esbx_make_error (err, 0, "exec in session `%s`: %s", session, rep.msg);
-      free (rep.msg);
+        esbx_make_error (err, 0, "exec in session `%s`: %s", r->session, v.msg);
+      free (v.msg);
       return -1;
     }
-
-  if (opts->detach)
-    {
-      *status = 0;
-      if (rep.detached_pid > 0)
-        json_set_int (ev, "pid", rep.detached_pid);
-      esbx_event_append (store, session, "exec", ev, NULL);
-      return 0;
-    }
-
-  if (WIFSIGNALED (wstatus))
-    {
-      *status = 128 + WTERMSIG (wstatus);
-      json_set_int (ev, "signal", WTERMSIG (wstatus));
-    }
-  else
-    *status = WEXITSTATUS (wstatus);
-  json_set_int (ev, "exit_status", *status);
-  json_set_int (ev, "cpu_user_usec", tv_usec (&ru.ru_utime));
-  json_set_int (ev, "cpu_system_usec", tv_usec (&ru.ru_stime));
-  json_set_int (ev, "max_rss_bytes", (int64_t)ru.ru_maxrss * 1024);
-  if (esbx_cgroup_usage (info->cgroup, &after, NULL) == 0)
-    limit_events (store, session, seq, &before, &after, ev);
-  esbx_event_append (store, session, "exec", ev, NULL);
+  *status = v.status;
   return 0;
 }
 
@@ -640,7 +569,23 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
 {
   struct esbx_holder_info info = { 0 };
   struct esbx_session *s = NULL;
-  _cleanup_free_ char *cwd = NULL, *marker = NULL;
+  struct exec_run r = {
+    .store = store,
+    .session = session,
+    .opts = opts,
+    .info = &info,
+    .holder_pidfd = -1,
+    .outlog = -1,
+    .errlog = -1,
+    .in = -1,
+    .out = -1,
+    .err = -1,
+    .in_w = -1,
+    .out_r = -1,
+    .err_r = -1,
+    .verdict_w = -1,
+  };
+  _cleanup_free_ char *marker = NULL;
   _cleanup_close_ int dfd = -1;
   uid_t uid;
   gid_t gid;
@@ -654,22 +599,28 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
   for (i = 0; opts->env && opts->env[i]; i++)
     if (esbx_exec_check_env (opts->env[i], err) < 0)
       return -1;
+  if (opts->tty && opts->detach)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "--tty and --detach exclude each other");
   if (esbx_session_load (store, session, &s, err) < 0)
     return -1;
-  ret = resolve_cwd (s->workspace ? s->workspace : "/workspace", opts->cwd, &cwd, err);
+  ret = resolve_cwd (s->workspace ? s->workspace : "/workspace", opts->cwd, &r.cwd, err);
   esbx_session_free (s);
   if (ret < 0)
     return -1;
 
   dfd = esbx_session_open_dir (store, session, err);
-  if (dfd < 0)
-    return -1;
-  if (esbx_owner_begin (store, session, &marker, err) < 0)
-    return -1;
-  ret = esbx_holder_ensure (store, session, &info, err);
-  if (ret == 0)
-    ret = run_in_holder (store, session, opts, &info, cwd, dfd, status, err);
+  if (dfd >= 0 && esbx_owner_begin (store, session, &marker, err) == 0)
+    {
+      ret = esbx_holder_ensure (store, session, &info, err);
+      if (ret == 0)
+        ret = prepare (&r, dfd, err);
+      if (ret == 0)
+        ret = run (&r, status, err);
+      esbx_owner_end (store, session, marker);
+    }
+  else
+    ret = -1;
+  close_run (&r);
   esbx_holder_info_free (&info);
-  esbx_owner_end (store, session, marker);
   return ret;
 }

@@ -294,3 +294,17 @@ print("checked")'
   run "$ESBX" exec w16 -- true
   assert_absent "$ws2"
 }
+
+@test "boundary 11 (logs): what a command writes is kept up to the log limit, and the event says it was cut" {
+  run "$ESBX" exec --log-limit 1M s1 -- sh -c 'head -c 50000000 /dev/zero; echo done >&2'
+  assert_success
+  assert_equal "$(stat -c %s "$ESBX_ROOT/sessions/s1/logs/1.out")" 1048576
+  run cat "$ESBX_ROOT/sessions/s1/logs/1.err"
+  assert_output "done"
+  esbx_ok --json events s1
+  assert_output --regexp '"stdout_bytes": ?50000000'
+  assert_output --regexp '"stdout_truncated": ?true'
+  # The default (ESBX_EXEC_LOG_LIMIT) applies without the option.
+  ESBX_EXEC_LOG_LIMIT=4K run "$ESBX" exec s1 -- sh -c 'head -c 100000 /dev/zero'
+  assert_equal "$(stat -c %s "$ESBX_ROOT/sessions/s1/logs/2.out")" 4096
+}

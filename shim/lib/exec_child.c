@@ -1,0 +1,126 @@
+/* The command of `esbx exec`, from fork to execve.  It is born in the
+ * holder's pid namespace (the monitor joined it for its children), enters
+ * the session cgroup through the host's /sys, joins the holder's mnt, uts,
+ * ipc and net namespaces, becomes the leader of a session of its own (so
+ * `kill 0` or a hangup reach only the command's own processes) with its
+ * pty as controlling terminal under --tty, gives up what it may not keep
+ * (confine.c) and loads the syscall filter last.  It is not dumpable until
+ * execve: a process of the session cannot attach to it while it still
+ * holds what it is about to give up.  */
+#include "confine.h"
+#include "cgroup.h"
+#include "exec_internal.h"
+#include "fs.h"
+#include "syscall_filter.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+extern char **environ;
+
+static void __attribute__ ((noreturn))
+child_fail (int report, char kind, int status, esbx_error_t *err)
+{
+  _cleanup_free_ char *line
+      = xasprintf ("%c%d %s\n", kind, status, err && *err ? (*err)->msg : "failed");
+  esbx_write_all (report, line, strlen (line));
+  _exit (127);
+}
+
+static int
+setup_stdio (const struct exec_run *r, esbx_error_t *err)
+{
+  int in = r->in;
+
+  if (in < 0)
+    {
+      /* Resolved in the session's root: its own /dev/null.  */
+      in = TEMP_FAILURE_RETRY (open ("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (in < 0)
+        return esbx_make_error (err, errno, "open /dev/null");
+    }
+  if (setsid () < 0)
+    return esbx_make_error (err, errno, "setsid");
+  if (r->opts->tty && ioctl (in, TIOCSCTTY, 0) < 0)
+    return esbx_make_error (err, errno, "make the pty the controlling terminal");
+  if (dup2 (in, 0) < 0 || dup2 (r->out, 1) < 0 || dup2 (r->err, 2) < 0)
+    return esbx_make_error (err, errno, "dup2");
+  return 0;
+}
+
+/* Returns in the grandchild, which becomes the command.  */
+static void
+detach (int report)
+{
+  esbx_error_t err = NULL;
+  char line[32];
+  pid_t pid = fork ();
+
+  if (pid < 0)
+    {
+      esbx_make_error (&err, errno, "fork");
+      child_fail (report, 'E', 0, &err);
+    }
+  if (pid == 0)
+    return;
+  snprintf (line, sizeof line, "P%d\n", (int)pid);
+  esbx_write_all (report, line, strlen (line));
+  _exit (0);
+}
+
+void
+exec_child (const struct exec_run *r, int report)
+{
+  esbx_error_t err = NULL;
+  sigset_t none;
+
+  prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  signal (SIGPIPE, SIG_DFL);
+  /* The cgroup is written through the host's /sys: before the mount
+     namespace changes.  */
+  if (esbx_cgroup_enter (r->info->cgroup, 0, &err) < 0)
+    child_fail (report, 'E', 0, &err);
+  if (setns (r->holder_pidfd, CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) < 0)
+    {
+      esbx_make_error (&err, errno, "join the namespaces of the holder");
+      child_fail (report, 'E', 0, &err);
+    }
+  if (chdir (r->cwd) < 0)
+    {
+      esbx_make_error (&err, errno, "--cwd `%s`", r->cwd);
+      child_fail (report, 'E', 0, &err);
+    }
+  if (setup_stdio (r, &err) < 0)
+    child_fail (report, 'E', 0, &err);
+  /* Whatever the caller of esbx left open (bats keeps fd 3) must not leak
+     into the session, nor keep that caller waiting on a detached command.  */
+  syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (esbx_confine_user (r->set_user, r->uid, r->gid, &err) < 0)
+    child_fail (report, 'E', 0, &err);
+  environ = r->env;
+  if (esbx_seccomp_load (&err) < 0)
+    child_fail (report, 'E', 0, &err);
+  if (r->opts->detach)
+    detach (report);
+  execvp (r->opts->argv[0], r->opts->argv);
+  {
+    int saved = errno;
+    esbx_make_error (&err, saved, "exec `%s`", r->opts->argv[0]);
+    child_fail (report, 'X', saved, &err);
+  }
+}

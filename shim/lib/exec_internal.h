@@ -1,0 +1,63 @@
+/* esbx shim: the three processes of one `esbx exec`.
+ *
+ *   caller   esbx_exec_run (exec.c): prepares, relays stdin, forwards
+ *            signals, waits for the monitor's verdict;
+ *   monitor  (exec_monitor.c) in a session of its own, outside the
+ *            session's pid namespace and cgroup: forks the command, copies
+ *            its output to the caller's stdout/stderr and the logs, waits
+ *            for it and writes the "exec" event;
+ *   command  (exec_child.c) born in the holder's pid namespace: joins the
+ *            session and becomes the program.
+ *
+ * The monitor tells the caller on a pipe, one line each: "C PID" once the
+ * command is forked (its host pid, for signals), then "R STATUS" or
+ * "F CODE MESSAGE".  */
+#ifndef ESBX_EXEC_INTERNAL_H
+#define ESBX_EXEC_INTERNAL_H
+
+#include "exec.h"
+#include "holder.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct exec_run
+{
+  esbx_store_t *store;
+  const char *session;
+  const struct esbx_exec_opts *opts;
+  const struct esbx_holder_info *info;
+  int holder_pidfd;
+  char *cwd; /* inside the session */
+  char **env;
+  bool set_user;
+  uid_t uid;
+  gid_t gid;
+
+  unsigned long seq;
+  char *outname, *errname; /* relative to the session directory */
+  int outlog, errlog;
+  uint64_t log_limit;
+  char *started;
+
+  /* The command's side of its stdio: pipes, or the pty's slave (in);
+     -1 where /dev/null (detached stdin) or unused.  */
+  int in, out, err;
+  /* The other side, read by the monitor: pipes or the pty's master (out_r).  */
+  int in_w, out_r, err_r;
+  int verdict_w; /* monitor -> caller */
+};
+
+/* exec_child.c: between fork and exec; never returns.  REPORT is a
+   close-on-exec pipe: "E errno msg" when setup failed, "X errno msg" when
+   exec did, "P pid" for a detached command.  */
+void __attribute__ ((noreturn)) exec_child (const struct exec_run *r, int report);
+
+/* exec_monitor.c: the monitor; never returns.  */
+void __attribute__ ((noreturn)) exec_monitor (struct exec_run *r);
+
+/* exec_pty.c: a pty of the session's own devpts (the holder's /dev/pts),
+   its master and slave; the slave is never looked up by path.  */
+int exec_pty_open (pid_t holder, int *master, int *slave, esbx_error_t *err);
+
+#endif

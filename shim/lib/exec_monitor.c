@@ -1,0 +1,386 @@
+/* The monitor of one `esbx exec` (see exec_internal.h).
+ *
+ * It runs in a session of its own and stays in the caller's pid namespace
+ * and cgroup, out of reach of the command: neither `kill 0` from the
+ * command nor a signal to the caller's process group ends it, and a dead
+ * caller does not keep the "exec" event or the logs from being written.
+ * What the command writes goes to the caller's stdout and stderr (while
+ * they take it) and to the logs, of which the first LOG_LIMIT bytes per
+ * stream are kept; the event says when a log was cut.  A detached
+ * command's output is copied the same way, by a child of the monitor that
+ * stays in the background until the command closes it.  */
+#include "exec_internal.h"
+#include "cgroup.h"
+#include "events.h"
+#include "fs.h"
+#include "proc.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct report
+{
+  bool setup_failed, exec_failed;
+  int exec_errno;
+  char *msg;
+  pid_t detached_pid;
+};
+
+struct stream
+{
+  int fd;   /* read end, -1 at EOF */
+  int pass; /* the caller's stdout or stderr, -1 once it failed */
+  int log;
+  uint64_t bytes, logged, limit;
+};
+
+static void
+read_report (int fd, struct report *r)
+{
+  char buf[8192];
+  size_t used = 0;
+  ssize_t n;
+  char *line, *save = NULL;
+
+  while (used < sizeof buf - 1
+         && (n = TEMP_FAILURE_RETRY (read (fd, buf + used, sizeof buf - 1 - used))) > 0)
+    used += (size_t)n;
+  buf[used] = '\0';
+  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char *sp = strchr (line, ' ');
+
+      if (line[0] == 'P')
+        r->detached_pid = atoi (line + 1);
+      else if ((line[0] == 'E' || line[0] == 'X') && sp)
+        {
+          r->setup_failed = line[0] == 'E';
+          r->exec_failed = line[0] == 'X';
+          r->exec_errno = atoi (line + 1);
+          free (r->msg);
+          r->msg = xstrdup (sp + 1);
+        }
+    }
+}
+
+static bool
+pump (struct stream *s)
+{
+  char buf[65536];
+  ssize_t n = TEMP_FAILURE_RETRY (read (s->fd, buf, sizeof buf));
+  size_t keep;
+
+  if (n < 0 && errno == EAGAIN)
+    return false;
+  if (n <= 0)
+    {
+      /* EIO: the pty's last slave is closed.  */
+      close (s->fd);
+      s->fd = -1;
+      return false;
+    }
+  s->bytes += (uint64_t)n;
+  if (s->pass >= 0 && esbx_write_all (s->pass, buf, (size_t)n) < 0)
+    s->pass = -1;
+  keep = s->logged >= s->limit                ? 0
+         : s->limit - s->logged < (uint64_t)n ? (size_t)(s->limit - s->logged)
+                                              : (size_t)n;
+  if (keep > 0 && esbx_write_all (s->log, buf, keep) == 0)
+    s->logged += keep;
+  return true;
+}
+
+/* Copy until the command exits (its pidfd turns readable) and what it
+   wrote is drained: a background process that keeps the pipes open does
+   not keep us waiting.  With PIDFD -1, until every stream is closed.  */
+static void
+copy_output (struct stream *st, size_t n, int pidfd)
+{
+  struct pollfd p[3];
+  size_t i, np;
+
+  for (;;)
+    {
+      np = 0;
+      for (i = 0; i < n; i++)
+        if (st[i].fd >= 0)
+          p[np++] = (struct pollfd){ .fd = st[i].fd, .events = POLLIN };
+      if (np == 0)
+        return;
+      if (pidfd >= 0)
+        p[np++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+      if (poll (p, np, -1) < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return;
+        }
+      for (i = 0; i < n; i++)
+        if (st[i].fd >= 0)
+          pump (&st[i]);
+      if (pidfd >= 0 && (p[np - 1].revents & POLLIN))
+        break;
+    }
+  for (i = 0; i < n; i++)
+    while (st[i].fd >= 0 && pump (&st[i]))
+      ;
+}
+
+static json_t *
+argv_json (char *const *argv)
+{
+  json_t *a = json_new (JSON_ARRAY);
+
+  for (; *argv; argv++)
+    json_append (a, json_new_string (*argv));
+  return a;
+}
+
+static int64_t
+tv_usec (const struct timeval *tv)
+{
+  return (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
+}
+
+static bool
+counter_grew (uint64_t before, uint64_t after)
+{
+  return after != UINT64_MAX && after > (before == UINT64_MAX ? 0 : before);
+}
+
+static uint64_t
+grown (uint64_t before, uint64_t after)
+{
+  return after - (before == UINT64_MAX ? 0 : before);
+}
+
+static void
+limit_events (const struct exec_run *r, const struct esbx_cgroup_usage *before,
+              const struct esbx_cgroup_usage *after, json_t *ev)
+{
+  json_t *f;
+
+  if (counter_grew (before->oom_kills, after->oom_kills))
+    {
+      f = json_new (JSON_OBJECT);
+      json_set_int (f, "seq", (int64_t)r->seq);
+      json_set_int (f, "oom_kills", (int64_t)grown (before->oom_kills, after->oom_kills));
+      if (after->memory_limit != UINT64_MAX)
+        json_set_int (f, "limit", (int64_t)after->memory_limit);
+      esbx_event_append (r->store, r->session, "limit.memory", f, NULL);
+      json_set (ev, "oom_killed", json_new_bool (true));
+    }
+  if (counter_grew (before->pids_denied, after->pids_denied))
+    {
+      f = json_new (JSON_OBJECT);
+      json_set_int (f, "seq", (int64_t)r->seq);
+      json_set_int (f, "forks_denied", (int64_t)grown (before->pids_denied, after->pids_denied));
+      if (after->pids_limit != UINT64_MAX)
+        json_set_int (f, "limit", (int64_t)after->pids_limit);
+      esbx_event_append (r->store, r->session, "limit.pids", f, NULL);
+      json_set (ev, "pids_limit_hit", json_new_bool (true));
+    }
+}
+
+static json_t *
+base_event (const struct exec_run *r)
+{
+  json_t *ev = json_new (JSON_OBJECT);
+  _cleanup_free_ char *ended = esbx_rfc3339_now ();
+  const struct esbx_exec_opts *o = r->opts;
+
+  json_set_int (ev, "seq", (int64_t)r->seq);
+  json_set (ev, "argv", argv_json (o->argv));
+  json_set_string (ev, "cwd", r->cwd);
+  json_set (ev, "user", o->user ? json_new_string (o->user) : json_new (JSON_NULL));
+  json_set (ev, "detach", json_new_bool (o->detach));
+  json_set (ev, "tty", json_new_bool (o->tty));
+  json_set_string (ev, "started", r->started);
+  json_set_string (ev, "ended", ended);
+  json_set_string (ev, "stdout_log", r->outname);
+  json_set_string (ev, "stderr_log", r->errname);
+  json_set_int (ev, "log_limit", (int64_t)r->log_limit);
+  return ev;
+}
+
+static void
+stream_fields (json_t *ev, const struct stream *st, const char *name)
+{
+  _cleanup_free_ char *bytes = xasprintf ("%s_bytes", name);
+  _cleanup_free_ char *cut = xasprintf ("%s_truncated", name);
+
+  json_set_int (ev, bytes, (int64_t)st->bytes);
+  if (st->bytes > st->logged)
+    json_set (ev, cut, json_new_bool (true));
+}
+
+static void __attribute__ ((noreturn)) verdict (const struct exec_run *r, const char *fmt, ...)
+{
+  va_list ap;
+  _cleanup_free_ char *line = NULL;
+
+  va_start (ap, fmt);
+  line = xvasprintf (fmt, ap);
+  va_end (ap);
+  esbx_write_all (r->verdict_w, line, strlen (line));
+  _exit (0);
+}
+
+static void __attribute__ ((noreturn)) failed (const struct exec_run *r, const struct report *rep)
+{
+  json_t *ev = base_event (r);
+  int code = rep->exec_errno == ENOENT ? 127 : 126;
+
+  json_set_string (ev, "error", rep->msg);
+  if (rep->exec_failed)
+    json_set_int (ev, "exit_status", code);
+  esbx_event_append (r->store, r->session, "exec", ev, NULL);
+  verdict (r, "F%d %s\n", rep->exec_failed ? code : 0, rep->msg);
+}
+
+/* The detached command runs on; its output is copied to the logs by this
+   process in the background, which lets go of the caller's descriptors.  */
+static void __attribute__ ((noreturn))
+detached (struct exec_run *r, const struct report *rep, struct stream *st)
+{
+  json_t *ev = base_event (r);
+  int null = TEMP_FAILURE_RETRY (open ("/dev/null", O_RDWR | O_CLOEXEC));
+
+  json_set_int (ev, "exit_status", 0);
+  if (rep->detached_pid > 0)
+    json_set_int (ev, "pid", rep->detached_pid);
+  esbx_event_append (r->store, r->session, "exec", ev, NULL);
+  if (null >= 0)
+    {
+      dup2 (null, 0);
+      dup2 (null, 1);
+      dup2 (null, 2);
+      close (null);
+    }
+  /* The caller reaps this process: the copy goes on in a child of its
+     own, which nobody waits for.  */
+  if (fork () == 0)
+    {
+      close (r->verdict_w);
+      copy_output (st, 2, -1);
+      _exit (0);
+    }
+  verdict (r, "R0\n");
+}
+
+static void __attribute__ ((noreturn))
+finished (const struct exec_run *r, pid_t pid, struct stream *st, size_t nst,
+          const struct esbx_cgroup_usage *before)
+{
+  struct esbx_cgroup_usage after;
+  _cleanup_close_ int pidfd = pidfd_open (pid, 0);
+  struct rusage ru = { 0 };
+  int wstatus = 0, status;
+  json_t *ev;
+  size_t i;
+
+  copy_output (st, nst, pidfd);
+  while (TEMP_FAILURE_RETRY (wait4 (pid, &wstatus, 0, &ru)) < 0 && errno != ECHILD)
+    ;
+  ev = base_event (r);
+  if (WIFSIGNALED (wstatus))
+    {
+      status = 128 + WTERMSIG (wstatus);
+      json_set_int (ev, "signal", WTERMSIG (wstatus));
+    }
+  else
+    status = WEXITSTATUS (wstatus);
+  json_set_int (ev, "exit_status", status);
+  for (i = 0; i < nst; i++)
+    stream_fields (ev, &st[i], i == 0 ? "stdout" : "stderr");
+  json_set_int (ev, "cpu_user_usec", tv_usec (&ru.ru_utime));
+  json_set_int (ev, "cpu_system_usec", tv_usec (&ru.ru_stime));
+  json_set_int (ev, "max_rss_bytes", (int64_t)ru.ru_maxrss * 1024);
+  if (esbx_cgroup_usage (r->info->cgroup, &after, NULL) == 0)
+    limit_events (r, before, &after, ev);
+  esbx_event_append (r->store, r->session, "exec", ev, NULL);
+  verdict (r, "R%d\n", status);
+}
+
+void
+exec_monitor (struct exec_run *r)
+{
+  struct esbx_cgroup_usage before;
+  struct report rep = { 0 };
+  struct stream st[2] = {
+    { r->out_r, r->opts->detach ? -1 : STDOUT_FILENO, r->outlog, 0, 0, r->log_limit },
+    { r->err_r, r->opts->detach ? -1 : STDERR_FILENO, r->errlog, 0, 0, r->log_limit },
+  };
+  size_t nst = r->err_r >= 0 ? 2 : 1;
+  int fds[2], own;
+  char line[32];
+  pid_t pid;
+
+  setsid ();
+  signal (SIGPIPE, SIG_IGN);
+  for (size_t i = 0; i < nst; i++)
+    fcntl (st[i].fd, F_SETFL, fcntl (st[i].fd, F_GETFL) | O_NONBLOCK);
+  /* Not the caller's directory: it may be a mount that discard removes.  */
+  if (chdir ("/") < 0)
+    _exit (125);
+  if (pipe2 (fds, O_CLOEXEC) < 0)
+    verdict (r, "F0 pipe: %s\n", strerror (errno));
+  esbx_cgroup_usage (r->info->cgroup, &before, NULL);
+  /* The command is born in the session's pid namespace; this process
+     stays where it is, and so do its later children (the copier of a
+     detached command's output).  */
+  own = TEMP_FAILURE_RETRY (open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+  if (own < 0)
+    verdict (r, "F0 open `/proc/self/ns/pid`: %s\n", strerror (errno));
+  if (setns (r->holder_pidfd, CLONE_NEWPID) < 0)
+    verdict (r, "F0 join the pid namespace of the holder: %s\n", strerror (errno));
+  pid = fork ();
+  if (pid == 0)
+    {
+      close (fds[0]);
+      exec_child (r, fds[1]);
+    }
+  if (setns (own, CLONE_NEWPID) < 0)
+    verdict (r, "F0 return to the own pid namespace: %s\n", strerror (errno));
+  close (own);
+  if (pid < 0)
+    verdict (r, "F0 fork: %s\n", strerror (errno));
+  close (fds[1]);
+  if (r->in >= 0)
+    close (r->in);
+  if (r->out >= 0 && r->out != r->in)
+    close (r->out);
+  if (r->err >= 0 && r->err != r->in && r->err != r->out)
+    close (r->err);
+  snprintf (line, sizeof line, "C%d\n", (int)pid);
+  esbx_write_all (r->verdict_w, line, strlen (line));
+
+  read_report (fds[0], &rep);
+  close (fds[0]);
+  if (rep.setup_failed || rep.exec_failed)
+    {
+      while (TEMP_FAILURE_RETRY (waitpid (pid, NULL, 0)) < 0 && errno != ECHILD)
+        ;
+      failed (r, &rep);
+    }
+  if (r->opts->detach)
+    {
+      while (TEMP_FAILURE_RETRY (waitpid (pid, NULL, 0)) < 0 && errno != ECHILD)
+        ;
+      detached (r, &rep, st);
+    }
+  finished (r, pid, st, nst, &before);
+}
