@@ -1,4 +1,5 @@
 #include "cgroup.h"
+#include "devices.h"
 #include "fs.h"
 #include "hash.h"
 #include "utils.h"
@@ -24,7 +25,8 @@
 
 /* The v1 controllers a session uses, in the order membership is written.
    The first one mounted is where the process list is read.  */
-static const char *const v1_controllers[] = { "pids", "memory", "freezer", "cpu", "cpuacct" };
+static const char *const v1_controllers[]
+    = { "pids", "memory", "freezer", "cpu", "cpuacct", "devices" };
 
 static bool
 is_cgroup2 (const char *path)
@@ -175,6 +177,8 @@ create_v2 (const char *rel, const struct esbx_cgroup_limits *l, esbx_error_t *er
   enable_v2_controllers (parent);
   if (esbx_mkdir_p (dir, 0755, err) < 0)
     return -1;
+  if (esbx_devices_apply_v2 (dir, err) < 0)
+    return -1;
   if (l->memory)
     {
       snprintf (buf, sizeof buf, "%" PRIu64, l->memory);
@@ -229,6 +233,11 @@ create_v1 (const char *rel, const struct esbx_cgroup_limits *l, esbx_error_t *er
         {
           snprintf (buf, sizeof buf, "%" PRIu64, l->pids);
           if (set_value (dir, "pids.max", buf, err) < 0)
+            return -1;
+        }
+      else if (strcmp (v1_controllers[i], "devices") == 0)
+        {
+          if (esbx_devices_apply_v1 (dir, err) < 0)
             return -1;
         }
       else if (strcmp (v1_controllers[i], "cpu") == 0 && l->cpus)

@@ -3,7 +3,7 @@
  *
  * cgroup v2 is used where /sys/fs/cgroup is a cgroup2 mount, or where
  * /sys/fs/cgroup/unified is one with controllers available; otherwise the v1
- * controllers memory, pids, cpu, cpuacct and freezer, each under
+ * controllers memory, pids, cpu, cpuacct, freezer and devices, each under
  * /sys/fs/cgroup/CONTROLLER/REL.  REL is a path relative to the cgroup root
  * such as "esbx/S" (see esbx_cgroup_session_path).  Missing v1 controllers
  * are skipped: accounting is best effort, membership is not.  */
