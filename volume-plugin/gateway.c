@@ -15,6 +15,9 @@
    before it is read.  */
 #define GATEWAY_MAX_BODY (4u * 1024 * 1024)
 #define MAX_SEGMENTS     8
+/* Seconds a connection may stay idle once its request head is in (an
+   upload, an answer the client does not read).  */
+#define GATEWAY_TIMEOUT 600
 
 struct esbx_gateway
 {
@@ -24,6 +27,7 @@ struct esbx_gateway
   struct esbx_http_server *unix_server;
   struct esbx_http_server *tcp_server;
   char *socket_path;
+  struct esbx_gateway_config cfg;
 };
 
 void
@@ -158,25 +162,36 @@ parse_body (struct esbx_gw_ctx *ctx)
   return j;
 }
 
+/* The token is checked on the request head, before the layer reads a
+   byte of the body: a client without a valid token never gets to send one
+   (nor to hold a connection busy while it trickles in).  */
+static unsigned
+admit (void *data, struct MHD_Connection *conn, void **admission, char **why)
+{
+  struct esbx_gateway *gw = data;
+  const char *auth = MHD_lookup_connection_value (conn, MHD_HEADER_KIND, "Authorization");
+  struct esbx_token *token = NULL;
+
+  if (esbx_auth_authenticate (gw->store, auth, &token, why) < 0)
+    return MHD_HTTP_UNAUTHORIZED;
+  *admission = token;
+  return 0;
+}
+
+static void
+free_admission (void *admission)
+{
+  esbx_token_free (admission);
+}
+
 static void
 handle (struct esbx_gateway *gw, struct esbx_gw_ctx *ctx, const char *url, const char **endpoint)
 {
-  const char *auth = MHD_lookup_connection_value (ctx->conn, MHD_HEADER_KIND, "Authorization");
   const struct esbx_gw_route *route;
-  struct esbx_token *token = NULL;
   char arg[256];
   bool path_known;
   char *reason = NULL;
 
-  if (esbx_auth_authenticate (gw->store, auth, &token, &reason) < 0)
-    {
-      esbx_metrics_auth_failure (gw->metrics);
-      esbx_gw_reply_error (ctx, MHD_HTTP_UNAUTHORIZED, ESBX_EXIT_ERROR, "unauthorized: %s", reason);
-      free (reason);
-      *endpoint = "unauthenticated";
-      return;
-    }
-  ctx->token = token;
   route = find_route (ctx->method, url, arg, sizeof arg, &path_known);
   if (route == NULL)
     {
@@ -221,12 +236,20 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
     .method = req->method,
     .body = req->body,
     .len = req->len,
+    .token = req->admission,
   };
   const char *endpoint = "unknown";
 
   /* The gateway takes every method (routing answers 405), so the layer
-     only ever refuses a body over the limit, before authentication.  */
-  if (req->refused)
+     refuses only a request without a valid token or with a body over the
+     limit, on its head.  */
+  if (req->refused == MHD_HTTP_UNAUTHORIZED)
+    {
+      esbx_metrics_auth_failure (gw->metrics);
+      esbx_gw_reply_error (&ctx, req->refused, ESBX_EXIT_ERROR, "unauthorized: %s", req->why);
+      endpoint = "unauthenticated";
+    }
+  else if (req->refused)
     {
       esbx_gw_reply_error (&ctx, req->refused, ESBX_EXIT_USAGE, "%s", req->why);
       endpoint = "too_large";
@@ -245,7 +268,6 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
   free (ctx.session);
   free (ctx.session_id);
   json_free (ctx.json);
-  esbx_token_free ((struct esbx_token *)ctx.token);
 }
 
 /* Serve the gateway on the listening socket FD (ADDR names it in errors).  */
@@ -256,7 +278,12 @@ serve_on (struct esbx_gateway *gw, int fd, const char *addr, struct esbx_http_se
   struct esbx_http_config cfg = {
     .name = "gateway",
     .max_body = GATEWAY_MAX_BODY,
-    .timeout = 600,
+    .timeout = GATEWAY_TIMEOUT,
+    .head_timeout = gw->cfg.head_timeout,
+    .max_connections = gw->cfg.max_connections,
+    .max_waiting_per_client = gw->cfg.max_waiting_per_client,
+    .admit = admit,
+    .admission_free = free_admission,
     .handler = serve,
     .data = gw,
   };
@@ -277,6 +304,13 @@ esbx_gateway_start (esbx_store_t *store, struct esbx_metrics *metrics, struct es
   gw->store = store;
   gw->metrics = metrics;
   gw->audit = audit;
+  gw->cfg = *cfg;
+  if (gw->cfg.max_connections == 0)
+    gw->cfg.max_connections = ESBX_GATEWAY_DEFAULT_CONNECTIONS;
+  if (gw->cfg.max_waiting_per_client == 0)
+    gw->cfg.max_waiting_per_client = ESBX_GATEWAY_DEFAULT_WAITING;
+  if (gw->cfg.head_timeout == 0)
+    gw->cfg.head_timeout = ESBX_GATEWAY_DEFAULT_HEAD_TIMEOUT;
   if (cfg->socket_path)
     {
       fd = esbx_listen_unix (cfg->socket_path, cfg->group, err);

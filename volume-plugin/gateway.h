@@ -13,12 +13,21 @@
 #include "metrics.h"
 
 #define ESBX_GATEWAY_DEFAULT_SOCKET "/run/esbx/gateway.sock"
+/* Limits of each gateway listener (http.h): connections waiting for their
+   request head (and, again, connections served), such connections of one
+   client process, and the seconds a request head may take.  */
+#define ESBX_GATEWAY_DEFAULT_CONNECTIONS  512
+#define ESBX_GATEWAY_DEFAULT_WAITING      64
+#define ESBX_GATEWAY_DEFAULT_HEAD_TIMEOUT 15
 
 struct esbx_gateway_config
 {
-  const char *socket_path; /* NULL: no unix socket */
-  const char *group;       /* NULL: root's group */
-  const char *tcp;         /* NULL: no TCP listener; else a loopback ADDR:PORT */
+  const char *socket_path;         /* NULL: no unix socket */
+  const char *group;               /* NULL: root's group */
+  const char *tcp;                 /* NULL: no TCP listener; else a loopback ADDR:PORT */
+  unsigned max_connections;        /* 0: the default */
+  unsigned max_waiting_per_client; /* 0: the default */
+  unsigned head_timeout;           /* seconds; 0: the default */
 };
 
 struct esbx_gateway;

@@ -3,15 +3,64 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+/* The gate hands a connection over once its request head is in: an empty
+   line within this many bytes (more goes over as is, for MHD to refuse).  */
+#define HEAD_MAX (16u * 1024)
+/* Refusals are logged at most once per this many seconds and listener,
+   libmicrohttpd's own messages (a closed connection, a timeout) at most
+   MHD_LOG_BURST times: a flood must not turn into a flood of log lines.  */
+#define LOG_INTERVAL  10
+#define MHD_LOG_BURST 5
+
+/* A connection, in the gate (waiting for its request head, owned by the
+   gate's thread) or handed to MHD (from then to MHD's CLOSED notice).  */
+struct conn
+{
+  struct conn *prev, *next;
+  int fd;
+  pid_t client;          /* the peer process on a unix socket, 0 elsewhere */
+  struct timespec since; /* in the gate: accepted; in MHD: waiting since */
+  struct sockaddr_storage addr;
+  socklen_t addrlen;
+  bool started; /* MHD has taken it (its STARTED notice came) */
+  bool busy;    /* a request of it is being served */
+  bool evicted; /* shut down to make room; MHD is closing it */
+};
+
+struct list
+{
+  struct conn *head, *tail;
+  unsigned n;
+};
 
 struct esbx_http_server
 {
   struct MHD_Daemon *daemon;
   struct esbx_http_config cfg;
+  bool unix_socket;
+  int listen_fd, stop_fd, epfd;
+  pthread_t gate_thread;
+  bool gating;
+  struct list gate; /* the gate's thread alone, with PEEK */
+  char *peek;
+
+  pthread_mutex_t lock; /* the fields below */
+  struct list served;   /* handed to MHD */
+  unsigned n_evicted;
+  unsigned long refused;
+  const char *last_refusal;
+  time_t refusal_logged;
+  time_t mhd_window;
+  unsigned long mhd_logged, mhd_dropped;
 };
 
 /* Per-request state, from the first callback until MHD reports completion.  */
@@ -21,6 +70,7 @@ struct request
   char *body;
   size_t len;
   bool too_big;
+  void *admission;
 };
 
 double
@@ -32,6 +82,342 @@ esbx_http_elapsed (const struct esbx_http_request *req)
   return (double)(now.tv_sec - req->start.tv_sec)
          + (double)(now.tv_nsec - req->start.tv_nsec) / 1e9;
 }
+
+static void
+list_append (struct list *l, struct conn *c)
+{
+  c->prev = l->tail;
+  c->next = NULL;
+  if (l->tail)
+    l->tail->next = c;
+  else
+    l->head = c;
+  l->tail = c;
+  l->n++;
+}
+
+static void
+list_remove (struct list *l, struct conn *c)
+{
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    l->head = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  else
+    l->tail = c->prev;
+  l->n--;
+}
+
+static double
+age (const struct conn *c)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - c->since.tv_sec) + (double)(now.tv_nsec - c->since.tv_nsec) / 1e9;
+}
+
+/* Under the lock, or from the gate's thread before any other runs.  */
+static void
+note_refusal (struct esbx_http_server *srv, const char *why)
+{
+  time_t now = time (NULL);
+
+  srv->refused++;
+  srv->last_refusal = why;
+  if (now - srv->refusal_logged < LOG_INTERVAL)
+    return;
+  esbx_warn ("%s: refused or dropped %lu connection%s since the last report (%u waiting for "
+             "their request head, %u served; last: %s)",
+             srv->cfg.name, srv->refused, srv->refused == 1 ? "" : "s", srv->gate.n, srv->served.n,
+             srv->last_refusal);
+  srv->refused = 0;
+  srv->refusal_logged = now;
+}
+
+static void
+refuse (struct esbx_http_server *srv, const char *why)
+{
+  pthread_mutex_lock (&srv->lock);
+  note_refusal (srv, why);
+  pthread_mutex_unlock (&srv->lock);
+}
+
+/* ---- the gate: connections until their request head is in -------------- */
+
+static pid_t
+client_of (const struct esbx_http_server *srv, int fd)
+{
+  struct ucred uc;
+  socklen_t len = sizeof uc;
+
+  if (!srv->unix_socket || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+    return 0;
+  return uc.pid > 0 ? uc.pid : 0;
+}
+
+static void
+drop (struct esbx_http_server *srv, struct conn *c)
+{
+  list_remove (&srv->gate, c);
+  close (c->fd); /* leaves the epoll set with it */
+  free (c);
+}
+
+/* Room in MHD for a connection whose head is in: when every place is
+   taken, a kept-alive connection that waits for its next request gives
+   way (its client connects again).  Under the lock.  */
+static const char *
+make_room (struct esbx_http_server *srv)
+{
+  unsigned max = srv->cfg.max_connections;
+  struct conn *c, *oldest = NULL;
+
+  if (srv->served.n - srv->n_evicted < max)
+    return NULL;
+  /* Evicted connections hold a descriptor until MHD has closed them.  */
+  if (srv->served.n >= max + max / 2)
+    return "evicted connections are still closing";
+  for (c = srv->served.head; c; c = c->next)
+    if (!c->busy && !c->evicted && c->started && (oldest == NULL || age (c) > age (oldest)))
+      oldest = c;
+  if (oldest == NULL)
+    return "every connection is being served";
+  shutdown (oldest->fd, SHUT_RDWR);
+  oldest->evicted = true;
+  srv->n_evicted++;
+  return NULL;
+}
+
+static void
+hand_over (struct esbx_http_server *srv, struct conn *c)
+{
+  const char *why;
+  int fd = c->fd;
+
+  list_remove (&srv->gate, c);
+  epoll_ctl (srv->epfd, EPOLL_CTL_DEL, fd, NULL);
+  pthread_mutex_lock (&srv->lock);
+  why = make_room (srv);
+  if (why)
+    {
+      note_refusal (srv, why);
+      pthread_mutex_unlock (&srv->lock);
+      close (fd);
+      free (c);
+      return;
+    }
+  /* A record of FD that MHD never took (it failed before its STARTED
+     notice and closed FD, which accept reused) goes.  */
+  for (struct conn *o = srv->served.head; o; o = o->next)
+    if (o->fd == fd && !o->started)
+      {
+        list_remove (&srv->served, o);
+        free (o);
+        break;
+      }
+  clock_gettime (CLOCK_MONOTONIC, &c->since);
+  c->busy = true; /* its request is about to be served */
+  list_append (&srv->served, c);
+  pthread_mutex_unlock (&srv->lock);
+  if (MHD_add_connection (srv->daemon, fd, (struct sockaddr *)&c->addr, c->addrlen) != MHD_YES)
+    {
+      pthread_mutex_lock (&srv->lock);
+      if (!c->started)
+        {
+          list_remove (&srv->served, c);
+          free (c);
+        }
+      pthread_mutex_unlock (&srv->lock);
+    }
+}
+
+/* New data on C: hand it over once its head is complete, drop it when its
+   client has gone.  The gate only peeks: MHD reads the head itself.  */
+static void
+look (struct esbx_http_server *srv, struct conn *c)
+{
+  ssize_t n = recv (c->fd, srv->peek, HEAD_MAX, MSG_PEEK | MSG_DONTWAIT);
+
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (n <= 0)
+    return drop (srv, c);
+  if ((size_t)n == HEAD_MAX || memmem (srv->peek, (size_t)n, "\r\n\r\n", 4)
+      || memmem (srv->peek, (size_t)n, "\n\n", 2))
+    hand_over (srv, c);
+}
+
+/* A new connection waits in the gate unless its client already has
+   MAX_WAITING_PER_CLIENT there; when the gate is full the connection that
+   has waited longest goes, so that a client that opens connections and
+   never finishes a request only ever pushes out its own.  */
+static void
+enter (struct esbx_http_server *srv, int fd, const struct sockaddr_storage *ss, socklen_t sl)
+{
+  struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
+  pid_t client = client_of (srv, fd);
+  unsigned waiting = 0;
+  struct conn *c;
+
+  if (client && srv->cfg.max_waiting_per_client)
+    {
+      for (c = srv->gate.head; c; c = c->next)
+        waiting += c->client == client;
+      if (waiting >= srv->cfg.max_waiting_per_client)
+        {
+          close (fd);
+          return refuse (srv, "a client process has too many connections without a complete "
+                              "request head");
+        }
+    }
+  if (srv->gate.n >= srv->cfg.max_connections)
+    {
+      drop (srv, srv->gate.head);
+      refuse (srv, "the oldest connection without a complete request head made room");
+    }
+  c = xmalloc0 (sizeof *c);
+  c->fd = fd;
+  c->client = client;
+  c->addr = *ss;
+  c->addrlen = sl;
+  clock_gettime (CLOCK_MONOTONIC, &c->since);
+  ev.data.ptr = c;
+  list_append (&srv->gate, c);
+  /* Data already there is reported at once.  */
+  if (epoll_ctl (srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+    drop (srv, c);
+}
+
+static void
+accept_all (struct esbx_http_server *srv)
+{
+  struct sockaddr_storage ss;
+  socklen_t sl;
+  int fd;
+
+  for (;;)
+    {
+      sl = sizeof ss;
+      fd = accept4 (srv->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0)
+        {
+          enter (srv, fd, &ss, sl);
+          continue;
+        }
+      /* Out of descriptors or memory: the connection stays queued and is
+         taken at the next round.  */
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        refuse (srv, strerror (errno));
+      return;
+    }
+}
+
+/* Milliseconds until the oldest waiting connection's time is up (-1: none
+   waits), after dropping those whose time is up: a request head must be
+   complete within HEAD_TIMEOUT seconds of the connect, trickle or not.  */
+static int
+expire (struct esbx_http_server *srv)
+{
+  double left;
+
+  while (srv->gate.head)
+    {
+      left = srv->cfg.head_timeout - age (srv->gate.head);
+      if (left > 0)
+        return (int)(left * 1000) + 1;
+      drop (srv, srv->gate.head);
+    }
+  return -1;
+}
+
+static void *
+gate_loop (void *arg)
+{
+  struct esbx_http_server *srv = arg;
+  struct epoll_event ev[64];
+  int n, i, timeout;
+  bool arrived;
+
+  for (;;)
+    {
+      timeout = expire (srv);
+      n = epoll_wait (srv->epfd, ev, ARRAY_SIZE (ev), timeout);
+      if (n < 0 && errno != EINTR)
+        break;
+      arrived = false;
+      for (i = 0; i < n; i++)
+        {
+          if (ev[i].data.ptr == &srv->stop_fd)
+            return NULL;
+          if (ev[i].data.ptr == &srv->listen_fd)
+            arrived = true;
+          else
+            look (srv, ev[i].data.ptr);
+        }
+      /* After the others: a connection dropped above may be what a new
+         one would have reused the descriptor of.  */
+      if (arrived)
+        accept_all (srv);
+    }
+  return NULL;
+}
+
+/* ---- connections MHD serves --------------------------------------------- */
+
+static void
+on_connection (void *cls, struct MHD_Connection *conn, void **socket_context,
+               enum MHD_ConnectionNotificationCode code)
+{
+  struct esbx_http_server *srv = cls;
+  const union MHD_ConnectionInfo *ci;
+  struct conn *c;
+
+  pthread_mutex_lock (&srv->lock);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    {
+      ci = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+      for (c = srv->served.head; ci && c; c = c->next)
+        if (c->fd == ci->connect_fd && !c->started)
+          {
+            c->started = true;
+            *socket_context = c;
+            break;
+          }
+    }
+  else if ((c = *socket_context))
+    {
+      list_remove (&srv->served, c);
+      if (c->evicted)
+        srv->n_evicted--;
+      free (c);
+      *socket_context = NULL;
+    }
+  pthread_mutex_unlock (&srv->lock);
+}
+
+/* A request starts or ends: between two, a kept-alive connection waits
+   for the next head, HEAD_TIMEOUT seconds at most, and may give way.  */
+static void
+set_busy (struct esbx_http_server *srv, struct MHD_Connection *conn, bool busy)
+{
+  const union MHD_ConnectionInfo *ci
+      = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  struct conn *c = ci ? ci->socket_context : NULL;
+
+  MHD_set_connection_option (conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                             busy ? srv->cfg.timeout : srv->cfg.head_timeout);
+  if (c == NULL)
+    return;
+  pthread_mutex_lock (&srv->lock);
+  c->busy = busy;
+  clock_gettime (CLOCK_MONOTONIC, &c->since);
+  pthread_mutex_unlock (&srv->lock);
+}
+
+/* ---- requests ----------------------------------------------------------- */
 
 /* MHD refuses a Content-Length that is not a number before this runs; the
    strict parse only keeps anything it lets through from passing as small.  */
@@ -49,10 +435,11 @@ declared_too_big (const struct esbx_http_config *cfg, struct MHD_Connection *con
   return errno != 0 || *end != '\0' || n > cfg->max_body;
 }
 
-/* Hand the request to the server's handler and queue what it answers.  */
+/* Hand the request to the server's handler and queue what it answers.
+   WHY (owned) words a refusal.  */
 static enum MHD_Result
 answer (struct esbx_http_server *srv, struct MHD_Connection *conn, const char *method,
-        const char *url, const struct request *st, unsigned refused)
+        const char *url, const struct request *st, unsigned refused, char *why)
 {
   struct esbx_http_request req = {
     .conn = conn,
@@ -61,19 +448,16 @@ answer (struct esbx_http_server *srv, struct MHD_Connection *conn, const char *m
     .body = st->body ? st->body : "",
     .len = st->len,
     .start = st->start,
+    .admission = st->admission,
     .refused = refused,
+    .why = why,
   };
   struct esbx_http_answer ans = { 0 };
-  _cleanup_free_ char *why = NULL;
   struct MHD_Response *resp;
   enum MHD_Result ret;
 
-  if (refused == MHD_HTTP_METHOD_NOT_ALLOWED)
-    why = xasprintf ("method %s not allowed", method);
-  else if (refused == MHD_HTTP_CONTENT_TOO_LARGE)
-    why = xasprintf ("request body too large (limit %zu bytes)", srv->cfg.max_body);
-  req.why = why;
   srv->cfg.handler (srv->cfg.data, &req, &ans);
+  free (why);
 
   resp = ans.stream;
   if (resp == NULL)
@@ -86,9 +470,36 @@ answer (struct esbx_http_server *srv, struct MHD_Connection *conn, const char *m
   free (ans.body);
   if (resp == NULL)
     return MHD_NO;
+  /* A refused client (no token, say) does not keep the connection for a
+     next try: back to the gate with a new one.  */
+  if (refused)
+    MHD_add_response_header (resp, MHD_HTTP_HEADER_CONNECTION, "close");
   ret = MHD_queue_response (conn, ans.status ? ans.status : MHD_HTTP_OK, resp);
   MHD_destroy_response (resp);
   return ret;
+}
+
+/* The first sight of a request, its head complete: admit it or refuse it
+   before a byte of its body is read.  */
+static enum MHD_Result
+on_head (struct esbx_http_server *srv, struct MHD_Connection *conn, const char *method,
+         const char *url, struct request *st)
+{
+  char *why = NULL;
+  unsigned status;
+
+  if (srv->cfg.admit && (status = srv->cfg.admit (srv->cfg.data, conn, &st->admission, &why)))
+    return answer (srv, conn, method, url, st, status, why);
+  set_busy (srv, conn, true);
+  /* Answer before the body is sent: MHD then skips it (and curl's
+     Expect: 100-continue never gets its 100).  */
+  if (srv->cfg.post_only && strcmp (method, MHD_HTTP_METHOD_POST) != 0)
+    return answer (srv, conn, method, url, st, MHD_HTTP_METHOD_NOT_ALLOWED,
+                   xasprintf ("method %s not allowed", method));
+  if (declared_too_big (&srv->cfg, conn))
+    return answer (srv, conn, method, url, st, MHD_HTTP_CONTENT_TOO_LARGE,
+                   xasprintf ("request body too large (limit %zu bytes)", srv->cfg.max_body));
+  return MHD_YES;
 }
 
 static enum MHD_Result
@@ -103,13 +514,7 @@ on_request (void *cls, struct MHD_Connection *conn, const char *url, const char 
       st = xmalloc0 (sizeof *st);
       clock_gettime (CLOCK_MONOTONIC, &st->start);
       *con_cls = st;
-      /* Answer before the body is sent: MHD then skips it (and curl's
-         Expect: 100-continue never gets its 100).  */
-      if (srv->cfg.post_only && strcmp (method, MHD_HTTP_METHOD_POST) != 0)
-        return answer (srv, conn, method, url, st, MHD_HTTP_METHOD_NOT_ALLOWED);
-      if (declared_too_big (&srv->cfg, conn))
-        return answer (srv, conn, method, url, st, MHD_HTTP_CONTENT_TOO_LARGE);
-      return MHD_YES;
+      return on_head (srv, conn, method, url, st);
     }
 
   if (*upload_data_size > 0)
@@ -134,20 +539,28 @@ on_request (void *cls, struct MHD_Connection *conn, const char *url, const char 
       return MHD_YES;
     }
 
-  return answer (srv, conn, method, url, st, st->too_big ? MHD_HTTP_CONTENT_TOO_LARGE : 0);
+  if (st->too_big)
+    return answer (srv, conn, method, url, st, MHD_HTTP_CONTENT_TOO_LARGE,
+                   xasprintf ("request body too large (limit %zu bytes)", srv->cfg.max_body));
+  return answer (srv, conn, method, url, st, 0, NULL);
 }
 
 static void
 on_completed (void *cls, struct MHD_Connection *conn, void **con_cls,
               enum MHD_RequestTerminationCode toe)
 {
+  struct esbx_http_server *srv = cls;
   struct request *st = *con_cls;
 
   if (st == NULL)
     return;
+  if (st->admission && srv->cfg.admission_free)
+    srv->cfg.admission_free (st->admission);
   free (st->body);
   free (st);
   *con_cls = NULL;
+  /* Kept alive, the connection waits for its next request head.  */
+  set_busy (srv, conn, false);
 }
 
 /* Marked printf-like for -Wformat-nonliteral: FMT is libmicrohttpd's, never a
@@ -156,11 +569,84 @@ static void __attribute__ ((format (printf, 2, 0)))
 on_mhd_error (void *cls, const char *fmt, va_list ap)
 {
   struct esbx_http_server *srv = cls;
+  time_t now = time (NULL);
   char line[1024];
 
   vsnprintf (line, sizeof line, fmt, ap);
   line[strcspn (line, "\n")] = '\0';
-  esbx_warn ("%s: %s", srv->cfg.name, line);
+  /* MHD 0.9 cannot be told that a connection it is handed
+     (MHD_add_connection) is a unix socket: it tries TCP options on it and
+     says so at every answer.  Nothing is wrong: there is no Nagle to turn
+     off on a unix socket.  */
+  if (srv->unix_socket
+      && (strstr (line, "TCP_NODELAY") || strstr (line, "TCP_CORK")
+          || strstr (line, "Failed to push the data")))
+    return;
+  pthread_mutex_lock (&srv->lock);
+  if (now - srv->mhd_window >= LOG_INTERVAL)
+    {
+      if (srv->mhd_dropped)
+        esbx_warn ("%s: %lu more messages of libmicrohttpd were not logged", srv->cfg.name,
+                   srv->mhd_dropped);
+      srv->mhd_window = now;
+      srv->mhd_logged = srv->mhd_dropped = 0;
+    }
+  if (srv->mhd_logged++ < MHD_LOG_BURST)
+    esbx_warn ("%s: %s", srv->cfg.name, line);
+  else
+    srv->mhd_dropped++;
+  pthread_mutex_unlock (&srv->lock);
+}
+
+/* ---- the server --------------------------------------------------------- */
+
+static bool
+is_unix_socket (int fd)
+{
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+
+  return getsockname (fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_UNIX;
+}
+
+static int
+start_daemon (struct esbx_http_server *srv, esbx_error_t *err)
+{
+  unsigned max = srv->cfg.max_connections;
+
+  /* Connections come from the gate (MHD_add_connection, hence ITC).  Poll,
+     not select: descriptors beyond 1,024 work.  MHD's own limit stays
+     above ours, which counts the same connections from the hand-over on.  */
+  srv->daemon = MHD_start_daemon (
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC
+          | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG,
+      0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+      srv, MHD_OPTION_CONNECTION_LIMIT, max * 2, MHD_OPTION_CONNECTION_TIMEOUT,
+      srv->cfg.head_timeout, MHD_OPTION_END);
+  if (srv->daemon == NULL)
+    return esbx_make_error (err, 0, "libmicrohttpd did not start");
+  return 0;
+}
+
+static int
+start_gate (struct esbx_http_server *srv, esbx_error_t *err)
+{
+  struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &srv->listen_fd };
+  struct epoll_event sev = { .events = EPOLLIN, .data.ptr = &srv->stop_fd };
+  int r;
+
+  srv->stop_fd = eventfd (0, EFD_CLOEXEC);
+  srv->epfd = epoll_create1 (EPOLL_CLOEXEC);
+  if (srv->stop_fd < 0 || srv->epfd < 0
+      || epoll_ctl (srv->epfd, EPOLL_CTL_ADD, srv->listen_fd, &lev) < 0
+      || epoll_ctl (srv->epfd, EPOLL_CTL_ADD, srv->stop_fd, &sev) < 0)
+    return esbx_make_error (err, errno, "%s: epoll", srv->cfg.name);
+  r = pthread_create (&srv->gate_thread, NULL, gate_loop, srv);
+  if (r != 0)
+    return esbx_make_error (err, r, "%s: start the thread that accepts connections", srv->cfg.name);
+  srv->gating = true;
+  return 0;
 }
 
 int
@@ -170,16 +656,19 @@ esbx_http_start (int fd, const struct esbx_http_config *cfg, struct esbx_http_se
   struct esbx_http_server *srv = xmalloc0 (sizeof *srv);
 
   srv->cfg = *cfg;
-  srv->daemon = MHD_start_daemon (
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
-      NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
-      MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-      MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout, MHD_OPTION_END);
-  if (srv->daemon == NULL)
+  if (srv->cfg.max_connections == 0)
+    srv->cfg.max_connections = 256;
+  if (srv->cfg.head_timeout == 0 || srv->cfg.head_timeout > srv->cfg.timeout)
+    srv->cfg.head_timeout = srv->cfg.timeout;
+  srv->listen_fd = fd;
+  srv->stop_fd = srv->epfd = -1;
+  srv->peek = xmalloc (HEAD_MAX);
+  srv->unix_socket = is_unix_socket (fd);
+  pthread_mutex_init (&srv->lock, NULL);
+  if (start_daemon (srv, err) < 0 || start_gate (srv, err) < 0)
     {
-      close (fd);
-      free (srv);
-      return esbx_make_error (err, 0, "libmicrohttpd did not start");
+      esbx_http_stop (srv);
+      return -1;
     }
   *out = srv;
   return 0;
@@ -188,9 +677,33 @@ esbx_http_start (int fd, const struct esbx_http_config *cfg, struct esbx_http_se
 void
 esbx_http_stop (struct esbx_http_server *srv)
 {
+  uint64_t one = 1;
+  struct conn *c;
+
   if (srv == NULL)
     return;
-  /* Closes the listening socket too: MHD owns what it was given.  */
-  MHD_stop_daemon (srv->daemon);
+  if (srv->gating)
+    {
+      if (write (srv->stop_fd, &one, sizeof one) != sizeof one)
+        abort ();
+      pthread_join (srv->gate_thread, NULL);
+    }
+  while (srv->gate.head)
+    drop (srv, srv->gate.head);
+  close (srv->listen_fd);
+  /* Waits for the requests in flight and closes their connections.  */
+  if (srv->daemon)
+    MHD_stop_daemon (srv->daemon);
+  while ((c = srv->served.head))
+    {
+      list_remove (&srv->served, c);
+      free (c);
+    }
+  if (srv->epfd >= 0)
+    close (srv->epfd);
+  if (srv->stop_fd >= 0)
+    close (srv->stop_fd);
+  pthread_mutex_destroy (&srv->lock);
+  free (srv->peek);
   free (srv);
 }

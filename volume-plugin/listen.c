@@ -97,7 +97,7 @@ esbx_listen_loopback (const char *what, const char *spec, esbx_error_t *err)
   setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind (fd, (struct sockaddr *)&ss, sl) < 0)
     return esbx_make_error (err, errno, "%s: bind `%s`", what, spec);
-  if (listen (fd, 64) < 0)
+  if (listen (fd, SOMAXCONN) < 0)
     return esbx_make_error (err, errno, "%s: listen `%s`", what, spec);
   return take_fd (&fd);
 }
@@ -186,7 +186,10 @@ esbx_listen_unix (const char *path, const char *group, esbx_error_t *err)
     return esbx_make_error (err, errno, "chown `%s` to group `%s`", path, group);
   if (chmod (path, 0660) < 0)
     return esbx_make_error (err, errno, "chmod `%s`", path);
-  if (listen (fd, 128) < 0)
+  /* The longest queue the kernel allows: a client that floods the socket
+     with connections fills the queue before the server can refuse them,
+     and a short one leaves no place for anyone else's.  */
+  if (listen (fd, SOMAXCONN) < 0)
     return esbx_make_error (err, errno, "listen `%s`", path);
   return take_fd (&fd);
 }

@@ -11,10 +11,12 @@
 #include "volumes.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define DEFAULT_PLUGIN_SOCKET "/run/docker/plugins/esbx.sock"
 #define DEFAULT_METRICS       "127.0.0.1:9595"
@@ -44,8 +46,58 @@ usage (FILE *out)
       ")\n"
       "  --gateway-group GROUP group owning the gateway socket (mode 0660)\n"
       "  --gateway-tcp ADDR:PORT  also serve the gateway on a loopback TCP port\n"
-      "  --metrics ADDR:PORT   /healthz and /metrics, loopback only (default " DEFAULT_METRICS
-      ")\n");
+      "  --metrics ADDR:PORT   /healthz and /metrics, loopback only (default " DEFAULT_METRICS ")\n"
+      "  --gateway-max-connections N  per gateway listener: connections waiting for their\n"
+      "                               request head, and again connections served (default %u)\n"
+      "  --gateway-max-waiting N      connections of one client process on the gateway socket\n"
+      "                               waiting for their request head (default %u)\n"
+      "  --gateway-head-timeout SECONDS  time to send a request head after connecting, and\n"
+      "                               between two requests (default %u)\n",
+      ESBX_GATEWAY_DEFAULT_CONNECTIONS, ESBX_GATEWAY_DEFAULT_WAITING,
+      ESBX_GATEWAY_DEFAULT_HEAD_TIMEOUT);
+}
+
+/* A positive count for option OPT, at most MAX.  */
+static int
+parse_count (const char *opt, const char *s, unsigned max, unsigned *out, esbx_error_t *err)
+{
+  unsigned long v;
+  char *end;
+
+  errno = 0;
+  v = strtoul (s, &end, 10);
+  if (*s < '0' || *s > '9' || *end != '\0' || errno || v == 0 || v > max)
+    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "%s `%s`: expected a number from 1 to %u",
+                                 opt, s, max);
+  *out = (unsigned)v;
+  return 0;
+}
+
+/* Every listener holds its connections' descriptors: start with the soft
+   limit at the hard one (systemd's soft default, 1,024, is below what the
+   listeners may hold together) and say so when even that is short.  */
+static void
+raise_fd_limit (const struct listeners *l)
+{
+  unsigned per_gateway
+      = l->gateway.max_connections ? l->gateway.max_connections : ESBX_GATEWAY_DEFAULT_CONNECTIONS;
+  rlim_t need = 256 + (ESBX_PLUGIN_MAX_CONNECTIONS + ESBX_METRICS_MAX_CONNECTIONS) * 3 / 2;
+  struct rlimit rl;
+
+  need += (rlim_t)per_gateway * 3 / 2
+          * ((l->gateway.socket_path != NULL) + (l->gateway.tcp != NULL));
+  if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
+    return;
+  if (rl.rlim_cur < rl.rlim_max)
+    {
+      rl.rlim_cur = rl.rlim_max;
+      if (setrlimit (RLIMIT_NOFILE, &rl) < 0)
+        getrlimit (RLIMIT_NOFILE, &rl);
+    }
+  if (rl.rlim_cur < need)
+    esbx_warn ("the descriptor limit (%llu) is below what the listeners may hold at once (%llu): "
+               "raise it (LimitNOFILE= in the systemd unit)",
+               (unsigned long long)rl.rlim_cur, (unsigned long long)need);
 }
 
 static int
@@ -124,6 +176,7 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
   pthread_sigmask (SIG_BLOCK, &set, NULL);
   signal (SIGPIPE, SIG_IGN);
 
+  raise_fd_limit (l);
   if (esbx_store_open (root, &store, err) < 0)
     return -1;
   if (esbx_volumes_open (store, &vols, err) < 0)
@@ -171,6 +224,9 @@ main (int argc, char **argv)
     { "gateway-group", required_argument, NULL, 'G' },
     { "gateway-tcp", required_argument, NULL, 'T' },
     { "metrics", required_argument, NULL, 'm' },
+    { "gateway-max-connections", required_argument, NULL, 'C' },
+    { "gateway-max-waiting", required_argument, NULL, 'W' },
+    { "gateway-head-timeout", required_argument, NULL, 'H' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -206,6 +262,22 @@ main (int argc, char **argv)
       case 'm':
         l.metrics = strcmp (optarg, "none") == 0 ? NULL : optarg;
         l.metrics_explicit = true;
+        break;
+      case 'C':
+        if (parse_count ("--gateway-max-connections", optarg, 65536, &l.gateway.max_connections,
+                         &err)
+            < 0)
+          return esbx_error_report (&err, stderr, "esbxd");
+        break;
+      case 'W':
+        if (parse_count ("--gateway-max-waiting", optarg, 65536, &l.gateway.max_waiting_per_client,
+                         &err)
+            < 0)
+          return esbx_error_report (&err, stderr, "esbxd");
+        break;
+      case 'H':
+        if (parse_count ("--gateway-head-timeout", optarg, 3600, &l.gateway.head_timeout, &err) < 0)
+          return esbx_error_report (&err, stderr, "esbxd");
         break;
       case 'h':
         usage (stdout);

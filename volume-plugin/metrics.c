@@ -309,6 +309,8 @@ esbx_metrics_serve (struct esbx_metrics *m, const char *addr, esbx_error_t *err)
     .name = "metrics",
     .max_body = 0,
     .timeout = 30,
+    .head_timeout = 10,
+    .max_connections = ESBX_METRICS_MAX_CONNECTIONS,
     .handler = serve,
     .data = m,
   };

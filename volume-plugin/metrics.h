@@ -24,6 +24,9 @@ void esbx_metrics_publish (struct esbx_metrics *m, bool conflict);
 /* The Prometheus text exposition (owned).  */
 char *esbx_metrics_render (struct esbx_metrics *m);
 
+/* Connections open at once on the metrics listener.  */
+#define ESBX_METRICS_MAX_CONNECTIONS 32
+
 /* Serve /healthz and /metrics on the loopback address ADDR.  */
 int esbx_metrics_serve (struct esbx_metrics *m, const char *addr, esbx_error_t *err);
 void esbx_metrics_stop (struct esbx_metrics *m);

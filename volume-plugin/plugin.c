@@ -63,11 +63,16 @@ int
 esbx_plugin_start (const char *socket_path, struct esbx_driver *driver, struct esbx_plugin **out,
                    esbx_error_t *err)
 {
+  /* Only dockerd talks here (root, mode 0660), in bursts of one connection
+     per volume operation: no per-client limit, and kept-alive connections
+     may idle as long as a request.  Its own listener, threads and
+     connection budget keep it answering whatever floods the gateway.  */
   struct esbx_http_config cfg = {
     .name = "http",
     .post_only = true,
     .max_body = ESBX_PLUGIN_MAX_BODY,
     .timeout = 300,
+    .max_connections = ESBX_PLUGIN_MAX_CONNECTIONS,
     .handler = serve,
     .data = driver,
   };

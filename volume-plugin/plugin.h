@@ -11,6 +11,8 @@
 
 /* Bodies larger than this are refused with 413 and never reach the driver.  */
 #define ESBX_PLUGIN_MAX_BODY (1024u * 1024u)
+/* Connections open at once on the plugin socket.  */
+#define ESBX_PLUGIN_MAX_CONNECTIONS 256
 
 struct esbx_plugin_reply
 {

@@ -79,6 +79,13 @@ within() {
   [[ "$code" == 2?? ]] || { echo "$what: no answer within ${limit}s (HTTP $code): ${out%$'\n'*}" >&2; return 1; }
 }
 
+# Stop this test's esbxd and start it again with other options.
+restart_gateway() {
+  kill -TERM "$ESBXD_PID"
+  for _ in $(seq 50); do kill -0 "$ESBXD_PID" 2>/dev/null || break; sleep 0.1; done
+  start_gateway "$@"
+}
+
 # Everything three clients need while a flood runs: the health check, the
 # Docker plugin socket, and a gateway request with a token (on the unix
 # socket, or at URL with --tcp URL).
@@ -108,6 +115,26 @@ all_answer() {
   echo "# TCP flood: $FLOOD_HELD of 1100 connections held open by esbxd" >&3
   all_answer --tcp "http://127.0.0.1:$tcp_port"
   kill -0 "$ESBXD_PID"
+  kill -KILL "$FLOOD_PID"
+  wait "$FLOOD_PID" 2>/dev/null || true
+
+  # A connection that never completes its request head is closed.
+  restart_gateway --gateway-head-timeout 2
+  run python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/projects HTTP/1.1\r\nHost: esbx\r\n")
+t0 = time.time()
+s.settimeout(10)
+try:
+    while s.recv(4096):
+        pass
+except OSError:
+    pass
+print("%.1f" % (time.time() - t0))' "$GW_SOCK"
+  echo "# a half-sent request head was closed after ${output}s (--gateway-head-timeout 2)" >&3
+  [[ "$output" =~ ^[1-4]\. ]] || fail "closed after $output s"
 }
 
 @test "boundary 11: a 300 MB exec output through the gateway is streamed whole; esbxd stays small and the logs are capped" {
@@ -118,7 +145,7 @@ all_answer() {
   cmd='yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 300000000; echo done >&2; exit 7'
   want=$(sh -c "$cmd" 2>/dev/null | sha256sum)
 
-  run --separate-stderr bash -c 'ESBX_HOST=unix://$1 ESBX_TOKEN=$2 "$ESBX" exec big -- sh -c "$3" |
+  run --separate-stderr bash -c 'ESBX_HOST=unix://$1 ESBX_TOKEN=$2 timeout 120 "$ESBX" exec big -- sh -c "$3" |
       tee >(wc -c >"$4/count") | sha256sum; exit "${PIPESTATUS[0]}"' - "$GW_SOCK" "$TOKEN" "$cmd" \
     "$BATS_TEST_TMPDIR"
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$ESBXD_PID/status")
@@ -141,7 +168,7 @@ all_answer() {
   esbx_ok project create demo
   esbx_ok session create demo --name s1
   TOKEN=$(token runtime --session s1)
-  run bash -c 'ESBX_HOST=unix://$1 ESBX_TOKEN=$2 "$ESBX" exec s1 -- sh -c "head -c 5000000 /dev/zero" | wc -c' \
+  run bash -c 'ESBX_HOST=unix://$1 ESBX_TOKEN=$2 timeout 60 "$ESBX" exec s1 -- sh -c "head -c 5000000 /dev/zero" | wc -c' \
     - "$GW_SOCK" "$TOKEN"
   assert_success
   assert_output 5000000
