@@ -237,6 +237,7 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
     .body = req->body,
     .len = req->len,
     .token = req->admission,
+    .exec_log_limit = gw->cfg.exec_log_limit,
   };
   const char *endpoint = "unknown";
 

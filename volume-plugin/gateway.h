@@ -12,6 +12,8 @@
 #include "layerstore.h"
 #include "metrics.h"
 
+#include <stdint.h>
+
 #define ESBX_GATEWAY_DEFAULT_SOCKET "/run/esbx/gateway.sock"
 /* Limits of each gateway listener (http.h): connections waiting for their
    request head (and, again, connections served), such connections of one
@@ -28,6 +30,7 @@ struct esbx_gateway_config
   unsigned max_connections;        /* 0: the default */
   unsigned max_waiting_per_client; /* 0: the default */
   unsigned head_timeout;           /* seconds; 0: the default */
+  uint64_t exec_log_limit;         /* bytes per stream in an exec's logs; 0: the shim's */
 };
 
 struct esbx_gateway;

@@ -25,7 +25,6 @@
 
 /* Largest file the files endpoint returns in one answer.  */
 #define MAX_FILE_READ      (64u * 1024 * 1024)
-#define MAX_EXEC_OUTPUT    (16u * 1024 * 1024)
 #define FOLLOW_INTERVAL_MS 200
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -46,8 +45,8 @@ esbx_gw_query_flag (struct MHD_Connection *conn, const char *key)
 
 /* Library errors to HTTP: usage 400, conflict 409, unknown objects 404,
    other failures of the request 400, system failures 500.  */
-static void
-reply_err (struct esbx_gw_ctx *ctx, esbx_error_t *err)
+void
+esbx_gw_reply_err (struct esbx_gw_ctx *ctx, esbx_error_t *err)
 {
   unsigned status;
   int code = (*err)->code ? (*err)->code : ESBX_EXIT_ERROR;
@@ -90,7 +89,7 @@ static void
 reply_view (struct esbx_gw_ctx *ctx, json_t *view, esbx_error_t *err)
 {
   if (view == NULL)
-    return reply_err (ctx, err);
+    return esbx_gw_reply_err (ctx, err);
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, view);
 }
 
@@ -102,7 +101,7 @@ reply_done (struct esbx_gw_ctx *ctx, int (*op) (esbx_store_t *, const char *, es
   esbx_error_t err = NULL;
 
   if (op (ctx->store, ctx->arg, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   reply_ok (ctx);
 }
 
@@ -127,8 +126,8 @@ field_allowed (const char *key, const char *const *allowed)
 
 /* Refuse unknown fields and fields of the wrong type.  TYPES holds one
    letter per allowed field: s string, b bool, a array of strings.  */
-static int
-check_body (struct esbx_gw_ctx *ctx, const char *const *allowed, const char *types)
+int
+esbx_gw_check_body (struct esbx_gw_ctx *ctx, const char *const *allowed, const char *types)
 {
   size_t i, k;
 
@@ -172,8 +171,8 @@ check_body (struct esbx_gw_ctx *ctx, const char *const *allowed, const char *typ
 }
 
 /* A NULL-terminated vector borrowing the strings of a JSON array.  */
-static char **
-borrow_strings (const json_t *arr)
+char **
+esbx_gw_strings (const json_t *arr)
 {
   size_t n = arr && arr->type == JSON_ARRAY ? arr->n : 0, i;
   char **v = xmalloc0 ((n + 1) * sizeof *v);
@@ -183,8 +182,8 @@ borrow_strings (const json_t *arr)
   return v;
 }
 
-static int
-session_must_exist (struct esbx_gw_ctx *ctx)
+int
+esbx_gw_session_must_exist (struct esbx_gw_ctx *ctx)
 {
   if (esbx_session_exists (ctx->store, ctx->arg))
     return 0;
@@ -232,7 +231,7 @@ h_projects_list (struct esbx_gw_ctx *ctx)
 
   names = esbx_project_list (ctx->store, &err);
   if (names == NULL)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   arr = json_new (JSON_ARRAY);
   for (i = 0; names[i]; i++)
     {
@@ -244,7 +243,7 @@ h_projects_list (struct esbx_gw_ctx *ctx)
       if (o == NULL)
         {
           json_free (arr);
-          return reply_err (ctx, &err);
+          return esbx_gw_reply_err (ctx, &err);
         }
       json_append (arr, o);
     }
@@ -258,7 +257,7 @@ h_project_create (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
   const char *name;
 
-  if (check_body (ctx, fields, "s") < 0)
+  if (esbx_gw_check_body (ctx, fields, "s") < 0)
     return;
   name = json_get_string (ctx->json, "name");
   if (name == NULL)
@@ -266,7 +265,7 @@ h_project_create (struct esbx_gw_ctx *ctx)
                                 "field `name` is required");
   /* No `from`: importing would read host paths with the daemon's rights.  */
   if (esbx_project_create (ctx->store, name, NULL, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
 
@@ -283,7 +282,7 @@ h_project_squash (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
 
   if (esbx_project_squash (ctx->store, ctx->arg, &id, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_OK, "layer", id);
 }
 
@@ -306,7 +305,7 @@ h_project_blame (struct esbx_gw_ctx *ctx)
     return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
                                 "query parameter `path` is required");
   if (esbx_blame (ctx->store, ctx->arg, path, &l, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, esbx_layer_summary_json (l));
   esbx_layer_free (l);
 }
@@ -323,10 +322,10 @@ h_sessions_list (struct esbx_gw_ctx *ctx)
   size_t i;
 
   if (project && esbx_check_name ("project", project, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   names = esbx_session_list (ctx->store, project, &err);
   if (names == NULL)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   arr = json_new (JSON_ARRAY);
   for (i = 0; names[i]; i++)
     {
@@ -355,7 +354,7 @@ h_session_create (struct esbx_gw_ctx *ctx)
   const char *project, *s;
   esbx_error_t err = NULL;
 
-  if (check_body (ctx, fields, "sssassssss") < 0)
+  if (esbx_gw_check_body (ctx, fields, "sssassssss") < 0)
     return;
   project = json_get_string (ctx->json, "project");
   if (project == NULL)
@@ -366,14 +365,14 @@ h_session_create (struct esbx_gw_ctx *ctx)
   o.network = json_get_string (ctx->json, "network");
   o.workspace = json_get_string (ctx->json, "workspace");
   o.cpus = json_get_string (ctx->json, "cpus");
-  labels = borrow_strings (json_get (ctx->json, "labels"));
+  labels = esbx_gw_strings (json_get (ctx->json, "labels"));
   o.labels = labels;
   if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   if (esbx_session_create (ctx->store, project, &o, &name, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
 
@@ -384,7 +383,7 @@ h_session_inspect (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
 
   if (esbx_session_load (ctx->store, ctx->arg, &s, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   esbx_gw_reply_json (ctx, MHD_HTTP_OK,
                       esbx_session_json (ctx->store, s, esbx_sandbox_status (ctx->store, s->name)));
   esbx_session_free (s);
@@ -397,7 +396,7 @@ h_session_path (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
 
   if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   merged = esbx_session_merged (ctx->store, ctx->arg);
   reply_string (ctx, MHD_HTTP_OK, "path", merged);
 }
@@ -426,13 +425,13 @@ h_session_diff (struct esbx_gw_ctx *ctx)
         return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
                                     "memfd: %s", strerror (errno));
       if (esbx_session_patch (ctx->store, ctx->arg, f, &err) < 0)
-        return reply_err (ctx, &err);
+        return esbx_gw_reply_err (ctx, &err);
       fflush (f);
       buf = slurp_fd (fd, MAX_FILE_READ, &len);
       return reply_raw (ctx, buf, len, "text/x-diff; charset=utf-8");
     }
   if (esbx_session_changes (ctx->store, ctx->arg, &cs, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   arr = esbx_changeset_json (&cs);
   esbx_changeset_free (&cs);
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
@@ -522,7 +521,7 @@ h_session_events (struct esbx_gw_ctx *ctx)
   json_t *arr, *o;
   char *end;
 
-  if (session_must_exist (ctx) < 0)
+  if (esbx_gw_session_must_exist (ctx) < 0)
     return;
   if (off)
     {
@@ -554,7 +553,7 @@ h_session_events (struct esbx_gw_ctx *ctx)
   if (esbx_events_read (ctx->store, ctx->arg, &offset, collect_event, arr, &err) < 0)
     {
       json_free (arr);
-      return reply_err (ctx, &err);
+      return esbx_gw_reply_err (ctx, &err);
     }
   o = json_new (JSON_OBJECT);
   json_set (o, "events", arr);
@@ -584,7 +583,7 @@ h_session_publish (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
   json_t *o;
 
-  if (check_body (ctx, fields, "sb") < 0)
+  if (esbx_gw_check_body (ctx, fields, "sb") < 0)
     return;
   if (esbx_session_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), &r, &err)
       < 0)
@@ -595,7 +594,7 @@ h_session_publish (struct esbx_gw_ctx *ctx)
           reply_conflict (ctx, &err, &r);
         }
       else
-        reply_err (ctx, &err);
+        esbx_gw_reply_err (ctx, &err);
       esbx_publish_result_free (&r);
       return;
     }
@@ -606,7 +605,7 @@ h_session_publish (struct esbx_gw_ctx *ctx)
       && esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
     {
       json_free (o);
-      return reply_err (ctx, &err);
+      return esbx_gw_reply_err (ctx, &err);
     }
   esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
 }
@@ -619,14 +618,14 @@ h_session_rebase (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
   json_t *o;
 
-  if (check_body (ctx, fields, "") < 0 || session_must_exist (ctx) < 0)
+  if (esbx_gw_check_body (ctx, fields, "") < 0 || esbx_gw_session_must_exist (ctx) < 0)
     return;
   if (esbx_sandbox_rebase (ctx->store, ctx->arg, &r, &err) < 0)
     {
       if (r.n_conflicts)
         reply_conflict (ctx, &err, &r);
       else
-        reply_err (ctx, &err);
+        esbx_gw_reply_err (ctx, &err);
       esbx_publish_result_free (&r);
       return;
     }
@@ -645,108 +644,6 @@ h_session_ps (struct esbx_gw_ctx *ctx)
 
 /* ---- runtime: exec and files -------------------------------------------- */
 
-/* Output as text when it is UTF-8, else as hex under KEY_hex, so that the
-   remote CLI can write back the exact bytes.  */
-static void
-set_output (json_t *o, const char *key, const char *buf, size_t len)
-{
-  if (esbx_utf8_valid (buf, len) && memchr (buf, '\0', len) == NULL)
-    json_set_string (o, key, buf);
-  else
-    {
-      _cleanup_free_ char *hex = esbx_hex ((const unsigned char *)buf, len);
-      _cleanup_free_ char *k = xasprintf ("%s_hex", key);
-      json_set_string (o, k, hex);
-    }
-}
-
-/* esbx_exec_run joins the holder's pid namespace and redirects signals in
-   the calling process, so it runs in a child of its own; the daemon's
-   threads never see that.  */
-static void
-h_session_exec (struct esbx_gw_ctx *ctx)
-{
-  static const char *const fields[] = { "argv", "env", "cwd", "user", "detach", NULL };
-  struct esbx_exec_opts o = { 0 };
-  _cleanup_free_ char **argv = NULL, **env = NULL;
-  _cleanup_close_ int out = -1, errfd = -1, rep = -1;
-  _cleanup_free_ char *obuf = NULL, *ebuf = NULL, *rbuf = NULL;
-  const json_t *a;
-  esbx_error_t err = NULL;
-  size_t i, olen, elen, rlen;
-  int wstatus, status;
-  pid_t pid;
-  json_t *res;
-
-  if (check_body (ctx, fields, "aassb") < 0 || session_must_exist (ctx) < 0)
-    return;
-  a = json_get (ctx->json, "argv");
-  if (a == NULL || a->type != JSON_ARRAY || a->n == 0)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "field `argv` is required: a non-empty array of strings");
-  argv = borrow_strings (a);
-  env = borrow_strings (json_get (ctx->json, "env"));
-  for (i = 0; env[i]; i++)
-    if (esbx_exec_check_env (env[i], &err) < 0)
-      return reply_err (ctx, &err);
-  o.argv = argv;
-  o.env = env;
-  o.cwd = json_get_string (ctx->json, "cwd");
-  o.user = json_get_string (ctx->json, "user");
-  o.detach = json_get_bool (ctx->json, "detach", false);
-
-  out = memfd_create ("esbx-exec-out", MFD_CLOEXEC);
-  errfd = memfd_create ("esbx-exec-err", MFD_CLOEXEC);
-  rep = memfd_create ("esbx-exec-report", MFD_CLOEXEC);
-  if (out < 0 || errfd < 0 || rep < 0)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "memfd: %s",
-                                strerror (errno));
-  pid = fork ();
-  if (pid < 0)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "fork: %s",
-                                strerror (errno));
-  if (pid == 0)
-    {
-      int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
-      sigset_t none;
-
-      sigemptyset (&none);
-      sigprocmask (SIG_SETMASK, &none, NULL);
-      if (devnull < 0 || dup2 (devnull, 0) < 0 || dup2 (out, 1) < 0 || dup2 (errfd, 2) < 0)
-        _exit (125);
-      if (esbx_exec_run (ctx->store, ctx->arg, &o, &status, &err) < 0)
-        {
-          _cleanup_free_ char *line = xasprintf ("%d %s", err->code, err->msg);
-          esbx_write_all (rep, line, strlen (line));
-          _exit (125);
-        }
-      _exit (status & 0xff);
-    }
-  while (TEMP_FAILURE_RETRY (waitpid (pid, &wstatus, 0)) < 0 && errno != ECHILD)
-    ;
-  rbuf = slurp_fd (rep, 4096, &rlen);
-  if (rlen > 0)
-    {
-      char *msg = strchr (rbuf, ' ');
-      int code = atoi (rbuf);
-
-      /* 126/127: the command could not run; the CLI exits with that.  */
-      return esbx_gw_reply_error (ctx,
-                                  code == ESBX_EXIT_USAGE ? MHD_HTTP_BAD_REQUEST
-                                  : code >= 126           ? MHD_HTTP_UNPROCESSABLE_CONTENT
-                                                          : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                                  code ? code : ESBX_EXIT_ERROR, "%s", msg ? msg + 1 : rbuf);
-    }
-  obuf = slurp_fd (out, MAX_EXEC_OUTPUT, &olen);
-  ebuf = slurp_fd (errfd, MAX_EXEC_OUTPUT, &elen);
-  res = json_new (JSON_OBJECT);
-  json_set_int (res, "status",
-                WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 128 + WTERMSIG (wstatus));
-  set_output (res, "stdout", obuf, olen);
-  set_output (res, "stderr", ebuf, elen);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, res);
-}
-
 /* The session's merged view, mounted on demand, as a directory fd that
    every request path is resolved beneath.  */
 static int
@@ -756,17 +653,17 @@ open_session_root (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
   int fd;
 
-  if (session_must_exist (ctx) < 0)
+  if (esbx_gw_session_must_exist (ctx) < 0)
     return -1;
   if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
     {
-      reply_err (ctx, &err);
+      esbx_gw_reply_err (ctx, &err);
       return -1;
     }
   merged = esbx_session_merged (ctx->store, ctx->arg);
   fd = esbx_open_dir_at (AT_FDCWD, merged, &err);
   if (fd < 0)
-    reply_err (ctx, &err);
+    esbx_gw_reply_err (ctx, &err);
   return fd;
 }
 
@@ -849,7 +746,7 @@ h_files_get (struct esbx_gw_ctx *ctx)
   if (fd < 0)
     {
       if (err)
-        return reply_err (ctx, &err);
+        return esbx_gw_reply_err (ctx, &err);
       return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "dup");
     }
   if (fstat (fd, &st) < 0)
@@ -890,7 +787,7 @@ h_files_put (struct esbx_gw_ctx *ctx)
     return;
   dir = esbx_open_parent_beneath (root, rel, &base, &err);
   if (dir < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   /* O_NOFOLLOW: writing through a symlink planted in the session could land
      outside it.  */
   fd = openat (dir, base, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
@@ -937,7 +834,7 @@ h_export (struct esbx_gw_ctx *ctx)
                                 "unknown format `%s`: expected tar or oci-layer", format);
   file = xasprintf ("%s/tmp/export-%s.tar", ctx->store->root, rand);
   if (esbx_export (ctx->store, ref, file, fmt, &err) < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   fd = open (file, O_RDONLY | O_CLOEXEC);
   unlink (file);
   if (fd < 0 || fstat (fd, &st) < 0)
@@ -974,7 +871,7 @@ reply_report (struct esbx_gw_ctx *ctx, bool fsck)
   r = fsck ? esbx_fsck (ctx->store, ctx->project, f, &err) : esbx_sandbox_gc (ctx->store, f, &err);
   fclose (f);
   if (r < 0)
-    return reply_err (ctx, &err);
+    return esbx_gw_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_OK, "report", text ? text : "");
 }
 
@@ -1023,7 +920,7 @@ const struct esbx_gw_route esbx_gw_routes[] = {
     h_session_publish, NULL },
   { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GW_TARGET_SESSION, true, h_session_rebase,
     NULL },
-  { "POST", "/v1/sessions/*/exec", "session_exec", R, GW_TARGET_SESSION, true, h_session_exec,
+  { "POST", "/v1/sessions/*/exec", "session_exec", R, GW_TARGET_SESSION, true, esbx_gw_session_exec,
     NULL },
   { "GET", "/v1/sessions/*/files", "file_read", R, GW_TARGET_SESSION, false, h_files_get, NULL },
   { "PUT", "/v1/sessions/*/files", "file_write", R, GW_TARGET_SESSION, false, h_files_put, NULL },

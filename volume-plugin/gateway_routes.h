@@ -11,6 +11,7 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum esbx_gw_target
 {
@@ -30,6 +31,7 @@ struct esbx_gw_ctx
   esbx_store_t *store;
   struct esbx_metrics *metrics;
   struct MHD_Connection *conn;
+  uint64_t exec_log_limit; /* --exec-log-limit, 0: the shim's default */
   const char *method;
   const char *body;
   size_t len;
@@ -68,10 +70,24 @@ struct esbx_gw_route
 extern const struct esbx_gw_route esbx_gw_routes[];
 extern const size_t esbx_gw_n_routes;
 
-/* Reply helpers shared with gateway.c.  */
+/* Reply helpers shared with gateway.c and gateway_exec.c.  */
 void esbx_gw_reply_json (struct esbx_gw_ctx *ctx, unsigned status, json_t *doc);
 void esbx_gw_reply_error (struct esbx_gw_ctx *ctx, unsigned status, int code, const char *fmt, ...)
     __attribute__ ((format (printf, 4, 5)));
+/* A library error as HTTP (usage 400, conflict 409, missing 404, ...);
+   frees *ERR.  */
+void esbx_gw_reply_err (struct esbx_gw_ctx *ctx, esbx_error_t *err);
+
+/* Refuse unknown body fields and fields of the wrong type.  TYPES holds one
+   letter per allowed field: s string, b bool, a array of strings.  */
+int esbx_gw_check_body (struct esbx_gw_ctx *ctx, const char *const *allowed, const char *types);
+/* A NULL-terminated vector (owned) borrowing the strings of a JSON array.  */
+char **esbx_gw_strings (const json_t *arr);
+/* 404 unless the session named in the path exists.  */
+int esbx_gw_session_must_exist (struct esbx_gw_ctx *ctx);
+
+/* POST /v1/sessions/S/exec (gateway_exec.c).  */
+void esbx_gw_session_exec (struct esbx_gw_ctx *ctx);
 
 /* Whether the query parameter KEY is set: present with any value but "0"
    and "false".  Authorization and handlers read flags only through this,

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "plugin.h"
+#include "text.h"
 #include "utils.h"
 #include "volumes.h"
 
@@ -52,7 +53,9 @@ usage (FILE *out)
       "  --gateway-max-waiting N      connections of one client process on the gateway socket\n"
       "                               waiting for their request head (default %u)\n"
       "  --gateway-head-timeout SECONDS  time to send a request head after connecting, and\n"
-      "                               between two requests (default %u)\n",
+      "                               between two requests (default %u)\n"
+      "  --exec-log-limit BYTES       what a gateway exec keeps of each stream in the\n"
+      "                               session's logs, e.g. 1M (default: esbx exec's, 16M)\n",
       ESBX_GATEWAY_DEFAULT_CONNECTIONS, ESBX_GATEWAY_DEFAULT_WAITING,
       ESBX_GATEWAY_DEFAULT_HEAD_TIMEOUT);
 }
@@ -71,6 +74,19 @@ parse_count (const char *opt, const char *s, unsigned max, unsigned *out, esbx_e
                                  opt, s, max);
   *out = (unsigned)v;
   return 0;
+}
+
+/* A size of at least one byte for option OPT ("1048576", "512k", "1M").  */
+static int
+parse_bytes (const char *opt, const char *s, uint64_t *out, esbx_error_t *err)
+{
+  esbx_error_t e = NULL;
+
+  if (esbx_parse_size (s, out, &e) == 0 && *out > 0)
+    return 0;
+  esbx_error_free (&e);
+  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+                               "%s `%s`: expected a size of at least 1 byte, e.g. 1M", opt, s);
 }
 
 /* Every listener holds its connections' descriptors: start with the soft
@@ -227,6 +243,7 @@ main (int argc, char **argv)
     { "gateway-max-connections", required_argument, NULL, 'C' },
     { "gateway-max-waiting", required_argument, NULL, 'W' },
     { "gateway-head-timeout", required_argument, NULL, 'H' },
+    { "exec-log-limit", required_argument, NULL, 'L' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -277,6 +294,10 @@ main (int argc, char **argv)
         break;
       case 'H':
         if (parse_count ("--gateway-head-timeout", optarg, 3600, &l.gateway.head_timeout, &err) < 0)
+          return esbx_error_report (&err, stderr, "esbxd");
+        break;
+      case 'L':
+        if (parse_bytes ("--exec-log-limit", optarg, &l.gateway.exec_log_limit, &err) < 0)
           return esbx_error_report (&err, stderr, "esbxd");
         break;
       case 'h':

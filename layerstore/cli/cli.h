@@ -77,6 +77,9 @@ int cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *bo
    and NUL-terminated.  */
 int cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err,
                     const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+/* Run BODY (the exec request) in SESSION and relay the command's output
+   to stdout and stderr as it comes; returns its exit status.  */
+int cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err);
 
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

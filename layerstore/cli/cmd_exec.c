@@ -9,6 +9,7 @@
 #include "utils.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <string.h>
 
 struct exec_args
@@ -100,29 +101,11 @@ strings_json (char *const *v)
   return arr;
 }
 
-/* Output comes back as text, or as hex when it is not UTF-8.  */
-static void
-write_output (const json_t *j, const char *key, FILE *stream)
-{
-  _cleanup_free_ char *hexkey = xasprintf ("%s_hex", key);
-  const char *s = json_get_string (j, key), *h = json_get_string (j, hexkey);
-  size_t i;
-
-  if (s)
-    fputs (s, stream);
-  for (i = 0; h && h[i] && h[i + 1]; i += 2)
-    {
-      char byte[3] = { h[i], h[i + 1], 0 };
-      fputc ((int)strtoul (byte, NULL, 16), stream);
-    }
-  fflush (stream);
-}
-
+/* The command's output comes back as it is written (remote.c).  */
 static int
 exec_remote (struct esbx_cli *cli, const struct exec_args *a, esbx_error_t *err)
 {
-  _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *answer = NULL;
-  int64_t status = 0;
+  _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
 
   json_set (body, "env", strings_json (a->run.env));
   json_set (body, "argv", strings_json (a->run.argv));
@@ -132,12 +115,12 @@ exec_remote (struct esbx_cli *cli, const struct exec_args *a, esbx_error_t *err)
     json_set_string (body, "user", a->run.user);
   if (a->run.detach)
     json_set (body, "detach", json_new_bool (true));
-  if (cli_remote_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/exec", a->session) < 0)
-    return -1;
-  write_output (answer, "stdout", stdout);
-  write_output (answer, "stderr", stderr);
-  json_get_int (answer, "status", &status);
-  return (int)status;
+  if (a->run.log_limit)
+    {
+      _cleanup_free_ char *limit = xasprintf ("%" PRIu64, a->run.log_limit);
+      json_set_string (body, "log_limit", limit);
+    }
+  return cli_remote_exec (cli, a->session, body, err);
 }
 
 int

@@ -173,9 +173,18 @@ host_target (const char *host, char **socket_path, char **base, esbx_error_t *er
                                "--host `%s`: expected unix:///PATH or tcp://HOST:PORT", host);
 }
 
+/* Where an answer's body goes: SINK (curl's write callback) with DATA.
+ *CURLP, when not NULL, receives the handle for the sink's getinfo.  */
+struct sink
+{
+  size_t (*fn) (char *data, size_t size, size_t nmemb, void *userdata);
+  void *data;
+  CURL **curlp;
+};
+
 static int
-call (struct esbx_cli *cli, const char *method, const char *path, const char *body, size_t len,
-      const char *content_type, struct response *r, esbx_error_t *err)
+call_into (struct esbx_cli *cli, const char *method, const char *path, const char *body, size_t len,
+           const char *content_type, const struct sink *sink, long *status, esbx_error_t *err)
 {
   _cleanup_free_ char *sock = NULL, *base = NULL, *url = NULL, *auth = NULL, *ctype = NULL;
   const char *token = getenv ("ESBX_TOKEN");
@@ -208,8 +217,10 @@ call (struct esbx_cli *cli, const char *method, const char *path, const char *bo
   curl_api.easy_setopt (curl, CURLOPT_URL, url);
   curl_api.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, method);
   curl_api.easy_setopt (curl, CURLOPT_HTTPHEADER, headers);
-  curl_api.easy_setopt (curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_api.easy_setopt (curl, CURLOPT_WRITEDATA, r);
+  curl_api.easy_setopt (curl, CURLOPT_WRITEFUNCTION, sink->fn);
+  curl_api.easy_setopt (curl, CURLOPT_WRITEDATA, sink->data);
+  if (sink->curlp)
+    *sink->curlp = curl;
   curl_api.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
   curl_api.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
   curl_api.easy_setopt (curl, CURLOPT_PROTOCOLS_STR, "http");
@@ -219,14 +230,25 @@ call (struct esbx_cli *cli, const char *method, const char *path, const char *bo
       curl_api.easy_setopt (curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     }
   rc = curl_api.easy_perform (curl);
-  if (rc == CURLE_OK)
-    curl_api.easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &r->status);
+  if (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)
+    curl_api.easy_getinfo (curl, CURLINFO_RESPONSE_CODE, status);
   curl_api.slist_free_all (headers);
   curl_api.easy_cleanup (curl);
+  if (rc == CURLE_WRITE_ERROR)
+    return 1; /* the sink stopped the transfer and says why */
   if (rc != CURLE_OK)
     return esbx_make_error (err, 0, "gateway `%s`: %s", cli->host,
                             errbuf[0] ? errbuf : curl_api.easy_strerror (rc));
   return 0;
+}
+
+static int
+call (struct esbx_cli *cli, const char *method, const char *path, const char *body, size_t len,
+      const char *content_type, struct response *r, esbx_error_t *err)
+{
+  struct sink sink = { .fn = on_body, .data = r };
+
+  return call_into (cli, method, path, body, len, content_type, &sink, &r->status, err);
 }
 
 /* An error answer: {"error": MSG, "code": N[, "conflicts": [...]]}.  */
@@ -335,4 +357,141 @@ cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *er
   *data = r.body ? r.body : xstrdup ("");
   *len = r.len;
   return 0;
+}
+
+/* ---- exec: the output stream (gateway_exec.c) --------------------------- */
+
+/* A frame is one piece of output: 64 KiB as hex and JSON at most; more is
+   not a frame of this gateway.  */
+#define MAX_FRAME (1u << 20)
+
+struct relay
+{
+  CURL *curl;
+  struct response error; /* the body of an error answer */
+  char *line;            /* a frame not yet complete */
+  size_t len;
+  bool ended;
+  int64_t status;
+  char *msg; /* {"error": ...} at the end, or why the stream is unreadable */
+  int64_t code;
+};
+
+static void
+write_hex (const char *h, FILE *stream)
+{
+  size_t i;
+
+  for (i = 0; h[i] && h[i + 1]; i += 2)
+    {
+      char byte[3] = { h[i], h[i + 1], 0 };
+      fputc ((int)strtoul (byte, NULL, 16), stream);
+    }
+}
+
+/* One line of the stream: output goes out as it comes, in order.  */
+static int
+relay_frame (struct relay *r, const char *line, size_t len)
+{
+  static const struct
+  {
+    const char *key, *hexkey;
+  } streams[2] = { { "stdout", "stdout_hex" }, { "stderr", "stderr_hex" } };
+  esbx_error_t perr = NULL;
+  _cleanup_json_ json_t *j = json_parse (line, len, &perr);
+  const char *s;
+  size_t i;
+
+  if (j == NULL || j->type != JSON_OBJECT || r->ended)
+    {
+      r->msg = xstrdup (j ? "the exec stream goes on after its end" : perr->msg);
+      esbx_error_free (&perr);
+      return -1;
+    }
+  for (i = 0; i < 2; i++)
+    {
+      FILE *stream = i ? stderr : stdout;
+
+      if ((s = json_get_string (j, streams[i].key)))
+        fputs (s, stream);
+      if ((s = json_get_string (j, streams[i].hexkey)))
+        write_hex (s, stream);
+      fflush (stream);
+    }
+  if ((s = json_get_string (j, "error")))
+    {
+      r->ended = true;
+      r->msg = xstrdup (s);
+      r->code = ESBX_EXIT_ERROR;
+      json_get_int (j, "code", &r->code);
+    }
+  else if (json_get_int (j, "status", &r->status))
+    r->ended = true;
+  return 0;
+}
+
+static size_t
+on_exec_data (char *data, size_t size, size_t nmemb, void *userdata)
+{
+  struct relay *r = userdata;
+  size_t n = size * nmemb, start = 0, i;
+  long status = 0;
+
+  curl_api.easy_getinfo (r->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 400)
+    return r->error.len + n > MAX_FRAME ? 0 : on_body (data, size, nmemb, &r->error);
+  r->line = xrealloc (r->line, r->len + n + 1);
+  memcpy (r->line + r->len, data, n);
+  r->len += n;
+  for (i = 0; i < r->len; i++)
+    if (r->line[i] == '\n')
+      {
+        if (relay_frame (r, r->line + start, i - start) < 0)
+          return 0;
+        start = i + 1;
+      }
+  memmove (r->line, r->line + start, r->len - start);
+  r->len -= start;
+  if (r->len > MAX_FRAME)
+    {
+      r->msg = xasprintf ("an exec stream frame is longer than %u bytes", MAX_FRAME);
+      return 0;
+    }
+  return n;
+}
+
+int
+cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err)
+{
+  _cleanup_free_ char *e = url_escape (session), *path = NULL, *doc = NULL;
+  struct relay r = { .status = -1 };
+  struct sink sink = { .fn = on_exec_data, .data = &r, .curlp = &r.curl };
+  long status = 0;
+  size_t len;
+  int ret;
+
+  json_set (body, "stream", json_new_bool (true));
+  doc = json_serialize (body, false, &len);
+  path = xasprintf ("/v1/sessions/%s/exec", e);
+  fflush (stdout);
+  ret = call_into (cli, "POST", path, doc, len, "application/json", &sink, &status, err);
+  if (ret >= 0 && status >= 400)
+    {
+      r.error.status = status;
+      ret = answer_error (cli, &r.error, err);
+    }
+  else if (ret >= 0 && r.msg && r.ended)
+    ret = esbx_make_error_code (err, r.code >= 1 && r.code <= 255 ? (int)r.code : ESBX_EXIT_ERROR,
+                                0, "%s", r.msg);
+  else if (ret >= 0 && r.msg)
+    ret = esbx_make_error (err, 0, "gateway `%s`: %s", cli->host, r.msg);
+  else if (ret >= 0 && !r.ended)
+    ret = esbx_make_error (err, 0, "gateway `%s`: the exec stream ended before the command did",
+                           cli->host);
+  else if (ret >= 0)
+    ret = (int)r.status;
+  response_free (&r.error);
+  free (r.line);
+  free (r.msg);
+  return ret;
 }

@@ -179,6 +179,13 @@ print("%.1f" % (time.time() - t0))' "$GW_SOCK"
   run "$ESBXD" --root "$ESBX_ROOT" --exec-log-limit lots
   assert_equal "$status" 2
   assert_output --partial "--exec-log-limit"
+  # The stream carries bytes, not text: a character split across two
+  # writes, a NUL, an invalid byte, stdout and stderr apart.
+  bytes='printf "caf\303"; sleep 0.2; printf "\251\n\000\377end"; printf "e\342\202" >&2; exit 3'
+  run bash -c 'ESBX_HOST=unix://$1 ESBX_TOKEN=$2 timeout 60 "$ESBX" exec s1 -- sh -c "$3" 2>"$4/err" | od -An -tx1' \
+    - "$GW_SOCK" "$TOKEN" "$bytes" "$BATS_TEST_TMPDIR"
+  assert_output "$(sh -c "$bytes" 2>/dev/null | od -An -tx1)"
+  assert_equal "$(od -An -tx1 <"$BATS_TEST_TMPDIR/err")" "$(sh -c "$bytes" 2>&1 >/dev/null | od -An -tx1)"
 }
 
 @test "boundary 12: a session token dies with its session; a new session of the same name in another project is out of its reach" {
