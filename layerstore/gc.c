@@ -284,6 +284,13 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
       esbx_error_free (&g.first);
       return esbx_error_wrap (err, "gc");
     }
+  {
+    _cleanup_close_ int guard = esbx_store_creation_lock (store, true, NULL);
+    esbx_error_t e = NULL;
+
+    if (guard >= 0 && esbx_rootfs_gc (store, report, &e) < 0)
+      gc_failed (&g, "unused rootfs", &e);
+  }
   for (i = 0; projects[i]; i++)
     {
       _cleanup_free_ char *what = xasprintf ("unused layers of project `%s`", projects[i]);

@@ -140,6 +140,7 @@ struct esbx_session_opts
   uint64_t memory;       /* bytes, 0 = unlimited */
   uint64_t pids;         /* 0 = unlimited */
   const char *cpus;      /* e.g. "1.5", NULL = unlimited */
+  const char *rootfs;    /* DIR, tar or `docker save` archive; NULL: the host's */
 };
 
 struct esbx_session
@@ -156,6 +157,7 @@ struct esbx_session
   uint64_t memory;
   uint64_t pids;
   char *cpus;
+  char *rootfs;   /* key of its image root (rootfs.c), NULL: the host's */
   json_t *record; /* the whole session.json */
 };
 
@@ -215,6 +217,16 @@ int esbx_session_publish (esbx_store_t *store, const char *name, const char *mes
 /* Move the session's base to the head (remounting it); conflicts as above.  */
 int esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                          esbx_error_t *err);
+
+/* ---- image roots (rootfs.c) --------------------------------------------- */
+
+/* Import FROM once per distinct source into ROOT/rootfs and give its key.  */
+int esbx_rootfs_add (esbx_store_t *store, const char *from, char **key, esbx_error_t *err);
+bool esbx_rootfs_valid_key (const char *key);
+/* The tree of KEY: ROOT/rootfs/KEY/root.  */
+char *esbx_rootfs_dir (esbx_store_t *store, const char *key);
+/* Remove the trees no session uses.  */
+int esbx_rootfs_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 
 /* ---- import/export (import.c, export.c) --------------------------------- */
 

@@ -81,6 +81,7 @@ esbx_session_free (struct esbx_session *s)
   free (s->workspace);
   free (s->created);
   free (s->cpus);
+  free (s->rootfs);
   json_free (s->labels);
   json_free (s->record);
   free (s);
@@ -140,6 +141,12 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
                                                            : "/workspace");
   s->created = xstrdup (json_get_string (j, "created"));
   s->cpus = xstrdup (json_get_string (j, "cpus"));
+  s->rootfs = xstrdup (json_get_string (j, "rootfs"));
+  if (s->rootfs && !esbx_rootfs_valid_key (s->rootfs))
+    {
+      esbx_session_free (s);
+      return esbx_make_error (err, 0, "session `%s`: record with a malformed rootfs", name);
+    }
   if (json_get_int (j, "memory", &v))
     s->memory = (uint64_t)v;
   if (json_get_int (j, "pids", &v))
@@ -210,7 +217,7 @@ parse_labels (char **labels, json_t *obj, esbx_error_t *err)
 
 static json_t *
 session_record (const char *name, const char *project, const char *base,
-                const struct esbx_session_opts *o, json_t *labels)
+                const struct esbx_session_opts *o, json_t *labels, const char *rootfs)
 {
   json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *now = esbx_rfc3339_now (), *id = esbx_random_hex (SESSION_ID_BYTES);
@@ -232,6 +239,8 @@ session_record (const char *name, const char *project, const char *base,
     json_set_int (j, "pids", (int64_t)o->pids);
   if (o->cpus)
     json_set_string (j, "cpus", o->cpus);
+  if (rootfs)
+    json_set_string (j, "rootfs", rootfs);
   return j;
 }
 
@@ -324,7 +333,8 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
 {
   static const char *const subdirs[] = { "upper", "work", "merged" };
   _cleanup_free_ char *name = NULL, *base = NULL, *tmp = NULL, *text = NULL, *dest = NULL;
-  _cleanup_close_ int tmpfd = -1;
+  _cleanup_free_ char *rootfs = NULL;
+  _cleanup_close_ int tmpfd = -1, guard = -1;
   json_t *labels = json_new (JSON_OBJECT);
   _cleanup_json_ json_t *record = NULL;
   size_t i, len;
@@ -374,7 +384,19 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
         esbx_make_error (err, errno, "session `%s`: mkdir `%s`", name, subdirs[i]);
         goto fail;
       }
-  record = session_record (name, project, base, opts, labels);
+  /* Held shared until the session names its rootfs: gc removes unused
+     ones holding it exclusively.  */
+  if (opts->rootfs)
+    {
+      guard = esbx_store_creation_lock (store, false, err);
+      if (guard < 0 || esbx_rootfs_add (store, opts->rootfs, &rootfs, err) < 0)
+        {
+          json_free (labels);
+          esbx_error_wrap (err, "session `%s`", name);
+          goto fail;
+        }
+    }
+  record = session_record (name, project, base, opts, labels, rootfs);
   text = json_serialize (record, true, &len);
   if (esbx_write_file_atomic_at (tmpfd, "session.json", text, len, 0644, err) < 0)
     goto fail;

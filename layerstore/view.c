@@ -48,6 +48,7 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
   json_set (o, "labels", labels);
   json_set_string (o, "network", s->network);
   json_set_string (o, "workspace", s->workspace);
+  json_set (o, "rootfs", s->rootfs ? json_new_string (s->rootfs) : json_new (JSON_NULL));
   json_set (o, "mounted", json_new_bool (esbx_session_is_mounted (store, s->name)));
   json_set_string (o, "path", merged);
   if (runtime)

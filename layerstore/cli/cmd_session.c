@@ -26,6 +26,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "memory", required_argument, NULL, 'm' },
                                         { "pids", required_argument, NULL, 'p' },
                                         { "cpus", required_argument, NULL, 'c' },
+                                        { "rootfs", required_argument, NULL, 'r' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   int c;
@@ -60,6 +61,9 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
         break;
       case 'c':
         o->session.cpus = optarg;
+        break;
+      case 'r':
+        o->session.rootfs = optarg;
         break;
       case 'J':
         break;
@@ -120,7 +124,11 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   int ret;
 
   ret = parse_create_opts (argc, argv, &o, err);
-  if (ret == 0)
+  /* An import reads host paths with the daemon's rights: local only, like
+     `project create --from`.  */
+  if (ret == 0 && o.session.rootfs && cli_remote_mode (cli))
+    ret = cli_usage (err, "session create: --rootfs is not available over the gateway");
+  else if (ret == 0)
     ret = cli_remote_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
   strv_free (&o.labels);
   return ret;

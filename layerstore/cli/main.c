@@ -20,7 +20,8 @@ static const struct verb verbs[] = {
   { "project", cmd_project,
     "project create NAME [--from SRC] | list | log NAME | rm NAME | squash NAME" },
   { "session", cmd_session,
-    "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host] | list "
+    "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host] "
+    "[--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar] | list "
     "[--project P] | inspect S | path S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
   { "diff", cmd_diff, "diff S [--json | --patch]" },
@@ -31,7 +32,8 @@ static const struct verb verbs[] = {
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
   { "gc", cmd_gc, "gc" },
   { "exec", cmd_exec,
-    "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] -- CMD [ARG...]" },
+    "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty] "
+    "[--log-limit SIZE] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
   { "token", cmd_token,

@@ -249,16 +249,18 @@ hide_store (int stagefd, const char *root, esbx_error_t *err)
 }
 
 static int
-build (const struct holder_config *cfg, int wsfd, esbx_error_t *err)
+build (const struct holder_config *cfg, int wsfd, int imagefd, esbx_error_t *err)
 {
   _cleanup_close_ int stagefd = -1;
-  _cleanup_free_ char *etc = NULL;
+  _cleanup_free_ char *etc = NULL, *image = NULL;
 
   if (holder_tmpfs (STAGE, "mode=0755,size=1m", MS_NODEV, err) < 0)
     return -1;
-  if (cfg->rootfs)
+  if (imagefd >= 0)
     {
-      if (bind_entries (cfg->rootfs, NULL, 0, err) < 0)
+      /* Through the fd: the store may be under /tmp, now covered.  */
+      image = xasprintf ("/proc/self/fd/%d", imagefd);
+      if (bind_entries (image, NULL, 0, err) < 0)
         return -1;
     }
   else if (bind_entries ("/", host_allowed, ARRAY_SIZE (host_allowed), err) < 0)
@@ -284,7 +286,7 @@ build (const struct holder_config *cfg, int wsfd, esbx_error_t *err)
 int
 holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
 {
-  _cleanup_close_ int wsfd = -1;
+  _cleanup_close_ int wsfd = -1, imagefd = -1;
   struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID };
 
   if (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
@@ -295,7 +297,14 @@ holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
     return esbx_make_error (err, errno, "clone the mount of `%s`", cfg->merged);
   if (mount_setattr (wsfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
     return esbx_make_error (err, errno, "make the workspace nodev and nosuid");
-  if (build (cfg, wsfd, err) < 0)
+  if (cfg->rootfs)
+    {
+      imagefd
+          = TEMP_FAILURE_RETRY (open (cfg->rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (imagefd < 0)
+        return esbx_make_error (err, errno, "open the image root `%s`", cfg->rootfs);
+    }
+  if (build (cfg, wsfd, imagefd, err) < 0)
     return -1;
   if (chdir (STAGE) < 0)
     return esbx_make_error (err, errno, "chdir `%s`", STAGE);

@@ -227,7 +227,7 @@ end_holder (const struct esbx_holder_info *info)
 static int
 start_holder (esbx_store_t *store, const char *session, int dfd, esbx_error_t *err)
 {
-  _cleanup_free_ char *binary = NULL, *dir = NULL, *merged = NULL, *cg = NULL;
+  _cleanup_free_ char *binary = NULL, *dir = NULL, *merged = NULL, *cg = NULL, *rootfs = NULL;
   struct esbx_session *s = NULL;
   struct esbx_cgroup_limits limits = { 0 };
   _cleanup_close_ int rd = -1, wr = -1;
@@ -274,7 +274,16 @@ start_holder (esbx_store_t *store, const char *session, int dfd, esbx_error_t *e
                      store->root,
                      (char *)"--ready-fd",
                      (char *)"3",
+                     NULL,
+                     NULL,
                      NULL };
+
+    if (s->rootfs)
+      {
+        rootfs = esbx_rootfs_dir (store, s->rootfs);
+        argv[ARRAY_SIZE (argv) - 3] = (char *)"--rootfs";
+        argv[ARRAY_SIZE (argv) - 2] = rootfs;
+      }
 
     child = fork ();
     if (child < 0)

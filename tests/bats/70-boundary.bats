@@ -308,3 +308,46 @@ print("checked")'
   ESBX_EXEC_LOG_LIMIT=4K run "$ESBX" exec s1 -- sh -c 'head -c 100000 /dev/zero'
   assert_equal "$(stat -c %s "$ESBX_ROOT/sessions/s1/logs/2.out")" 4096
 }
+
+# A busybox root in DIR: sh and friends, one passwd line.
+make_busybox_root() {
+  local dir=$1 a
+  mkdir -p "$dir/bin" "$dir/etc"
+  cp "$(command -v busybox)" "$dir/bin/busybox"
+  for a in sh cat ls echo id; do ln -s busybox "$dir/bin/$a"; done
+  echo 'root:x:0:0:image root:/root:/bin/sh' >"$dir/etc/passwd"
+}
+
+@test "boundary 6 (rootfs): --rootfs DIR|IMAGE.tar runs an image's userland, shared in the store, gc'd when unused" {
+  command -v busybox >/dev/null || skip "busybox not installed"
+  make_busybox_root "$BATS_TEST_TMPDIR/img"
+  tar -C "$BATS_TEST_TMPDIR/img" -cf "$BATS_TEST_TMPDIR/img.tar" .
+  make_session p r1 --rootfs "$BATS_TEST_TMPDIR/img"
+  make_session p r2 --rootfs "$BATS_TEST_TMPDIR/img"
+  make_session p r3 --rootfs "$BATS_TEST_TMPDIR/img.tar"
+  esbx_ok exec r1 -- sh -c 'cat /etc/passwd; ls /usr 2>&1; echo made >/workspace/new; cat /workspace/README'
+  assert_line "root:x:0:0:image root:/root:/bin/sh"
+  assert_line --partial "/usr: No such file or directory"
+  assert_line "hello"
+  assert_file_exists "$ESBX_ROOT/sessions/r1/upper/new"
+  esbx_ok exec r3 -- cat /etc/passwd
+  assert_output "root:x:0:0:image root:/root:/bin/sh"
+  # One tree for both sessions of the directory, one for the archive.
+  run ls "$ESBX_ROOT/rootfs"
+  assert_equal "${#lines[@]}" 2
+  esbx_ok --json session inspect r1
+  key=$(json_field rootfs <<<"$output")
+  [ -d "$ESBX_ROOT/rootfs/$key/root/bin" ]
+  # The image root is read-only inside.
+  run "$ESBX" exec r1 -- sh -c 'echo x >/bin/new'
+  assert_failure
+  esbx_ok discard r1
+  esbx_ok gc
+  [ -d "$ESBX_ROOT/rootfs/$key" ]
+  esbx_ok discard r2
+  esbx_ok gc
+  assert_output --partial "removed rootfs \`$key\`"
+  [ ! -e "$ESBX_ROOT/rootfs/$key" ]
+  esbx_fails 2 session create p --rootfs "$BATS_TEST_TMPDIR/missing"
+  assert_output --partial "missing"
+}
