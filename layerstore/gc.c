@@ -271,6 +271,54 @@ gc_temp_areas (struct gc *g, char **projects, esbx_error_t *err)
   return 0;
 }
 
+/* Trees that no session names.  Called with the creation lock held
+   exclusively: no session is being made with one meanwhile.  */
+static int
+gc_rootfs (esbx_store_t *store, FILE *report, esbx_error_t *err)
+{
+  _cleanup_strv_ char **keys = NULL, **sessions = NULL;
+  char **k, **s;
+  int ret = 0;
+
+  if (!esbx_exists_at (store->rootfd, "rootfs"))
+    return 0;
+  keys = esbx_list_dir_at (store->rootfd, "rootfs", err);
+  sessions = keys ? esbx_session_list (store, NULL, err) : NULL;
+  if (sessions == NULL)
+    return -1;
+  for (k = keys; *k; k++)
+    {
+      _cleanup_free_ char *rel = xasprintf ("rootfs/%s", *k);
+      bool used = false;
+
+      for (s = sessions; *s && !used; s++)
+        {
+          struct esbx_session *sess = NULL;
+          esbx_error_t lerr = NULL;
+
+          if (esbx_session_load (store, *s, &sess, &lerr) < 0)
+            {
+              /* Unreadable: keep what it might use.  */
+              esbx_error_free (&lerr);
+              used = true;
+              continue;
+            }
+          used = sess->rootfs && strcmp (sess->rootfs, *k) == 0;
+          esbx_session_free (sess);
+        }
+      if (used)
+        continue;
+      if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
+        {
+          ret = -1;
+          continue;
+        }
+      if (report)
+        fprintf (report, "removed rootfs `%s`, which no session uses\n", *k);
+    }
+  return ret;
+}
+
 int
 esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 {
@@ -288,7 +336,7 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
     _cleanup_close_ int guard = esbx_store_creation_lock (store, true, NULL);
     esbx_error_t e = NULL;
 
-    if (guard >= 0 && esbx_rootfs_gc (store, report, &e) < 0)
+    if (guard >= 0 && gc_rootfs (store, report, &e) < 0)
       gc_failed (&g, "unused rootfs", &e);
   }
   for (i = 0; projects[i]; i++)

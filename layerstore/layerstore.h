@@ -225,8 +225,6 @@ int esbx_rootfs_add (esbx_store_t *store, const char *from, char **key, esbx_err
 bool esbx_rootfs_valid_key (const char *key);
 /* The tree of KEY: ROOT/rootfs/KEY/root.  */
 char *esbx_rootfs_dir (esbx_store_t *store, const char *key);
-/* Remove the trees no session uses.  */
-int esbx_rootfs_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 
 /* ---- import/export (import.c, export.c) --------------------------------- */
 

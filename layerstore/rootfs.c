@@ -8,8 +8,8 @@
  * directory's listing (every path with its type, mode, size, mtime and
  * symlink target), so that sessions made from one source share one tree
  * and a changed source makes a new one.  A session's holder binds the tree
- * read-only in place of the host's /usr, /etc and friends.  gc removes the
- * trees no session names.  */
+ * read-only in place of the host's /usr, /etc and friends.  gc (gc.c)
+ * removes the trees no session names.  */
 #include "internal.h"
 #include "fs.h"
 #include "hash.h"
@@ -155,52 +155,4 @@ esbx_rootfs_add (esbx_store_t *store, const char *from, char **key, esbx_error_t
     return -1;
   *key = steal_pointer (&k);
   return 0;
-}
-
-/* Trees that no session names.  Called with the creation lock held
-   exclusively: no session is being made with one meanwhile.  */
-int
-esbx_rootfs_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
-{
-  _cleanup_strv_ char **keys = NULL, **sessions = NULL;
-  char **k, **s;
-  int ret = 0;
-
-  if (!esbx_exists_at (store->rootfd, ROOTFS_DIR))
-    return 0;
-  keys = esbx_list_dir_at (store->rootfd, ROOTFS_DIR, err);
-  sessions = keys ? esbx_session_list (store, NULL, err) : NULL;
-  if (sessions == NULL)
-    return -1;
-  for (k = keys; *k; k++)
-    {
-      _cleanup_free_ char *rel = xasprintf (ROOTFS_DIR "/%s", *k);
-      bool used = false;
-
-      for (s = sessions; *s && !used; s++)
-        {
-          struct esbx_session *sess = NULL;
-          esbx_error_t lerr = NULL;
-
-          if (esbx_session_load (store, *s, &sess, &lerr) < 0)
-            {
-              /* Unreadable: keep what it might use.  */
-              esbx_error_free (&lerr);
-              used = true;
-              continue;
-            }
-          used = sess->rootfs && strcmp (sess->rootfs, *k) == 0;
-          esbx_session_free (sess);
-        }
-      if (used)
-        continue;
-      if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
-        {
-          ret = -1;
-          continue;
-        }
-      if (report)
-        fprintf (report, "removed rootfs `%s`, which no session uses\n", *k);
-    }
-  return ret;
 }
