@@ -8,7 +8,7 @@ load '/usr/lib/bats/bats-file/load'
 
 ESBX_SRC=${ESBX_SRC:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
 ESBX_BUILD=${ESBX_BUILD:-$ESBX_SRC/build}
-ESBX=${ESBX:-$ESBX_BUILD/layerstore/esbx}
+ESBX=${ESBX:-$ESBX_BUILD/cli/esbx}
 export ESBX_SRC ESBX_BUILD ESBX
 
 # Run esbx and check its exit status: `esbx_ok ARGS`, `esbx_fails N ARGS`.
