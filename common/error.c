@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int
+static int __attribute__ ((format (printf, 4, 0)))
 make_error_v (esbx_error_t *err, int code, int status, const char *fmt, va_list ap)
 {
   _cleanup_free_ char *msg = NULL;

@@ -16,7 +16,7 @@ esbx_log_set_prog (const char *p)
 /* Names, paths and URLs in a message may come from a request or from
    session content: the whole message is escaped (esbx_escape_line), so a
    newline in a name can never start a forged line of its own.  */
-static void
+static void __attribute__ ((format (printf, 2, 0)))
 emit (const char *level, const char *fmt, va_list ap)
 {
   _cleanup_free_ char *shown = NULL;

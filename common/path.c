@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 static bool force_fallback;
@@ -68,12 +69,26 @@ esbx_clean_relpath (const char *path, bool allow_root, char **out, esbx_error_t 
   return 0;
 }
 
+/* A failed open of NAME beneath DFD: ELOOP when NAME is a symlink, as
+   openat2 with RESOLVE_NO_SYMLINKS says, the open's errno otherwise.  */
+static int
+symlink_is_eloop (int dfd, const char *name)
+{
+  int saved = errno;
+  struct stat st;
+
+  errno
+      = fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK (st.st_mode) ? ELOOP : saved;
+  return -1;
+}
+
 static int
 open_walk (int rootfd, const char *rel, int flags, mode_t mode)
 {
   _cleanup_free_ char *copy = xstrdup (rel);
   _cleanup_close_ int dfd = -1;
   char *p = copy, *slash;
+  struct stat st;
   int fd;
 
   dfd = TEMP_FAILURE_RETRY (openat (rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -86,12 +101,23 @@ open_walk (int rootfd, const char *rel, int flags, mode_t mode)
       *slash = '\0';
       fd = TEMP_FAILURE_RETRY (openat (dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (fd < 0)
-        return -1;
+        return symlink_is_eloop (dfd, p);
       close (dfd);
       dfd = fd;
       p = slash + 1;
     }
-  return TEMP_FAILURE_RETRY (openat (dfd, p, flags | O_CLOEXEC | O_NOFOLLOW, mode));
+  fd = TEMP_FAILURE_RETRY (openat (dfd, p, flags | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (fd < 0)
+    return symlink_is_eloop (dfd, p);
+  /* O_PATH | O_NOFOLLOW opens a symlink itself; RESOLVE_NO_SYMLINKS
+     refuses it.  */
+  if ((flags & O_PATH) && fstat (fd, &st) == 0 && S_ISLNK (st.st_mode))
+    {
+      close (fd);
+      errno = ELOOP;
+      return -1;
+    }
+  return fd;
 }
 
 static int

@@ -227,7 +227,8 @@ stream_fields (json_t *ev, const struct stream *st, const char *name)
     json_set (ev, cut, json_new_bool (true));
 }
 
-static void __attribute__ ((noreturn)) verdict (const struct exec_run *r, const char *fmt, ...)
+static void __attribute__ ((noreturn, format (printf, 2, 3)))
+verdict (const struct exec_run *r, const char *fmt, ...)
 {
   va_list ap;
   _cleanup_free_ char *line = NULL;

@@ -95,7 +95,7 @@ add_arg_rules (scmp_filter_ctx ctx)
                           SCMP_A0 (SCMP_CMP_MASKED_EQ, families[i].mask, families[i].value));
   for (i = 0; i < ARRAY_SIZE (personalities) && r == 0; i++)
     r = seccomp_rule_add (ctx, SCMP_ACT_ALLOW, SCMP_SYS (personality), 1,
-                          SCMP_A0 (SCMP_CMP_EQ, personalities[i]));
+                          SCMP_A0 (SCMP_CMP_EQ, personalities[i], 0));
   if (r == 0)
     r = seccomp_rule_add (ctx, SCMP_ACT_ALLOW, SCMP_SYS (clone), 1,
                           SCMP_A0 (SCMP_CMP_MASKED_EQ, CLONE_NS_MASK, 0));

@@ -55,13 +55,15 @@ teardown_gateway() {
 
 # The default hooks of the gateway suites, in place of helpers.bash's; a
 # suite that needs more defines its own after `load`.
-setup() { setup_gateway; }
+setup() { setup_gateway "$@"; }
 teardown() { teardown_gateway; }
 
 # A token: `token SCOPES [--project P] [--session S] [--ttl D]`.
 token() {
   local scope=$1
   shift
+  # ESBX comes from helpers.bash.
+  # shellcheck disable=SC2153
   "$ESBX" token create --scope "$scope" "$@" 2>/dev/null
 }
 

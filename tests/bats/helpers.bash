@@ -84,8 +84,9 @@ kill_session_remnants() {
   for rec in "$ESBX_ROOT"/sessions/*/holder.json; do
     [ -f "$rec" ] || continue
     pid=$(sed -n 's/^ *"pid": *\([0-9]*\).*/\1/p' "$rec")
-    [ -n "$pid" ] && grep -qa esbx-holder "/proc/$pid/cmdline" 2>/dev/null &&
+    if [ -n "$pid" ] && grep -qa esbx-holder "/proc/$pid/cmdline" 2>/dev/null; then
       kill -9 "$pid" 2>/dev/null || true
+    fi
   done
   hash=$(printf %s "$ESBX_ROOT" | sha256sum | cut -c1-8)
   for d in /sys/fs/cgroup/*/esbx/"$hash".* /sys/fs/cgroup/esbx/"$hash".*; do
