@@ -10,7 +10,7 @@
  * No console, no block device, no kmsg.  A node made with mknod elsewhere
  * is useless: every writable mount of the session is nodev and the device
  * policy of the session cgroup (shim/lib/devices.c) allows only these.  */
-#include "holder.h"
+#include "root.h"
 #include "utils.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  * the engines that run sessions (machine-id, docker, containerd, esbx),
  * whatever their modes.  The walk is bounded in depth and holds one
  * directory open per level.  */
-#include "holder.h"
+#include "root.h"
 #include "utils.h"
 
 #include <dirent.h>

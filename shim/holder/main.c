@@ -11,7 +11,7 @@
  * Like catatonit, the holder then only blocks signals, reads them from a
  * signalfd and reaps children.  SIGTERM (or SIGINT, SIGHUP, SIGQUIT) ends
  * it: it SIGKILLs every process of its pid namespace, reaps, exits.  */
-#include "holder.h"
+#include "root.h"
 #include "cgroup.h"
 #include "fs.h"
 #include "json.h"

@@ -1,6 +1,6 @@
 /* The mount calls the holder builds the session's root with, each failing
  * with an error that names the path.  */
-#include "holder.h"
+#include "root.h"
 #include "utils.h"
 
 #include <errno.h>

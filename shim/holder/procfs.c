@@ -2,7 +2,7 @@
  * readonlyPaths: nothing there lets a session change the kernel's global
  * state (core_pattern, sysrq, IRQ affinity, ...) or read what Docker hides
  * (kcore, keys, timer and scheduler debug lists, ACPI, SCSI, firmware).  */
-#include "holder.h"
+#include "root.h"
 #include "utils.h"
 
 #include <errno.h>

@@ -21,7 +21,7 @@
  * (discard) still propagate in.  Mount points are created beneath the stage
  * only, without following symlinks, so no path of a session's settings can
  * create anything on the host.  */
-#include "holder.h"
+#include "root.h"
 #include "fs.h"
 #include "path.h"
 #include "utils.h"

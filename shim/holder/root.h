@@ -1,6 +1,7 @@
-/* esbx-holder internals: the session's root filesystem.  */
-#ifndef ESBX_HOLDER_INTERNAL_H
-#define ESBX_HOLDER_INTERNAL_H
+/* esbx-holder: the session's root filesystem (rootfs.c, etc.c, devfs.c, procfs.c,
+   mounts.c) and the configuration the holder is started with.  */
+#ifndef ESBX_HOLDER_ROOT_H
+#define ESBX_HOLDER_ROOT_H
 
 #include "error.h"
 
