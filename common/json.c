@@ -78,6 +78,38 @@ json_append (json_t *arr, json_t *value)
   arr->items[arr->n++] = value;
 }
 
+size_t
+json_len (const json_t *j)
+{
+  if (j == NULL || (j->type != JSON_ARRAY && j->type != JSON_OBJECT))
+    return 0;
+  return j->n;
+}
+
+json_t *
+json_at (const json_t *j, size_t i)
+{
+  return i < json_len (j) ? j->items[i] : NULL;
+}
+
+const char *
+json_key_at (const json_t *obj, size_t i)
+{
+  if (obj == NULL || obj->type != JSON_OBJECT || i >= obj->n)
+    return NULL;
+  return obj->keys[i];
+}
+
+json_t *
+json_take_at (json_t *j, size_t i)
+{
+  json_t *v = json_at (j, i);
+
+  if (v)
+    j->items[i] = json_new (JSON_NULL);
+  return v;
+}
+
 static ssize_t
 find_key (const json_t *obj, const char *key)
 {

@@ -63,6 +63,29 @@ void json_remove (json_t *obj, const char *key);
 void json_append (json_t *arr, json_t *value);
 bool json_int_value (const json_t *j, int64_t *out);
 
+/* Iteration, in document order (an object keeps the order its members were
+   set in).  json_len is the number of items of an array or members of an
+   object, 0 for anything else and for NULL.  json_at is the I-th item of an
+   array or the value of the I-th member of an object; json_key_at is the key
+   of the I-th member of an object.  Both return NULL when I is out of range
+   or J has no such thing.  */
+size_t json_len (const json_t *j);
+json_t *json_at (const json_t *j, size_t i);
+const char *json_key_at (const json_t *obj, size_t i);
+/* Move the I-th item (or member value) out of J, leaving a JSON null in its
+   place so that J stays whole and freeable.  */
+json_t *json_take_at (json_t *j, size_t i);
+
+/* for (I, VALUE) over an array (size_t I, json_t *VALUE).  */
+#define json_array_foreach(arr, i, value)                                                          \
+  for ((i) = 0; (i) < json_len (arr) && ((value) = json_at ((arr), (i)), true); (i)++)
+/* for (I, KEY, VALUE) over an object (const char *KEY); nothing for an
+   array.  */
+#define json_object_foreach(obj, i, key, value)                                                    \
+  for ((i) = 0; (i) < json_len (obj) && ((key) = json_key_at ((obj), (i))) != NULL                 \
+                && ((value) = json_at ((obj), (i)), true);                                         \
+       (i)++)
+
 /* Serialize; never fails (bytes that are not UTF-8 become U+FFFD).  */
 char *json_serialize (const json_t *j, bool pretty, size_t *len);
 

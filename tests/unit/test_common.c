@@ -30,7 +30,7 @@ test_json_roundtrip (void **state)
   assert_non_null (j);
   assert_true (json_get_int (j, "a", &v));
   assert_int_equal (v, 1);
-  assert_int_equal (json_get (j, "b")->n, 4);
+  assert_int_equal (json_len (json_get (j, "b")), 4);
   out = json_serialize (j, false, NULL);
   /* Numbers keep their literal: config.json rewriting must not reformat.  */
   assert_string_equal (out, doc);
@@ -63,10 +63,63 @@ test_json_set_remove (void **state)
   json_set_string (j, "k", "v2");
   json_set_int (j, "n", -5);
   json_remove (j, "missing");
-  assert_int_equal (j->n, 2);
+  assert_int_equal (json_len (j), 2);
   json_remove (j, "k");
   out = json_serialize (j, false, NULL);
   assert_string_equal (out, "{\"n\":-5}");
+}
+
+static void
+test_json_iterate (void **state)
+{
+  const char *doc = "{\"z\":[1,\"two\",null],\"a\":{},\"m\":\"s\"}";
+  esbx_error_t err = NULL;
+  _cleanup_json_ json_t *j = json_parse (doc, strlen (doc), &err);
+  _cleanup_json_ json_t *taken = NULL;
+  _cleanup_free_ char *out = NULL;
+  const char *keys[3] = { NULL }, *key;
+  json_t *arr, *v;
+  size_t i, n = 0;
+
+  assert_non_null (j);
+  json_object_foreach (j, i, key, v)
+    {
+      keys[n++] = key;
+    }
+  assert_int_equal (n, 3);
+  /* Document order, not sorted.  */
+  assert_string_equal (keys[0], "z");
+  assert_string_equal (keys[1], "a");
+  assert_string_equal (keys[2], "m");
+  assert_null (json_key_at (j, 3));
+  assert_null (json_at (j, 3));
+
+  arr = json_get (j, "z");
+  assert_int_equal (json_len (arr), 3);
+  assert_null (json_key_at (arr, 0));
+  n = 0;
+  json_array_foreach (arr, i, v)
+    {
+      n += v->type == JSON_NULL;
+    }
+  assert_int_equal (n, 1);
+  assert_int_equal (json_at (arr, 1)->type, JSON_STRING);
+  /* An array has no members; scalars and NULL have no items.  */
+  n = 0;
+  json_object_foreach (arr, i, key, v)
+    {
+      n++;
+    }
+  assert_int_equal (n, 0);
+  assert_int_equal (json_len (json_get (j, "m")), 0);
+  assert_int_equal (json_len (NULL), 0);
+  assert_null (json_at (NULL, 0));
+
+  taken = json_take_at (arr, 1);
+  assert_string_equal (taken->text, "two");
+  assert_null (json_take_at (arr, 3));
+  out = json_serialize (j, false, NULL);
+  assert_string_equal (out, "{\"z\":[1,null,null],\"a\":{},\"m\":\"s\"}");
 }
 
 static void
@@ -272,11 +325,17 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_json_roundtrip),  cmocka_unit_test (test_json_errors),
-    cmocka_unit_test (test_json_set_remove), cmocka_unit_test (test_json_invalid_utf8_output),
-    cmocka_unit_test (test_names),           cmocka_unit_test (test_utf8),
-    cmocka_unit_test (test_sizes),           cmocka_unit_test (test_error_wrap),
-    cmocka_unit_test (test_rfc3339),         cmocka_unit_test (test_deep_tree),
+    cmocka_unit_test (test_json_roundtrip),
+    cmocka_unit_test (test_json_errors),
+    cmocka_unit_test (test_json_set_remove),
+    cmocka_unit_test (test_json_iterate),
+    cmocka_unit_test (test_json_invalid_utf8_output),
+    cmocka_unit_test (test_names),
+    cmocka_unit_test (test_utf8),
+    cmocka_unit_test (test_sizes),
+    cmocka_unit_test (test_error_wrap),
+    cmocka_unit_test (test_rfc3339),
+    cmocka_unit_test (test_deep_tree),
     cmocka_unit_test (test_walk_moved),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
