@@ -1,15 +1,15 @@
 /* esbxd: serves Docker's volume plugin protocol for an esbx store.  */
 #include "audit.h"
-#include "driver.h"
+#include "docker/driver.h"
+#include "docker/plugin.h"
+#include "docker/volumes.h"
 #include "gateway.h"
 #include "layerstore.h"
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
-#include "plugin.h"
 #include "text.h"
 #include "utils.h"
-#include "volumes.h"
 
 #include <dirent.h>
 #include <errno.h>

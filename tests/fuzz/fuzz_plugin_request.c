@@ -7,12 +7,13 @@
  * harness exercises the decoder, not the import (fuzz_import does that).
  * With no project and no session in the store, no request can have an
  * effect, so every input starts from the same state.  */
-#include "driver.h"
+#include "docker/driver.h"
+#include "docker/plugin.h"
+#include "docker/volumes.h"
 #include "fs.h"
 #include "json.h"
 #include "layerstore.h"
 #include "utils.h"
-#include "volumes.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -74,7 +75,7 @@ imports_a_path (const char *body, size_t len)
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  struct esbx_plugin_reply reply = { 0 };
+  struct esbx_driver_reply reply = { 0 };
   const char *path;
   char *body;
 

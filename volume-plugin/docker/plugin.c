@@ -1,7 +1,6 @@
 #include "plugin.h"
 #include "driver.h"
 #include "http.h"
-#include "json.h"
 #include "listen.h"
 #include "log.h"
 #include "utils.h"
@@ -17,34 +16,20 @@ struct esbx_plugin
   char *socket_path;
 };
 
-void
-esbx_plugin_reply_error (struct esbx_plugin_reply *reply, unsigned status, const char *msg)
-{
-  _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
-
-  /* dockerd treats an empty Err as success.  */
-  json_set_string (j, "Err", msg && *msg ? msg : "unknown error");
-  free (reply->body);
-  reply->body = json_serialize (j, false, NULL);
-  free (reply->result);
-  reply->result = xstrdup (msg && *msg ? msg : "unknown error");
-  reply->status = status;
-}
-
 static void
 serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer *answer)
 {
   struct esbx_driver *driver = data;
-  struct esbx_plugin_reply reply = { 0 };
+  struct esbx_driver_reply reply = { 0 };
   _cleanup_free_ char *msg = NULL;
 
   if (req->refused == MHD_HTTP_METHOD_NOT_ALLOWED)
     {
       msg = xasprintf ("%s: the plugin protocol uses POST", req->why);
-      esbx_plugin_reply_error (&reply, req->refused, msg);
+      esbx_driver_reply_error (&reply, req->refused, msg);
     }
   else if (req->refused)
-    esbx_plugin_reply_error (&reply, req->refused, req->why);
+    esbx_driver_reply_error (&reply, req->refused, req->why);
   else
     esbx_driver_serve (driver, req->url, req->body, req->len, &reply);
 

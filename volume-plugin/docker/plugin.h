@@ -2,28 +2,15 @@
    JSON body (1 MiB at most) goes to the driver (driver.h); every answer,
    errors included, is JSON in Docker's plugin content type, and every
    request leaves one line in the log.  */
-#ifndef ESBX_PLUGIN_PLUGIN_H
-#define ESBX_PLUGIN_PLUGIN_H
+#ifndef ESBX_PLUGIN_DOCKER_PLUGIN_H
+#define ESBX_PLUGIN_DOCKER_PLUGIN_H
 
 #include "error.h"
-
-#include <stddef.h>
 
 /* Bodies larger than this are refused with 413 and never reach the driver.  */
 #define ESBX_PLUGIN_MAX_BODY (1024u * 1024u)
 /* Connections open at once on the plugin socket.  */
 #define ESBX_PLUGIN_MAX_CONNECTIONS 256
-
-struct esbx_plugin_reply
-{
-  unsigned status; /* HTTP status; 200 unless the driver sets another */
-  char *body;      /* owned: the JSON answer */
-  char *subject;   /* owned, may be NULL: the volume the request was about, for the log */
-  char *result;    /* owned, may be NULL ("ok"): one-line outcome, for the log */
-};
-
-/* Fill REPLY with {"Err": MSG}.  */
-void esbx_plugin_reply_error (struct esbx_plugin_reply *reply, unsigned status, const char *msg);
 
 struct esbx_driver;
 struct esbx_plugin;

@@ -3,8 +3,8 @@
    loses a volume or a mount count.  The session itself lives in the store;
    this record adds what only Docker knows: the Create options and which
    mount IDs hold the volume.  */
-#ifndef ESBX_PLUGIN_VOLUMES_H
-#define ESBX_PLUGIN_VOLUMES_H
+#ifndef ESBX_PLUGIN_DOCKER_VOLUMES_H
+#define ESBX_PLUGIN_DOCKER_VOLUMES_H
 
 #include "error.h"
 #include "json.h"

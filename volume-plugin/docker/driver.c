@@ -39,6 +39,20 @@ esbx_driver_free (struct esbx_driver *d)
   free (d);
 }
 
+void
+esbx_driver_reply_error (struct esbx_driver_reply *reply, unsigned status, const char *msg)
+{
+  _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
+
+  /* dockerd treats an empty Err as success.  */
+  json_set_string (j, "Err", msg && *msg ? msg : "unknown error");
+  free (reply->body);
+  reply->body = json_serialize (j, false, NULL);
+  free (reply->result);
+  reply->result = xstrdup (msg && *msg ? msg : "unknown error");
+  reply->status = status;
+}
+
 /* Error classes become HTTP statuses; dockerd only looks at Err, but curl
    users and logs read the status.  */
 enum
@@ -616,7 +630,7 @@ dispatch (struct esbx_driver *d, const char *path, const json_t *req, char **sub
 
 void
 esbx_driver_serve (struct esbx_driver *d, const char *path, const char *body, size_t len,
-                   struct esbx_plugin_reply *reply)
+                   struct esbx_driver_reply *reply)
 {
   _cleanup_json_ json_t *req = NULL;
   _cleanup_json_ json_t *resp = NULL;
@@ -629,7 +643,7 @@ esbx_driver_serve (struct esbx_driver *d, const char *path, const char *body, si
       if (req == NULL)
         {
           esbx_error_wrap (&err, "%s: bad request body", path);
-          esbx_plugin_reply_error (reply, 400, err->msg);
+          esbx_driver_reply_error (reply, 400, err->msg);
           esbx_error_free (&err);
           return;
         }
@@ -644,7 +658,7 @@ esbx_driver_serve (struct esbx_driver *d, const char *path, const char *body, si
         status = 400;
       else
         status = 500;
-      esbx_plugin_reply_error (reply, status, err->msg);
+      esbx_driver_reply_error (reply, status, err->msg);
       esbx_error_free (&err);
       return;
     }
