@@ -89,8 +89,8 @@ events_remote (struct esbx_cli *cli, const struct events_opts *o, esbx_error_t *
           return -1;
         }
       evs = json_get (j, "events");
-      for (i = 0; evs && evs->type == JSON_ARRAY && i < evs->n; i++)
-        cli_print_event (cli->json, evs->items[i]);
+      for (i = 0; evs && evs->type == JSON_ARRAY && i < json_len (evs); i++)
+        cli_print_event (cli->json, json_at (evs, i));
       json_get_int (j, "offset", &offset);
       fflush (stdout);
       if (!o->follow)

@@ -27,6 +27,7 @@ int_of (const json_t *o, const char *key)
 void
 cli_print_projects (struct esbx_cli *cli, const json_t *arr)
 {
+  const json_t *p;
   size_t i;
 
   if (cli->json)
@@ -34,14 +35,15 @@ cli_print_projects (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
-  for (i = 0; i < arr->n; i++)
-    printf ("%s\t%" PRId64 "\t%s\n", str_or (arr->items[i], "name", ""),
-            int_of (arr->items[i], "layers"), str_or (arr->items[i], "head", ""));
+  json_array_foreach (arr, i, p)
+    printf ("%s\t%" PRId64 "\t%s\n", str_or (p, "name", ""), int_of (p, "layers"),
+            str_or (p, "head", ""));
 }
 
 void
 cli_print_log (struct esbx_cli *cli, const json_t *arr)
 {
+  const json_t *l;
   size_t i;
 
   if (cli->json)
@@ -49,9 +51,8 @@ cli_print_log (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
-  for (i = 0; i < arr->n; i++)
+  json_array_foreach (arr, i, l)
     {
-      const json_t *l = arr->items[i];
       int64_t n = int_of (l, "changes");
 
       printf ("%s %3" PRId64 " %s %-20s %" PRId64 " change%s  %s\n", str_or (l, "id", ""),
@@ -64,6 +65,8 @@ void
 cli_print_blame (struct esbx_cli *cli, const json_t *l)
 {
   const json_t *labels = json_get (l, "labels");
+  const json_t *value;
+  const char *key;
   size_t i;
 
   if (cli->json)
@@ -74,9 +77,8 @@ cli_print_blame (struct esbx_cli *cli, const json_t *l)
   printf ("layer:   %s (%" PRId64 ")\n", str_or (l, "id", ""), int_of (l, "index"));
   printf ("session: %s\n", str_or (l, "session", "-"));
   printf ("labels: ");
-  for (i = 0; labels && i < labels->n; i++)
-    printf (" %s=%s", labels->keys[i],
-            labels->items[i]->type == JSON_STRING ? labels->items[i]->text : "");
+  json_object_foreach (labels, i, key, value)
+    printf (" %s=%s", key, value->type == JSON_STRING ? value->text : "");
   printf ("\nmessage: %s\n", str_or (l, "message", ""));
   printf ("time:    %s\n", str_or (l, "created", ""));
 }
@@ -84,6 +86,7 @@ cli_print_blame (struct esbx_cli *cli, const json_t *l)
 void
 cli_print_sessions (struct esbx_cli *cli, const json_t *arr)
 {
+  const json_t *s;
   size_t i;
 
   if (cli->json)
@@ -91,15 +94,15 @@ cli_print_sessions (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
-  for (i = 0; i < arr->n; i++)
-    printf ("%s\t%s\t%s\t%s\n", str_or (arr->items[i], "name", ""),
-            str_or (arr->items[i], "project", ""), str_or (arr->items[i], "base", ""),
-            json_get_bool (arr->items[i], "mounted", false) ? "mounted" : "unmounted");
+  json_array_foreach (arr, i, s)
+    printf ("%s\t%s\t%s\t%s\n", str_or (s, "name", ""), str_or (s, "project", ""),
+            str_or (s, "base", ""), json_get_bool (s, "mounted", false) ? "mounted" : "unmounted");
 }
 
 void
 cli_print_changes (struct esbx_cli *cli, const json_t *arr)
 {
+  const json_t *c;
   size_t i;
 
   if (cli->json)
@@ -107,14 +110,14 @@ cli_print_changes (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
-  for (i = 0; i < arr->n; i++)
+  json_array_foreach (arr, i, c)
     {
-      const char *kind = str_or (arr->items[i], "kind", "");
-      _cleanup_free_ char *shown = esbx_quote_path (str_or (arr->items[i], "path", ""));
+      const char *kind = str_or (c, "kind", "");
+      _cleanup_free_ char *shown = esbx_quote_path (str_or (c, "path", ""));
       char letter = strcmp (kind, "added") == 0 ? 'A' : strcmp (kind, "deleted") == 0 ? 'D' : 'M';
 
       printf ("%c %s%s\n", letter, shown,
-              json_get_bool (arr->items[i], "stripped", false) ? "  (setuid/setgid stripped)" : "");
+              json_get_bool (c, "stripped", false) ? "  (setuid/setgid stripped)" : "");
     }
 }
 
@@ -134,6 +137,7 @@ cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
 void
 cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts)
 {
+  const json_t *c;
   size_t i;
 
   if (cli->json)
@@ -147,10 +151,9 @@ cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts)
       cli_print_json (&o);
       return;
     }
-  for (i = 0; i < conflicts->n; i++)
-    fprintf (stderr, "conflict: %s (layer %s, session %s)\n",
-             str_or (conflicts->items[i], "path", ""), str_or (conflicts->items[i], "layer", ""),
-             str_or (conflicts->items[i], "session", "-"));
+  json_array_foreach (conflicts, i, c)
+    fprintf (stderr, "conflict: %s (layer %s, session %s)\n", str_or (c, "path", ""),
+             str_or (c, "layer", ""), str_or (c, "session", "-"));
 }
 
 int
@@ -177,6 +180,7 @@ cli_print_rebased (struct esbx_cli *cli, const json_t *o)
 void
 cli_print_ps (struct esbx_cli *cli, const json_t *arr)
 {
+  const json_t *p;
   size_t i;
 
   if (cli->json)
@@ -185,9 +189,9 @@ cli_print_ps (struct esbx_cli *cli, const json_t *arr)
       return;
     }
   printf ("%7s %7s %s\n", "PID", "HOSTPID", "COMMAND");
-  for (i = 0; i < arr->n; i++)
-    printf ("%7d %7d %s\n", (int)int_of (arr->items[i], "pid"),
-            (int)int_of (arr->items[i], "host_pid"), str_or (arr->items[i], "command", ""));
+  json_array_foreach (arr, i, p)
+    printf ("%7d %7d %s\n", (int)int_of (p, "pid"), (int)int_of (p, "host_pid"),
+            str_or (p, "command", ""));
 }
 
 static void
@@ -209,11 +213,11 @@ print_argv (const json_t *argv)
 {
   size_t i;
 
-  for (i = 0; argv && argv->type == JSON_ARRAY && i < argv->n; i++)
+  for (i = 0; argv && argv->type == JSON_ARRAY && i < json_len (argv); i++)
     {
       if (i)
         putchar (' ');
-      print_value (argv->items[i]);
+      print_value (json_at (argv, i));
     }
 }
 
@@ -221,6 +225,8 @@ void
 cli_print_event (bool json, const json_t *ev)
 {
   const char *type = json_get_string (ev, "type");
+  const json_t *value;
+  const char *k;
   size_t i;
 
   if (json)
@@ -231,14 +237,12 @@ cli_print_event (bool json, const json_t *ev)
     }
   printf ("%s %s", json_get_string (ev, "time") ? json_get_string (ev, "time") : "-",
           type ? type : "-");
-  for (i = 0; i < ev->n; i++)
+  json_object_foreach (ev, i, k, value)
     {
-      const char *k = ev->keys[i];
-
       if (strcmp (k, "time") == 0 || strcmp (k, "type") == 0 || strcmp (k, "argv") == 0)
         continue;
       printf (" %s=", k);
-      print_value (ev->items[i]);
+      print_value (value);
     }
   if (json_get (ev, "argv"))
     {

@@ -269,7 +269,7 @@ answer_error (struct esbx_cli *cli, const struct response *r, esbx_error_t *err)
   msg = json_get_string (j, "error");
   json_get_int (j, "code", &code);
   conflicts = json_get (j, "conflicts");
-  if (conflicts && conflicts->type == JSON_ARRAY && conflicts->n)
+  if (conflicts && conflicts->type == JSON_ARRAY && json_len (conflicts))
     cli_print_conflicts (cli, conflicts);
   if (code < 1 || code > 255)
     code = ESBX_EXIT_ERROR;

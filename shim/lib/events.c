@@ -29,11 +29,8 @@ esbx_event_append (esbx_store_t *store, const char *session, const char *type, j
   json_set_string (ev, "time", now);
   json_set_string (ev, "type", type);
   if (owned && owned->type == JSON_OBJECT)
-    for (i = 0; i < owned->n; i++)
-      {
-        json_set (ev, owned->keys[i], owned->items[i]);
-        owned->items[i] = json_new (JSON_NULL);
-      }
+    for (i = 0; i < json_len (owned); i++)
+      json_set (ev, json_key_at (owned, i), json_take_at (owned, i));
   line = json_serialize (ev, false, &len);
   line = xrealloc (line, len + 2);
   line[len++] = '\n';

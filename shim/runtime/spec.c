@@ -21,15 +21,15 @@ is_bind (const json_t *mount)
 {
   const char *type = json_get_string (mount, "type");
   const json_t *options = json_get (mount, "options");
+  const json_t *o;
   size_t i;
 
   if (type && strcmp (type, "bind") == 0)
     return true;
   if (options == NULL || options->type != JSON_ARRAY)
     return false;
-  for (i = 0; i < options->n; i++)
+  json_array_foreach (options, i, o)
     {
-      const json_t *o = options->items[i];
       if (o->type == JSON_STRING
           && (strcmp (o->text, "bind") == 0 || strcmp (o->text, "rbind") == 0))
         return true;
@@ -322,9 +322,9 @@ spec_find_session (const json_t *config, char *const *roots, char **session, siz
   real_roots = xmalloc0 ((n + 1) * sizeof (char *));
   for (i = 0; i < n; i++)
     real_roots[i] = realpath (roots[i], NULL);
-  for (i = 0; i < mounts->n && ret == 0; i++)
+  for (i = 0; i < json_len (mounts) && ret == 0; i++)
     {
-      const json_t *m = mounts->items[i];
+      const json_t *m = json_at (mounts, i);
       const char *source = json_get_string (m, "source");
       char *s;
       size_t r;
@@ -399,15 +399,13 @@ join_namespaces (json_t *linux_, pid_t pid)
 
   /* Keep the other namespaces (mount, cgroup, user...) in their order.  */
   if (old && old->type == JSON_ARRAY)
-    for (i = 0; i < old->n; i++)
+    for (i = 0; i < json_len (old); i++)
       {
-        const char *type = json_get_string (old->items[i], "type");
+        const char *type = json_get_string (json_at (old, i), "type");
 
         if (type && joined_type (type))
           continue;
-        /* Moved to NS; a placeholder keeps OLD freeable.  */
-        json_append (ns, old->items[i]);
-        old->items[i] = json_new (JSON_NULL);
+        json_append (ns, json_take_at (old, i));
       }
   for (i = 0; i < ARRAY_SIZE (types); i++)
     json_append (ns, ns_entry (types[i], pid));
@@ -426,10 +424,13 @@ is_network_hook (const json_t *hook)
 
   if (args == NULL || args->type != JSON_ARRAY)
     return false;
-  for (i = 0; i < args->n && i < 2; i++)
-    if (args->items[i]->type == JSON_STRING
-        && strcmp (args->items[i]->text, "libnetwork-setkey") == 0)
-      return true;
+  for (i = 0; i < json_len (args) && i < 2; i++)
+    {
+      const json_t *a = json_at (args, i);
+
+      if (a->type == JSON_STRING && strcmp (a->text, "libnetwork-setkey") == 0)
+        return true;
+    }
   return false;
 }
 
@@ -450,14 +451,9 @@ drop_network_hooks (json_t *config)
       if (list == NULL || list->type != JSON_ARRAY)
         continue;
       kept = json_new (JSON_ARRAY);
-      for (i = 0; i < list->n; i++)
-        {
-          if (is_network_hook (list->items[i]))
-            continue;
-          /* Moved to KEPT; a placeholder keeps LIST freeable.  */
-          json_append (kept, list->items[i]);
-          list->items[i] = json_new (JSON_NULL);
-        }
+      for (i = 0; i < json_len (list); i++)
+        if (!is_network_hook (json_at (list, i)))
+          json_append (kept, json_take_at (list, i));
       json_set (hooks, stages[s], kept);
     }
 }
