@@ -1,9 +1,9 @@
 /* esbxd: serves Docker's volume plugin protocol for an esbx store.  */
-#include "audit.h"
 #include "docker/driver.h"
 #include "docker/plugin.h"
 #include "docker/volumes.h"
-#include "gateway.h"
+#include "gateway/audit.h"
+#include "gateway/gateway.h"
 #include "layerstore.h"
 #include "listen.h"
 #include "log.h"

@@ -8,7 +8,8 @@
  * odd, the bearer secret of an observe-only token: manage and runtime routes
  * are refused after their bodies are decoded, observe routes read an empty
  * store, so no input changes the state the next one sees.  */
-#include "gateway.h"
+#include "gateway/audit.h"
+#include "gateway/gateway.h"
 #include "layerstore.h"
 #include "metrics.h"
 #include "utils.h"

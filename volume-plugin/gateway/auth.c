@@ -53,29 +53,30 @@ load_session (esbx_store_t *store, const char *name, char **project, char **id)
 }
 
 void
-esbx_auth_resolve_target (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route)
+esbx_auth_resolve_target (struct esbx_gateway_ctx *ctx, const struct esbx_gateway_route *route)
 {
   const char *s;
 
   switch (route->target)
     {
-    case GW_TARGET_PROJECT:
+    case GATEWAY_TARGET_PROJECT:
       ctx->project = xstrdup (ctx->arg);
       break;
-    case GW_TARGET_SESSION:
+    case GATEWAY_TARGET_SESSION:
       ctx->session = xstrdup (ctx->arg);
       load_session (ctx->store, ctx->arg, &ctx->project, &ctx->session_id);
       break;
-    case GW_TARGET_BODY_PROJECT:
-    case GW_TARGET_BODY_NAME:
-      s = json_get_string (ctx->json, route->target == GW_TARGET_BODY_PROJECT ? "project" : "name");
+    case GATEWAY_TARGET_BODY_PROJECT:
+    case GATEWAY_TARGET_BODY_NAME:
+      s = json_get_string (ctx->json,
+                           route->target == GATEWAY_TARGET_BODY_PROJECT ? "project" : "name");
       ctx->project = s ? xstrdup (s) : NULL;
       break;
-    case GW_TARGET_QUERY_PROJECT:
+    case GATEWAY_TARGET_QUERY_PROJECT:
       s = MHD_lookup_connection_value (ctx->conn, MHD_GET_ARGUMENT_KIND, "project");
       ctx->project = s ? xstrdup (s) : NULL;
       break;
-    case GW_TARGET_QUERY_REF:
+    case GATEWAY_TARGET_QUERY_REF:
       s = MHD_lookup_connection_value (ctx->conn, MHD_GET_ARGUMENT_KIND, "ref");
       if (s == NULL)
         break;
@@ -87,9 +88,9 @@ esbx_auth_resolve_target (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *r
       else
         ctx->project = xstrndup (s, strcspn (s, "@"));
       break;
-    case GW_TARGET_LIST:
-    case GW_TARGET_TOKEN:
-    case GW_TARGET_STORE:
+    case GATEWAY_TARGET_LIST:
+    case GATEWAY_TARGET_TOKEN:
+    case GATEWAY_TARGET_STORE:
       break;
     }
 }
@@ -107,11 +108,12 @@ scope_name (unsigned scope)
    file holds.  A request that asks a route for file content (a patch)
    needs `runtime`, the scope that reads files.  */
 static bool
-check_scope (const struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route, char **reason)
+check_scope (const struct esbx_gateway_ctx *ctx, const struct esbx_gateway_route *route,
+             char **reason)
 {
   const struct esbx_token *t = ctx->token;
 
-  if (route->content_flag && esbx_gw_query_flag (ctx->conn, route->content_flag))
+  if (route->content_flag && esbx_gateway_query_flag (ctx->conn, route->content_flag))
     {
       if (t->scopes & ESBX_SCOPE_RUNTIME)
         return true;
@@ -180,24 +182,25 @@ project_is (esbx_store_t *store, const struct esbx_token *t, const char *project
 }
 
 bool
-esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route, char **reason)
+esbx_auth_authorize (struct esbx_gateway_ctx *ctx, const struct esbx_gateway_route *route,
+                     char **reason)
 {
   const struct esbx_token *t = ctx->token;
 
   if (!check_scope (ctx, route, reason))
     return false;
-  if (route->target == GW_TARGET_LIST || route->target == GW_TARGET_TOKEN)
+  if (route->target == GATEWAY_TARGET_LIST || route->target == GATEWAY_TARGET_TOKEN)
     return true;
   /* A session token acts on its session only: never on a project as a
      whole, never on another session.  */
-  if (t->session && route->target == GW_TARGET_STORE)
+  if (t->session && route->target == GATEWAY_TARGET_STORE)
     {
       *reason = xasprintf ("token `%s` is limited to session `%s`", t->id, t->session);
       return false;
     }
   if (t->session && !session_is (t, ctx->session, ctx->session_id, reason))
     return false;
-  if (t->project && route->target == GW_TARGET_STORE)
+  if (t->project && route->target == GATEWAY_TARGET_STORE)
     {
       *reason = xasprintf ("token `%s` is limited to project `%s`", t->id, t->project);
       return false;
@@ -208,7 +211,7 @@ esbx_auth_authorize (struct esbx_gw_ctx *ctx, const struct esbx_gw_route *route,
 }
 
 void
-esbx_auth_bind (struct esbx_gw_ctx *ctx)
+esbx_auth_bind (struct esbx_gateway_ctx *ctx)
 {
   esbx_error_t err = NULL;
 
@@ -220,8 +223,7 @@ esbx_auth_bind (struct esbx_gw_ctx *ctx)
 }
 
 bool
-esbx_gw_token_sees_project (esbx_store_t *store, const struct esbx_token *token,
-                            const char *project)
+esbx_auth_sees_project (esbx_store_t *store, const struct esbx_token *token, const char *project)
 {
   _cleanup_free_ char *reason = NULL, *sproject = NULL, *sid = NULL;
 
@@ -238,8 +240,8 @@ esbx_gw_token_sees_project (esbx_store_t *store, const struct esbx_token *token,
 }
 
 bool
-esbx_gw_token_sees_session (esbx_store_t *store, const struct esbx_token *token,
-                            const struct esbx_session *s)
+esbx_auth_sees_session (esbx_store_t *store, const struct esbx_token *token,
+                        const struct esbx_session *s)
 {
   _cleanup_free_ char *reason = NULL;
 

@@ -18,7 +18,7 @@
    (exec.h: log_limit, from esbxd's --exec-log-limit).  */
 #include "exec.h"
 #include "fs.h"
-#include "gateway_routes.h"
+#include "routes.h"
 #include "text.h"
 #include "utils.h"
 
@@ -91,7 +91,7 @@ close_others (int keep1, int keep2)
    the calling process, so it runs in a child of its own; the daemon's
    threads never see that.  */
 static void __attribute__ ((noreturn))
-child (struct esbx_gw_ctx *ctx, const struct esbx_exec_opts *o, int out, int err_w, int report)
+child (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, int out, int err_w, int report)
 {
   int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
   esbx_error_t err = NULL;
@@ -121,7 +121,7 @@ nonblocking_pipe (int p[2])
 }
 
 static int
-start (struct esbx_gw_ctx *ctx, const struct esbx_exec_opts *o, struct exec_run *r)
+start (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, struct exec_run *r)
 {
   int out[2] = { -1, -1 }, err[2] = { -1, -1 };
 
@@ -141,8 +141,8 @@ start (struct esbx_gw_ctx *ctx, const struct esbx_exec_opts *o, struct exec_run 
   r->pidfd = pidfd_open (r->pid, 0);
   return 0;
 fail:
-  esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "exec: %s",
-                       strerror (errno));
+  esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "exec: %s",
+                            strerror (errno));
   for (int i = 0; i < 2; i++)
     {
       if (out[i] >= 0)
@@ -426,23 +426,23 @@ stream_free (void *cls)
 /* The command could not run at all: the HTTP status says so, as before
    any output.  126/127: the command could not be started.  */
 static bool
-reply_failure (struct esbx_gw_ctx *ctx, struct exec_run *r)
+reply_failure (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 {
   _cleanup_free_ char *msg = NULL;
   int code;
 
   if (!read_report (r, &code, &msg))
     return false;
-  esbx_gw_reply_error (ctx,
-                       code == ESBX_EXIT_USAGE ? MHD_HTTP_BAD_REQUEST
-                       : code >= 126           ? MHD_HTTP_UNPROCESSABLE_CONTENT
-                                               : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                       code ? code : ESBX_EXIT_ERROR, "%s", msg);
+  esbx_gateway_reply_error (ctx,
+                            code == ESBX_EXIT_USAGE ? MHD_HTTP_BAD_REQUEST
+                            : code >= 126           ? MHD_HTTP_UNPROCESSABLE_CONTENT
+                                                    : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                            code ? code : ESBX_EXIT_ERROR, "%s", msg);
   return true;
 }
 
 static void
-reply_stream (struct esbx_gw_ctx *ctx, struct exec_run *r)
+reply_stream (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 {
   /* Until the first piece of output, a failure to start is still an
      HTTP error.  */
@@ -454,8 +454,8 @@ reply_stream (struct esbx_gw_ctx *ctx, struct exec_run *r)
                                                    stream_free);
   if (ctx->stream == NULL)
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                           "exec: cannot start the output stream");
+      esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                "exec: cannot start the output stream");
       return run_free (r);
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
@@ -463,7 +463,7 @@ reply_stream (struct esbx_gw_ctx *ctx, struct exec_run *r)
 }
 
 static void
-reply_document (struct esbx_gw_ctx *ctx, struct exec_run *r)
+reply_document (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 {
   json_t *res;
   int i;
@@ -483,14 +483,14 @@ reply_document (struct esbx_gw_ctx *ctx, struct exec_run *r)
           json_set (res, key, json_new_bool (true));
         }
     }
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, res);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, res);
   run_free (r);
 }
 
 /* The log limit of this exec: what the client asks, never more than
    esbxd's --exec-log-limit (or the shim's default without it).  */
 static int
-log_limit (struct esbx_gw_ctx *ctx, uint64_t *limit)
+log_limit (struct esbx_gateway_ctx *ctx, uint64_t *limit)
 {
   const char *s = json_get_string (ctx->json, "log_limit");
   uint64_t max = ctx->exec_log_limit, asked;
@@ -501,8 +501,8 @@ log_limit (struct esbx_gw_ctx *ctx, uint64_t *limit)
     return 0;
   if (esbx_parse_size (s, &asked, &err) < 0 || asked == 0)
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                           "field `log_limit` must be a size of at least 1 byte, e.g. 1M");
+      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "field `log_limit` must be a size of at least 1 byte, e.g. 1M");
       esbx_error_free (&err);
       return -1;
     }
@@ -513,7 +513,7 @@ log_limit (struct esbx_gw_ctx *ctx, uint64_t *limit)
 }
 
 void
-esbx_gw_session_exec (struct esbx_gw_ctx *ctx)
+esbx_gateway_session_exec (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[]
       = { "argv", "env", "cwd", "user", "detach", "stream", "log_limit", NULL };
@@ -524,17 +524,18 @@ esbx_gw_session_exec (struct esbx_gw_ctx *ctx)
   esbx_error_t err = NULL;
   size_t i;
 
-  if (esbx_gw_check_body (ctx, fields, "aassbbs") < 0 || esbx_gw_session_must_exist (ctx) < 0)
+  if (esbx_gateway_check_body (ctx, fields, "aassbbs") < 0
+      || esbx_gateway_session_must_exist (ctx) < 0)
     return;
   a = json_get (ctx->json, "argv");
   if (a == NULL || a->type != JSON_ARRAY || a->n == 0)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "field `argv` is required: a non-empty array of strings");
-  argv = esbx_gw_strings (a);
-  env = esbx_gw_strings (json_get (ctx->json, "env"));
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "field `argv` is required: a non-empty array of strings");
+  argv = esbx_gateway_strings (a);
+  env = esbx_gateway_strings (json_get (ctx->json, "env"));
   for (i = 0; env[i]; i++)
     if (esbx_exec_check_env (env[i], &err) < 0)
-      return esbx_gw_reply_err (ctx, &err);
+      return esbx_gateway_reply_err (ctx, &err);
   if (log_limit (ctx, &o.log_limit) < 0)
     return;
   o.argv = argv;

@@ -1,7 +1,7 @@
 /* esbxd: the gateway's audit log, ROOT/audit.log: one JSON object per
    request, allowed or denied, with the token id that made it.  */
-#ifndef ESBX_PLUGIN_AUDIT_H
-#define ESBX_PLUGIN_AUDIT_H
+#ifndef ESBX_PLUGIN_GATEWAY_AUDIT_H
+#define ESBX_PLUGIN_GATEWAY_AUDIT_H
 
 #include "error.h"
 #include "layerstore.h"

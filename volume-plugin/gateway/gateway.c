@@ -1,14 +1,12 @@
 #include "gateway.h"
 #include "auth.h"
-#include "gateway_routes.h"
 #include "http.h"
 #include "listen.h"
 #include "log.h"
+#include "routes.h"
 #include "text.h"
 #include "utils.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 
 /* File writes travel in request bodies; anything larger is refused with 413
@@ -29,33 +27,6 @@ struct esbx_gateway
   char *socket_path;
   struct esbx_gateway_config cfg;
 };
-
-void
-esbx_gw_reply_json (struct esbx_gw_ctx *ctx, unsigned status, json_t *doc)
-{
-  free (ctx->out);
-  ctx->out = json_serialize (doc, false, &ctx->out_len);
-  ctx->status = status;
-  ctx->content_type = "application/json";
-  json_free (doc);
-}
-
-void
-esbx_gw_reply_error (struct esbx_gw_ctx *ctx, unsigned status, int code, const char *fmt, ...)
-{
-  json_t *o = json_new (JSON_OBJECT);
-  _cleanup_free_ char *msg = NULL;
-  va_list ap;
-
-  va_start (ap, fmt);
-  msg = xvasprintf (fmt, ap);
-  va_end (ap);
-  json_set_string (o, "error", msg);
-  json_set_int (o, "code", code);
-  free (ctx->reason);
-  ctx->reason = xstrdup (msg);
-  esbx_gw_reply_json (ctx, status, o);
-}
 
 /* Match URL against PATTERN segment by segment; '*' captures a name.  */
 static bool
@@ -87,18 +58,18 @@ match (const char *pattern, const char *url, char *arg, size_t argsz)
   return *p == '\0' && *u == '\0';
 }
 
-static const struct esbx_gw_route *
+static const struct esbx_gateway_route *
 find_route (const char *method, const char *url, char *arg, size_t argsz, bool *path_known)
 {
   size_t i;
 
   *path_known = false;
-  for (i = 0; i < esbx_gw_n_routes; i++)
-    if (match (esbx_gw_routes[i].pattern, url, arg, argsz))
+  for (i = 0; i < esbx_gateway_n_routes; i++)
+    if (match (esbx_gateway_routes[i].pattern, url, arg, argsz))
       {
         *path_known = true;
-        if (strcmp (esbx_gw_routes[i].method, method) == 0)
-          return &esbx_gw_routes[i];
+        if (strcmp (esbx_gateway_routes[i].method, method) == 0)
+          return &esbx_gateway_routes[i];
       }
   return NULL;
 }
@@ -120,7 +91,7 @@ method_label (const char *method)
 /* Every request, allowed or refused, is audited and counted; refusals are
    logged too.  */
 static void
-record (struct esbx_gateway *gw, const struct esbx_http_request *req, struct esbx_gw_ctx *ctx,
+record (struct esbx_gateway *gw, const struct esbx_http_request *req, struct esbx_gateway_ctx *ctx,
         unsigned status, const char *endpoint)
 {
   const char *token = ctx->token ? ctx->token->id : NULL;
@@ -137,7 +108,7 @@ record (struct esbx_gateway *gw, const struct esbx_http_request *req, struct esb
 /* Unknown fields are refused so that a typo never silently does less than
    the caller asked for; handlers check the types of the fields they use.  */
 static json_t *
-parse_body (struct esbx_gw_ctx *ctx)
+parse_body (struct esbx_gateway_ctx *ctx)
 {
   esbx_error_t err = NULL;
   json_t *j;
@@ -147,15 +118,15 @@ parse_body (struct esbx_gw_ctx *ctx)
   j = json_parse (ctx->body, ctx->len, &err);
   if (j == NULL)
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "invalid JSON body: %s",
-                           err->msg);
+      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "invalid JSON body: %s",
+                                err->msg);
       esbx_error_free (&err);
       return NULL;
     }
   if (j->type != JSON_OBJECT)
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                           "the body must be a JSON object");
+      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "the body must be a JSON object");
       json_free (j);
       return NULL;
     }
@@ -185,9 +156,10 @@ free_admission (void *admission)
 }
 
 static void
-handle (struct esbx_gateway *gw, struct esbx_gw_ctx *ctx, const char *url, const char **endpoint)
+handle (struct esbx_gateway *gw, struct esbx_gateway_ctx *ctx, const char *url,
+        const char **endpoint)
 {
-  const struct esbx_gw_route *route;
+  const struct esbx_gateway_route *route;
   char arg[256];
   bool path_known;
   char *reason = NULL;
@@ -196,11 +168,11 @@ handle (struct esbx_gateway *gw, struct esbx_gw_ctx *ctx, const char *url, const
   if (route == NULL)
     {
       if (path_known)
-        esbx_gw_reply_error (ctx, MHD_HTTP_METHOD_NOT_ALLOWED, ESBX_EXIT_USAGE,
-                             "method %s not allowed on `%s`", ctx->method, url);
+        esbx_gateway_reply_error (ctx, MHD_HTTP_METHOD_NOT_ALLOWED, ESBX_EXIT_USAGE,
+                                  "method %s not allowed on `%s`", ctx->method, url);
       else
-        esbx_gw_reply_error (ctx, MHD_HTTP_NOT_FOUND, ESBX_EXIT_USAGE, "no such endpoint `%s`",
-                             url);
+        esbx_gateway_reply_error (ctx, MHD_HTTP_NOT_FOUND, ESBX_EXIT_USAGE, "no such endpoint `%s`",
+                                  url);
       *endpoint = "unknown";
       return;
     }
@@ -208,8 +180,8 @@ handle (struct esbx_gateway *gw, struct esbx_gw_ctx *ctx, const char *url, const
   ctx->arg = arg;
   if (arg[0] && !esbx_name_valid (arg))
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                           "invalid name `%s`: names must match %s", arg, ESBX_NAME_RULE);
+      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "invalid name `%s`: names must match %s", arg, ESBX_NAME_RULE);
       return;
     }
   if (route->json_body && (ctx->json = parse_body (ctx)) == NULL)
@@ -217,7 +189,7 @@ handle (struct esbx_gateway *gw, struct esbx_gw_ctx *ctx, const char *url, const
   esbx_auth_resolve_target (ctx, route);
   if (!esbx_auth_authorize (ctx, route, &reason))
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_FORBIDDEN, ESBX_EXIT_ERROR, "forbidden: %s", reason);
+      esbx_gateway_reply_error (ctx, MHD_HTTP_FORBIDDEN, ESBX_EXIT_ERROR, "forbidden: %s", reason);
       free (reason);
       return;
     }
@@ -229,7 +201,7 @@ static void
 serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer *answer)
 {
   struct esbx_gateway *gw = data;
-  struct esbx_gw_ctx ctx = {
+  struct esbx_gateway_ctx ctx = {
     .store = gw->store,
     .metrics = gw->metrics,
     .conn = req->conn,
@@ -247,12 +219,12 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
   if (req->refused == MHD_HTTP_UNAUTHORIZED)
     {
       esbx_metrics_auth_failure (gw->metrics);
-      esbx_gw_reply_error (&ctx, req->refused, ESBX_EXIT_ERROR, "unauthorized: %s", req->why);
+      esbx_gateway_reply_error (&ctx, req->refused, ESBX_EXIT_ERROR, "unauthorized: %s", req->why);
       endpoint = "unauthenticated";
     }
   else if (req->refused)
     {
-      esbx_gw_reply_error (&ctx, req->refused, ESBX_EXIT_USAGE, "%s", req->why);
+      esbx_gateway_reply_error (&ctx, req->refused, ESBX_EXIT_USAGE, "%s", req->why);
       endpoint = "too_large";
     }
   else

@@ -2,10 +2,12 @@
    a CLI verb, answering with the JSON view `esbx --json` prints (view.c)
    so that the remote CLI prints the same bytes.  Authorization has been
    decided before a handler runs (gateway.c, auth.c).  */
-#include "gateway_routes.h"
+#include "routes.h"
+#include "auth.h"
 #include "events.h"
 #include "exec.h"
 #include "fs.h"
+#include "metrics.h"
 #include "path.h"
 #include "ps.h"
 #include "sandbox.h"
@@ -30,166 +32,58 @@
 /* ---- helpers ------------------------------------------------------------ */
 
 static const char *
-query (struct esbx_gw_ctx *ctx, const char *key)
+query (struct esbx_gateway_ctx *ctx, const char *key)
 {
   return MHD_lookup_connection_value (ctx->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
-bool
-esbx_gw_query_flag (struct MHD_Connection *conn, const char *key)
-{
-  const char *v = MHD_lookup_connection_value (conn, MHD_GET_ARGUMENT_KIND, key);
-
-  return v && strcmp (v, "0") != 0 && strcmp (v, "false") != 0;
-}
-
-/* Library errors to HTTP: usage 400, conflict 409, unknown objects 404,
-   other failures of the request 400, system failures 500.  */
-void
-esbx_gw_reply_err (struct esbx_gw_ctx *ctx, esbx_error_t *err)
-{
-  unsigned status;
-  int code = (*err)->code ? (*err)->code : ESBX_EXIT_ERROR;
-
-  if (code == ESBX_EXIT_USAGE)
-    status = MHD_HTTP_BAD_REQUEST;
-  else if (code == ESBX_EXIT_CONFLICT)
-    status = MHD_HTTP_CONFLICT;
-  else if ((*err)->status == ENOENT || strstr ((*err)->msg, "does not exist"))
-    status = MHD_HTTP_NOT_FOUND;
-  else if ((*err)->status == 0 || (*err)->status == EEXIST || (*err)->status == EBUSY
-           || (*err)->status == ELOOP || (*err)->status == EXDEV)
-    status = MHD_HTTP_BAD_REQUEST;
-  else
-    status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-  esbx_gw_reply_error (ctx, status, code, "%s", (*err)->msg);
-  esbx_error_free (err);
-}
-
 static void
-reply_ok (struct esbx_gw_ctx *ctx)
+reply_ok (struct esbx_gateway_ctx *ctx)
 {
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, json_new (JSON_OBJECT));
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, json_new (JSON_OBJECT));
 }
 
 /* {KEY: VALUE}: answers that carry one string (a name, a layer, a path, a
    report).  */
 static void
-reply_string (struct esbx_gw_ctx *ctx, unsigned status, const char *key, const char *value)
+reply_string (struct esbx_gateway_ctx *ctx, unsigned status, const char *key, const char *value)
 {
   json_t *o = json_new (JSON_OBJECT);
 
   json_set_string (o, key, value);
-  esbx_gw_reply_json (ctx, status, o);
+  esbx_gateway_reply_json (ctx, status, o);
 }
 
 /* A JSON view from view.c (owned), or the error that stopped it (VIEW
    NULL).  */
 static void
-reply_view (struct esbx_gw_ctx *ctx, json_t *view, esbx_error_t *err)
+reply_view (struct esbx_gateway_ctx *ctx, json_t *view, esbx_error_t *err)
 {
   if (view == NULL)
-    return esbx_gw_reply_err (ctx, err);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, view);
+    return esbx_gateway_reply_err (ctx, err);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, view);
 }
 
 /* An operation on the object named in the path that answers nothing but
    success: {}.  */
 static void
-reply_done (struct esbx_gw_ctx *ctx, int (*op) (esbx_store_t *, const char *, esbx_error_t *))
+reply_done (struct esbx_gateway_ctx *ctx, int (*op) (esbx_store_t *, const char *, esbx_error_t *))
 {
   esbx_error_t err = NULL;
 
   if (op (ctx->store, ctx->arg, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   reply_ok (ctx);
 }
 
 static void
-reply_raw (struct esbx_gw_ctx *ctx, char *owned, size_t len, const char *content_type)
+reply_raw (struct esbx_gateway_ctx *ctx, char *owned, size_t len, const char *content_type)
 {
   free (ctx->out);
   ctx->out = owned;
   ctx->out_len = len;
   ctx->status = MHD_HTTP_OK;
   ctx->content_type = content_type;
-}
-
-static bool
-field_allowed (const char *key, const char *const *allowed)
-{
-  for (; *allowed; allowed++)
-    if (strcmp (key, *allowed) == 0)
-      return true;
-  return false;
-}
-
-/* Refuse unknown fields and fields of the wrong type.  TYPES holds one
-   letter per allowed field: s string, b bool, a array of strings.  */
-int
-esbx_gw_check_body (struct esbx_gw_ctx *ctx, const char *const *allowed, const char *types)
-{
-  size_t i, k;
-
-  for (i = 0; i < ctx->json->n; i++)
-    {
-      const char *key = ctx->json->keys[i];
-      const json_t *v = ctx->json->items[i];
-      char want;
-
-      if (!field_allowed (key, allowed))
-        {
-          esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                               "unknown field `%s` in the request body", key);
-          return -1;
-        }
-      for (k = 0; strcmp (allowed[k], key) != 0; k++)
-        ;
-      want = types[k];
-      if (v->type == JSON_NULL)
-        continue;
-      if ((want == 's' && v->type != JSON_STRING) || (want == 'b' && v->type != JSON_BOOL)
-          || (want == 'a' && v->type != JSON_ARRAY))
-        {
-          esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "field `%s` must be %s",
-                               key,
-                               want == 's'   ? "a string"
-                               : want == 'b' ? "true or false"
-                                             : "an array of strings");
-          return -1;
-        }
-      if (want == 'a')
-        for (k = 0; k < v->n; k++)
-          if (v->items[k]->type != JSON_STRING)
-            {
-              esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                   "field `%s` must be an array of strings", key);
-              return -1;
-            }
-    }
-  return 0;
-}
-
-/* A NULL-terminated vector borrowing the strings of a JSON array.  */
-char **
-esbx_gw_strings (const json_t *arr)
-{
-  size_t n = arr && arr->type == JSON_ARRAY ? arr->n : 0, i;
-  char **v = xmalloc0 ((n + 1) * sizeof *v);
-
-  for (i = 0; i < n; i++)
-    v[i] = arr->items[i]->text;
-  return v;
-}
-
-int
-esbx_gw_session_must_exist (struct esbx_gw_ctx *ctx)
-{
-  if (esbx_session_exists (ctx->store, ctx->arg))
-    return 0;
-  esbx_gw_reply_error (ctx, MHD_HTTP_NOT_FOUND, ESBX_EXIT_ERROR, "session `%s` does not exist",
-                       ctx->arg);
-  return -1;
 }
 
 /* Everything readable from FD (from offset 0), up to LIMIT bytes.  */
@@ -216,13 +110,13 @@ slurp_fd (int fd, size_t limit, size_t *len)
 /* ---- projects ----------------------------------------------------------- */
 
 static void
-h_whoami (struct esbx_gw_ctx *ctx)
+h_whoami (struct esbx_gateway_ctx *ctx)
 {
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, esbx_token_to_json (ctx->token));
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, esbx_token_to_json (ctx->token));
 }
 
 static void
-h_projects_list (struct esbx_gw_ctx *ctx)
+h_projects_list (struct esbx_gateway_ctx *ctx)
 {
   _cleanup_strv_ char **names = NULL;
   esbx_error_t err = NULL;
@@ -231,63 +125,63 @@ h_projects_list (struct esbx_gw_ctx *ctx)
 
   names = esbx_project_list (ctx->store, &err);
   if (names == NULL)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   arr = json_new (JSON_ARRAY);
   for (i = 0; names[i]; i++)
     {
       json_t *o;
 
-      if (!esbx_gw_token_sees_project (ctx->store, ctx->token, names[i]))
+      if (!esbx_auth_sees_project (ctx->store, ctx->token, names[i]))
         continue;
       o = esbx_project_json (ctx->store, names[i], &err);
       if (o == NULL)
         {
           json_free (arr);
-          return esbx_gw_reply_err (ctx, &err);
+          return esbx_gateway_reply_err (ctx, &err);
         }
       json_append (arr, o);
     }
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
 }
 
 static void
-h_project_create (struct esbx_gw_ctx *ctx)
+h_project_create (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[] = { "name", NULL };
   esbx_error_t err = NULL;
   const char *name;
 
-  if (esbx_gw_check_body (ctx, fields, "s") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "s") < 0)
     return;
   name = json_get_string (ctx->json, "name");
   if (name == NULL)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "field `name` is required");
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "field `name` is required");
   /* No `from`: importing would read host paths with the daemon's rights.  */
   if (esbx_project_create (ctx->store, name, NULL, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
 
 static void
-h_project_rm (struct esbx_gw_ctx *ctx)
+h_project_rm (struct esbx_gateway_ctx *ctx)
 {
   reply_done (ctx, esbx_project_rm);
 }
 
 static void
-h_project_squash (struct esbx_gw_ctx *ctx)
+h_project_squash (struct esbx_gateway_ctx *ctx)
 {
   _cleanup_free_ char *id = NULL;
   esbx_error_t err = NULL;
 
   if (esbx_project_squash (ctx->store, ctx->arg, &id, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_OK, "layer", id);
 }
 
 static void
-h_project_log (struct esbx_gw_ctx *ctx)
+h_project_log (struct esbx_gateway_ctx *ctx)
 {
   esbx_error_t err = NULL;
 
@@ -295,25 +189,25 @@ h_project_log (struct esbx_gw_ctx *ctx)
 }
 
 static void
-h_project_blame (struct esbx_gw_ctx *ctx)
+h_project_blame (struct esbx_gateway_ctx *ctx)
 {
   const char *path = query (ctx, "path");
   struct esbx_layer *l = NULL;
   esbx_error_t err = NULL;
 
   if (path == NULL)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "query parameter `path` is required");
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "query parameter `path` is required");
   if (esbx_blame (ctx->store, ctx->arg, path, &l, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, esbx_layer_summary_json (l));
+    return esbx_gateway_reply_err (ctx, &err);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, esbx_layer_summary_json (l));
   esbx_layer_free (l);
 }
 
 /* ---- sessions ----------------------------------------------------------- */
 
 static void
-h_sessions_list (struct esbx_gw_ctx *ctx)
+h_sessions_list (struct esbx_gateway_ctx *ctx)
 {
   const char *project = query (ctx, "project");
   _cleanup_strv_ char **names = NULL;
@@ -322,10 +216,10 @@ h_sessions_list (struct esbx_gw_ctx *ctx)
   size_t i;
 
   if (project && esbx_check_name ("project", project, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   names = esbx_session_list (ctx->store, project, &err);
   if (names == NULL)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   arr = json_new (JSON_ARRAY);
   for (i = 0; names[i]; i++)
     {
@@ -336,15 +230,15 @@ h_sessions_list (struct esbx_gw_ctx *ctx)
           esbx_error_free (&err);
           continue;
         }
-      if (esbx_gw_token_sees_session (ctx->store, ctx->token, s))
+      if (esbx_auth_sees_session (ctx->store, ctx->token, s))
         json_append (arr, esbx_session_json (ctx->store, s, NULL));
       esbx_session_free (s);
     }
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
 }
 
 static void
-h_session_create (struct esbx_gw_ctx *ctx)
+h_session_create (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[] = { "project",   "name",   "base", "labels", "network",
                                         "workspace", "memory", "pids", "cpus",   NULL };
@@ -354,67 +248,68 @@ h_session_create (struct esbx_gw_ctx *ctx)
   const char *project, *s;
   esbx_error_t err = NULL;
 
-  if (esbx_gw_check_body (ctx, fields, "sssassssss") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssassssss") < 0)
     return;
   project = json_get_string (ctx->json, "project");
   if (project == NULL)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "field `project` is required");
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "field `project` is required");
   o.name = json_get_string (ctx->json, "name");
   o.base = json_get_string (ctx->json, "base");
   o.network = json_get_string (ctx->json, "network");
   o.workspace = json_get_string (ctx->json, "workspace");
   o.cpus = json_get_string (ctx->json, "cpus");
-  labels = esbx_gw_strings (json_get (ctx->json, "labels"));
+  labels = esbx_gateway_strings (json_get (ctx->json, "labels"));
   o.labels = labels;
   if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   if (esbx_session_create (ctx->store, project, &o, &name, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
 
 static void
-h_session_inspect (struct esbx_gw_ctx *ctx)
+h_session_inspect (struct esbx_gateway_ctx *ctx)
 {
   struct esbx_session *s = NULL;
   esbx_error_t err = NULL;
 
   if (esbx_session_load (ctx->store, ctx->arg, &s, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK,
-                      esbx_session_json (ctx->store, s, esbx_sandbox_status (ctx->store, s->name)));
+    return esbx_gateway_reply_err (ctx, &err);
+  esbx_gateway_reply_json (
+      ctx, MHD_HTTP_OK,
+      esbx_session_json (ctx->store, s, esbx_sandbox_status (ctx->store, s->name)));
   esbx_session_free (s);
 }
 
 static void
-h_session_path (struct esbx_gw_ctx *ctx)
+h_session_path (struct esbx_gateway_ctx *ctx)
 {
   _cleanup_free_ char *merged = NULL;
   esbx_error_t err = NULL;
 
   if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   merged = esbx_session_merged (ctx->store, ctx->arg);
   reply_string (ctx, MHD_HTTP_OK, "path", merged);
 }
 
 static void
-h_session_discard (struct esbx_gw_ctx *ctx)
+h_session_discard (struct esbx_gateway_ctx *ctx)
 {
   reply_done (ctx, esbx_sandbox_discard);
 }
 
 static void
-h_session_diff (struct esbx_gw_ctx *ctx)
+h_session_diff (struct esbx_gateway_ctx *ctx)
 {
   struct esbx_changeset cs = { 0 };
   esbx_error_t err = NULL;
   json_t *arr;
 
-  if (esbx_gw_query_flag (ctx->conn, "patch"))
+  if (esbx_gateway_query_flag (ctx->conn, "patch"))
     {
       _cleanup_close_ int fd = memfd_create ("esbx-patch", MFD_CLOEXEC);
       _cleanup_file_ FILE *f = NULL;
@@ -422,19 +317,19 @@ h_session_diff (struct esbx_gw_ctx *ctx)
       size_t len;
 
       if (fd < 0 || (f = fdopen (dup (fd), "w")) == NULL)
-        return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                    "memfd: %s", strerror (errno));
+        return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                         "memfd: %s", strerror (errno));
       if (esbx_session_patch (ctx->store, ctx->arg, f, &err) < 0)
-        return esbx_gw_reply_err (ctx, &err);
+        return esbx_gateway_reply_err (ctx, &err);
       fflush (f);
       buf = slurp_fd (fd, MAX_FILE_READ, &len);
       return reply_raw (ctx, buf, len, "text/x-diff; charset=utf-8");
     }
   if (esbx_session_changes (ctx->store, ctx->arg, &cs, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   arr = esbx_changeset_json (&cs);
   esbx_changeset_free (&cs);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
 }
 
 static int
@@ -513,7 +408,7 @@ follow_free (void *cls)
 }
 
 static void
-h_session_events (struct esbx_gw_ctx *ctx)
+h_session_events (struct esbx_gateway_ctx *ctx)
 {
   const char *off = query (ctx, "offset"), *follow = query (ctx, "follow");
   esbx_error_t err = NULL;
@@ -521,15 +416,15 @@ h_session_events (struct esbx_gw_ctx *ctx)
   json_t *arr, *o;
   char *end;
 
-  if (esbx_gw_session_must_exist (ctx) < 0)
+  if (esbx_gateway_session_must_exist (ctx) < 0)
     return;
   if (off)
     {
       errno = 0;
       offset = (off_t)strtoll (off, &end, 10);
       if (*off == '\0' || *end || errno || offset < 0)
-        return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                    "query parameter `offset` must be a byte offset");
+        return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                         "query parameter `offset` must be a byte offset");
     }
   if (follow && strcmp (follow, "0") != 0 && strcmp (follow, "false") != 0)
     {
@@ -542,8 +437,8 @@ h_session_events (struct esbx_gw_ctx *ctx)
       if (ctx->stream == NULL)
         {
           follow_free (f);
-          return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                      "cannot start the event stream");
+          return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                           "cannot start the event stream");
         }
       MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
       ctx->status = MHD_HTTP_OK;
@@ -553,16 +448,17 @@ h_session_events (struct esbx_gw_ctx *ctx)
   if (esbx_events_read (ctx->store, ctx->arg, &offset, collect_event, arr, &err) < 0)
     {
       json_free (arr);
-      return esbx_gw_reply_err (ctx, &err);
+      return esbx_gateway_reply_err (ctx, &err);
     }
   o = json_new (JSON_OBJECT);
   json_set (o, "events", arr);
   json_set_int (o, "offset", (int64_t)offset);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
 }
 
 static void
-reply_conflict (struct esbx_gw_ctx *ctx, esbx_error_t *err, const struct esbx_publish_result *r)
+reply_conflict (struct esbx_gateway_ctx *ctx, esbx_error_t *err,
+                const struct esbx_publish_result *r)
 {
   json_t *o = json_new (JSON_OBJECT);
 
@@ -572,18 +468,18 @@ reply_conflict (struct esbx_gw_ctx *ctx, esbx_error_t *err, const struct esbx_pu
   free (ctx->reason);
   ctx->reason = xstrdup ((*err)->msg);
   esbx_error_free (err);
-  esbx_gw_reply_json (ctx, MHD_HTTP_CONFLICT, o);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_CONFLICT, o);
 }
 
 static void
-h_session_publish (struct esbx_gw_ctx *ctx)
+h_session_publish (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[] = { "message", "discard", NULL };
   struct esbx_publish_result r = { 0 };
   esbx_error_t err = NULL;
   json_t *o;
 
-  if (esbx_gw_check_body (ctx, fields, "sb") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sb") < 0)
     return;
   if (esbx_session_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), &r, &err)
       < 0)
@@ -594,7 +490,7 @@ h_session_publish (struct esbx_gw_ctx *ctx)
           reply_conflict (ctx, &err, &r);
         }
       else
-        esbx_gw_reply_err (ctx, &err);
+        esbx_gateway_reply_err (ctx, &err);
       esbx_publish_result_free (&r);
       return;
     }
@@ -605,37 +501,37 @@ h_session_publish (struct esbx_gw_ctx *ctx)
       && esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
     {
       json_free (o);
-      return esbx_gw_reply_err (ctx, &err);
+      return esbx_gateway_reply_err (ctx, &err);
     }
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
 }
 
 static void
-h_session_rebase (struct esbx_gw_ctx *ctx)
+h_session_rebase (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[] = { NULL };
   struct esbx_publish_result r = { 0 };
   esbx_error_t err = NULL;
   json_t *o;
 
-  if (esbx_gw_check_body (ctx, fields, "") < 0 || esbx_gw_session_must_exist (ctx) < 0)
+  if (esbx_gateway_check_body (ctx, fields, "") < 0 || esbx_gateway_session_must_exist (ctx) < 0)
     return;
   if (esbx_sandbox_rebase (ctx->store, ctx->arg, &r, &err) < 0)
     {
       if (r.n_conflicts)
         reply_conflict (ctx, &err, &r);
       else
-        esbx_gw_reply_err (ctx, &err);
+        esbx_gateway_reply_err (ctx, &err);
       esbx_publish_result_free (&r);
       return;
     }
   o = esbx_rebase_result_json (&r);
   esbx_publish_result_free (&r);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
 }
 
 static void
-h_session_ps (struct esbx_gw_ctx *ctx)
+h_session_ps (struct esbx_gateway_ctx *ctx)
 {
   esbx_error_t err = NULL;
 
@@ -647,42 +543,42 @@ h_session_ps (struct esbx_gw_ctx *ctx)
 /* The session's merged view, mounted on demand, as a directory fd that
    every request path is resolved beneath.  */
 static int
-open_session_root (struct esbx_gw_ctx *ctx)
+open_session_root (struct esbx_gateway_ctx *ctx)
 {
   _cleanup_free_ char *merged = NULL;
   esbx_error_t err = NULL;
   int fd;
 
-  if (esbx_gw_session_must_exist (ctx) < 0)
+  if (esbx_gateway_session_must_exist (ctx) < 0)
     return -1;
   if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
     {
-      esbx_gw_reply_err (ctx, &err);
+      esbx_gateway_reply_err (ctx, &err);
       return -1;
     }
   merged = esbx_session_merged (ctx->store, ctx->arg);
   fd = esbx_open_dir_at (AT_FDCWD, merged, &err);
   if (fd < 0)
-    esbx_gw_reply_err (ctx, &err);
+    esbx_gateway_reply_err (ctx, &err);
   return fd;
 }
 
 static int
-clean_request_path (struct esbx_gw_ctx *ctx, bool allow_root, char **rel)
+clean_request_path (struct esbx_gateway_ctx *ctx, bool allow_root, char **rel)
 {
   const char *path = query (ctx, "path");
   esbx_error_t err = NULL;
 
   if (path == NULL)
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                           "query parameter `path` is required");
+      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                "query parameter `path` is required");
       return -1;
     }
   if (esbx_clean_relpath (path, allow_root, rel, &err) < 0)
     {
-      esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "path `%s`: %s", path,
-                           err->msg);
+      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "path `%s`: %s", path,
+                                err->msg);
       esbx_error_free (&err);
       return -1;
     }
@@ -700,15 +596,15 @@ type_of (mode_t m)
 }
 
 static void
-list_dir (struct esbx_gw_ctx *ctx, int fd)
+list_dir (struct esbx_gateway_ctx *ctx, int fd)
 {
   _cleanup_dir_ DIR *d = fdopendir (dup (fd));
   json_t *arr;
   struct dirent *de;
 
   if (d == NULL)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "opendir: %s",
-                                strerror (errno));
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                     "opendir: %s", strerror (errno));
   arr = json_new (JSON_ARRAY);
   while ((de = readdir (d)))
     {
@@ -726,11 +622,11 @@ list_dir (struct esbx_gw_ctx *ctx, int fd)
       json_set_int (o, "mode", st.st_mode & 07777);
       json_append (arr, o);
     }
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, arr);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
 }
 
 static void
-h_files_get (struct esbx_gw_ctx *ctx)
+h_files_get (struct esbx_gateway_ctx *ctx)
 {
   _cleanup_close_ int root = -1, fd = -1;
   _cleanup_free_ char *rel = NULL;
@@ -746,26 +642,26 @@ h_files_get (struct esbx_gw_ctx *ctx)
   if (fd < 0)
     {
       if (err)
-        return esbx_gw_reply_err (ctx, &err);
-      return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "dup");
+        return esbx_gateway_reply_err (ctx, &err);
+      return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "dup");
     }
   if (fstat (fd, &st) < 0)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "stat: %s",
-                                strerror (errno));
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                     "stat: %s", strerror (errno));
   if (S_ISDIR (st.st_mode))
     return list_dir (ctx, fd);
   if (!S_ISREG (st.st_mode))
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
-                                "`%s` is a %s, not a regular file", rel, type_of (st.st_mode));
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
+                                     "`%s` is a %s, not a regular file", rel, type_of (st.st_mode));
   if ((uint64_t)st.st_size > MAX_FILE_READ)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_CONTENT_TOO_LARGE, ESBX_EXIT_ERROR,
-                                "`%s` is larger than %u bytes", rel, MAX_FILE_READ);
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_CONTENT_TOO_LARGE, ESBX_EXIT_ERROR,
+                                     "`%s` is larger than %u bytes", rel, MAX_FILE_READ);
   buf = slurp_fd (fd, MAX_FILE_READ, &len);
   reply_raw (ctx, buf, len, "application/octet-stream");
 }
 
 static void
-h_files_put (struct esbx_gw_ctx *ctx)
+h_files_put (struct esbx_gateway_ctx *ctx)
 {
   _cleanup_close_ int root = -1, dir = -1, fd = -1;
   _cleanup_free_ char *rel = NULL, *base = NULL;
@@ -779,43 +675,43 @@ h_files_put (struct esbx_gw_ctx *ctx)
     {
       mode = strtoul (mode_s, &end, 8);
       if (*mode_s == '\0' || *end || mode > 0777)
-        return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                    "query parameter `mode` must be octal permission bits (no "
-                                    "setuid, setgid or sticky)");
+        return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                         "query parameter `mode` must be octal permission bits (no "
+                                         "setuid, setgid or sticky)");
     }
   if (clean_request_path (ctx, false, &rel) < 0 || (root = open_session_root (ctx)) < 0)
     return;
   dir = esbx_open_parent_beneath (root, rel, &base, &err);
   if (dir < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   /* O_NOFOLLOW: writing through a symlink planted in the session could land
      outside it.  */
   fd = openat (dir, base, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
                (mode_t)mode);
   if (fd < 0)
-    return esbx_gw_reply_error (
+    return esbx_gateway_reply_error (
         ctx, errno == ELOOP ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR,
         ESBX_EXIT_ERROR, "write `%s`: %s", rel,
         errno == ELOOP ? "is a symlink; refusing to follow it" : strerror (errno));
   {
     struct stat st;
     if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
-      return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
-                                  "write `%s`: not a regular file", rel);
+      return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
+                                       "write `%s`: not a regular file", rel);
   }
   if (esbx_write_all (fd, ctx->body, ctx->len) < 0 || fchmod (fd, (mode_t)mode) < 0)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                "write `%s`: %s", rel, strerror (errno));
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                     "write `%s`: %s", rel, strerror (errno));
   o = json_new (JSON_OBJECT);
   json_set_string (o, "path", rel);
   json_set_int (o, "size", (int64_t)ctx->len);
-  esbx_gw_reply_json (ctx, MHD_HTTP_OK, o);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
 }
 
 /* ---- export and maintenance --------------------------------------------- */
 
 static void
-h_export (struct esbx_gw_ctx *ctx)
+h_export (struct esbx_gateway_ctx *ctx)
 {
   const char *ref = query (ctx, "ref"), *format = query (ctx, "format");
   enum esbx_export_format fmt = ESBX_EXPORT_TAR;
@@ -825,39 +721,39 @@ h_export (struct esbx_gw_ctx *ctx)
   int fd;
 
   if (ref == NULL)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "query parameter `ref` is required");
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "query parameter `ref` is required");
   if (format && strcmp (format, "oci-layer") == 0)
     fmt = ESBX_EXPORT_OCI_LAYER;
   else if (format && strcmp (format, "tar") != 0)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "unknown format `%s`: expected tar or oci-layer", format);
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "unknown format `%s`: expected tar or oci-layer", format);
   file = xasprintf ("%s/tmp/export-%s.tar", ctx->store->root, rand);
   if (esbx_export (ctx->store, ref, file, fmt, &err) < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   fd = open (file, O_RDONLY | O_CLOEXEC);
   unlink (file);
   if (fd < 0 || fstat (fd, &st) < 0)
     {
       if (fd >= 0)
         close (fd);
-      return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                  "export: %s", strerror (errno));
+      return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                       "export: %s", strerror (errno));
     }
   /* MHD sends the file and closes FD.  */
   ctx->stream = MHD_create_response_from_fd ((uint64_t)st.st_size, fd);
   if (ctx->stream == NULL)
     {
       close (fd);
-      return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                  "export: cannot send the archive");
+      return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                       "export: cannot send the archive");
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
   ctx->status = MHD_HTTP_OK;
 }
 
 static void
-reply_report (struct esbx_gw_ctx *ctx, bool fsck)
+reply_report (struct esbx_gateway_ctx *ctx, bool fsck)
 {
   _cleanup_free_ char *text = NULL;
   esbx_error_t err = NULL;
@@ -866,23 +762,23 @@ reply_report (struct esbx_gw_ctx *ctx, bool fsck)
   int r;
 
   if (f == NULL)
-    return esbx_gw_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                "open_memstream: %s", strerror (errno));
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                     "open_memstream: %s", strerror (errno));
   r = fsck ? esbx_fsck (ctx->store, ctx->project, f, &err) : esbx_sandbox_gc (ctx->store, f, &err);
   fclose (f);
   if (r < 0)
-    return esbx_gw_reply_err (ctx, &err);
+    return esbx_gateway_reply_err (ctx, &err);
   reply_string (ctx, MHD_HTTP_OK, "report", text ? text : "");
 }
 
 static void
-h_fsck (struct esbx_gw_ctx *ctx)
+h_fsck (struct esbx_gateway_ctx *ctx)
 {
   reply_report (ctx, true);
 }
 
 static void
-h_gc (struct esbx_gw_ctx *ctx)
+h_gc (struct esbx_gateway_ctx *ctx)
 {
   reply_report (ctx, false);
 }
@@ -891,41 +787,46 @@ h_gc (struct esbx_gw_ctx *ctx)
 #define R ESBX_SCOPE_RUNTIME
 #define O ESBX_SCOPE_OBSERVE
 
-const struct esbx_gw_route esbx_gw_routes[] = {
-  { "GET", "/v1/whoami", "whoami", 0, GW_TARGET_TOKEN, false, h_whoami, NULL },
-  { "GET", "/v1/projects", "project_list", O, GW_TARGET_LIST, false, h_projects_list, NULL },
-  { "POST", "/v1/projects", "project_create", M, GW_TARGET_BODY_NAME, true, h_project_create,
+const struct esbx_gateway_route esbx_gateway_routes[] = {
+  { "GET", "/v1/whoami", "whoami", 0, GATEWAY_TARGET_TOKEN, false, h_whoami, NULL },
+  { "GET", "/v1/projects", "project_list", O, GATEWAY_TARGET_LIST, false, h_projects_list, NULL },
+  { "POST", "/v1/projects", "project_create", M, GATEWAY_TARGET_BODY_NAME, true, h_project_create,
     NULL },
-  { "DELETE", "/v1/projects/*", "project_rm", M, GW_TARGET_PROJECT, false, h_project_rm, NULL },
-  { "POST", "/v1/projects/*/squash", "project_squash", M, GW_TARGET_PROJECT, false,
+  { "DELETE", "/v1/projects/*", "project_rm", M, GATEWAY_TARGET_PROJECT, false, h_project_rm,
+    NULL },
+  { "POST", "/v1/projects/*/squash", "project_squash", M, GATEWAY_TARGET_PROJECT, false,
     h_project_squash, NULL },
-  { "GET", "/v1/projects/*/log", "project_log", O, GW_TARGET_PROJECT, false, h_project_log, NULL },
-  { "GET", "/v1/projects/*/blame", "project_blame", O, GW_TARGET_PROJECT, false, h_project_blame,
+  { "GET", "/v1/projects/*/log", "project_log", O, GATEWAY_TARGET_PROJECT, false, h_project_log,
     NULL },
-  { "GET", "/v1/sessions", "session_list", O, GW_TARGET_LIST, false, h_sessions_list, NULL },
-  { "POST", "/v1/sessions", "session_create", M, GW_TARGET_BODY_PROJECT, true, h_session_create,
+  { "GET", "/v1/projects/*/blame", "project_blame", O, GATEWAY_TARGET_PROJECT, false,
+    h_project_blame, NULL },
+  { "GET", "/v1/sessions", "session_list", O, GATEWAY_TARGET_LIST, false, h_sessions_list, NULL },
+  { "POST", "/v1/sessions", "session_create", M, GATEWAY_TARGET_BODY_PROJECT, true,
+    h_session_create, NULL },
+  { "GET", "/v1/sessions/*", "session_inspect", O, GATEWAY_TARGET_SESSION, false, h_session_inspect,
     NULL },
-  { "GET", "/v1/sessions/*", "session_inspect", O, GW_TARGET_SESSION, false, h_session_inspect,
+  { "DELETE", "/v1/sessions/*", "session_discard", M, GATEWAY_TARGET_SESSION, false,
+    h_session_discard, NULL },
+  { "GET", "/v1/sessions/*/path", "session_path", O, GATEWAY_TARGET_SESSION, false, h_session_path,
     NULL },
-  { "DELETE", "/v1/sessions/*", "session_discard", M, GW_TARGET_SESSION, false, h_session_discard,
-    NULL },
-  { "GET", "/v1/sessions/*/path", "session_path", O, GW_TARGET_SESSION, false, h_session_path,
-    NULL },
-  { "GET", "/v1/sessions/*/diff", "session_diff", O, GW_TARGET_SESSION, false, h_session_diff,
+  { "GET", "/v1/sessions/*/diff", "session_diff", O, GATEWAY_TARGET_SESSION, false, h_session_diff,
     "patch" },
-  { "GET", "/v1/sessions/*/events", "session_events", O, GW_TARGET_SESSION, false, h_session_events,
+  { "GET", "/v1/sessions/*/events", "session_events", O, GATEWAY_TARGET_SESSION, false,
+    h_session_events, NULL },
+  { "GET", "/v1/sessions/*/ps", "session_ps", O, GATEWAY_TARGET_SESSION, false, h_session_ps,
     NULL },
-  { "GET", "/v1/sessions/*/ps", "session_ps", O, GW_TARGET_SESSION, false, h_session_ps, NULL },
-  { "POST", "/v1/sessions/*/publish", "session_publish", M, GW_TARGET_SESSION, true,
+  { "POST", "/v1/sessions/*/publish", "session_publish", M, GATEWAY_TARGET_SESSION, true,
     h_session_publish, NULL },
-  { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GW_TARGET_SESSION, true, h_session_rebase,
+  { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GATEWAY_TARGET_SESSION, true,
+    h_session_rebase, NULL },
+  { "POST", "/v1/sessions/*/exec", "session_exec", R, GATEWAY_TARGET_SESSION, true,
+    esbx_gateway_session_exec, NULL },
+  { "GET", "/v1/sessions/*/files", "file_read", R, GATEWAY_TARGET_SESSION, false, h_files_get,
     NULL },
-  { "POST", "/v1/sessions/*/exec", "session_exec", R, GW_TARGET_SESSION, true, esbx_gw_session_exec,
+  { "PUT", "/v1/sessions/*/files", "file_write", R, GATEWAY_TARGET_SESSION, false, h_files_put,
     NULL },
-  { "GET", "/v1/sessions/*/files", "file_read", R, GW_TARGET_SESSION, false, h_files_get, NULL },
-  { "PUT", "/v1/sessions/*/files", "file_write", R, GW_TARGET_SESSION, false, h_files_put, NULL },
-  { "GET", "/v1/export", "export", M, GW_TARGET_QUERY_REF, false, h_export, NULL },
-  { "POST", "/v1/fsck", "fsck", M, GW_TARGET_QUERY_PROJECT, false, h_fsck, NULL },
-  { "POST", "/v1/gc", "gc", M, GW_TARGET_STORE, false, h_gc, NULL },
+  { "GET", "/v1/export", "export", M, GATEWAY_TARGET_QUERY_REF, false, h_export, NULL },
+  { "POST", "/v1/fsck", "fsck", M, GATEWAY_TARGET_QUERY_PROJECT, false, h_fsck, NULL },
+  { "POST", "/v1/gc", "gc", M, GATEWAY_TARGET_STORE, false, h_gc, NULL },
 };
-const size_t esbx_gw_n_routes = ARRAY_SIZE (esbx_gw_routes);
+const size_t esbx_gateway_n_routes = ARRAY_SIZE (esbx_gateway_routes);

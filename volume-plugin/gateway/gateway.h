@@ -4,8 +4,8 @@
    TOKEN`; a missing or bad token gets 401, a request outside the token's
    scopes, project or session 403, and neither changes anything.  Every
    request, allowed or denied, goes to the audit log.  */
-#ifndef ESBX_PLUGIN_GATEWAY_H
-#define ESBX_PLUGIN_GATEWAY_H
+#ifndef ESBX_PLUGIN_GATEWAY_GATEWAY_H
+#define ESBX_PLUGIN_GATEWAY_GATEWAY_H
 
 #include "audit.h"
 #include "error.h"

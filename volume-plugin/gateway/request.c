@@ -1,0 +1,143 @@
+#include "request.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+bool
+esbx_gateway_query_flag (struct MHD_Connection *conn, const char *key)
+{
+  const char *v = MHD_lookup_connection_value (conn, MHD_GET_ARGUMENT_KIND, key);
+
+  return v && strcmp (v, "0") != 0 && strcmp (v, "false") != 0;
+}
+
+void
+esbx_gateway_reply_json (struct esbx_gateway_ctx *ctx, unsigned status, json_t *doc)
+{
+  free (ctx->out);
+  ctx->out = json_serialize (doc, false, &ctx->out_len);
+  ctx->status = status;
+  ctx->content_type = "application/json";
+  json_free (doc);
+}
+
+void
+esbx_gateway_reply_error (struct esbx_gateway_ctx *ctx, unsigned status, int code, const char *fmt,
+                          ...)
+{
+  json_t *o = json_new (JSON_OBJECT);
+  _cleanup_free_ char *msg = NULL;
+  va_list ap;
+
+  va_start (ap, fmt);
+  msg = xvasprintf (fmt, ap);
+  va_end (ap);
+  json_set_string (o, "error", msg);
+  json_set_int (o, "code", code);
+  free (ctx->reason);
+  ctx->reason = xstrdup (msg);
+  esbx_gateway_reply_json (ctx, status, o);
+}
+
+/* Library errors to HTTP: usage 400, conflict 409, unknown objects 404,
+   other failures of the request 400, system failures 500.  */
+void
+esbx_gateway_reply_err (struct esbx_gateway_ctx *ctx, esbx_error_t *err)
+{
+  unsigned status;
+  int code = (*err)->code ? (*err)->code : ESBX_EXIT_ERROR;
+
+  if (code == ESBX_EXIT_USAGE)
+    status = MHD_HTTP_BAD_REQUEST;
+  else if (code == ESBX_EXIT_CONFLICT)
+    status = MHD_HTTP_CONFLICT;
+  else if ((*err)->status == ENOENT || strstr ((*err)->msg, "does not exist"))
+    status = MHD_HTTP_NOT_FOUND;
+  else if ((*err)->status == 0 || (*err)->status == EEXIST || (*err)->status == EBUSY
+           || (*err)->status == ELOOP || (*err)->status == EXDEV)
+    status = MHD_HTTP_BAD_REQUEST;
+  else
+    status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+  esbx_gateway_reply_error (ctx, status, code, "%s", (*err)->msg);
+  esbx_error_free (err);
+}
+
+static bool
+field_allowed (const char *key, const char *const *allowed)
+{
+  for (; *allowed; allowed++)
+    if (strcmp (key, *allowed) == 0)
+      return true;
+  return false;
+}
+
+/* Refuse unknown fields and fields of the wrong type.  TYPES holds one
+   letter per allowed field: s string, b bool, a array of strings.  */
+int
+esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowed,
+                         const char *types)
+{
+  size_t i, k;
+
+  for (i = 0; i < ctx->json->n; i++)
+    {
+      const char *key = ctx->json->keys[i];
+      const json_t *v = ctx->json->items[i];
+      char want;
+
+      if (!field_allowed (key, allowed))
+        {
+          esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                    "unknown field `%s` in the request body", key);
+          return -1;
+        }
+      for (k = 0; strcmp (allowed[k], key) != 0; k++)
+        ;
+      want = types[k];
+      if (v->type == JSON_NULL)
+        continue;
+      if ((want == 's' && v->type != JSON_STRING) || (want == 'b' && v->type != JSON_BOOL)
+          || (want == 'a' && v->type != JSON_ARRAY))
+        {
+          esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                    "field `%s` must be %s", key,
+                                    want == 's'   ? "a string"
+                                    : want == 'b' ? "true or false"
+                                                  : "an array of strings");
+          return -1;
+        }
+      if (want == 'a')
+        for (k = 0; k < v->n; k++)
+          if (v->items[k]->type != JSON_STRING)
+            {
+              esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                        "field `%s` must be an array of strings", key);
+              return -1;
+            }
+    }
+  return 0;
+}
+
+/* A NULL-terminated vector borrowing the strings of a JSON array.  */
+char **
+esbx_gateway_strings (const json_t *arr)
+{
+  size_t n = arr && arr->type == JSON_ARRAY ? arr->n : 0, i;
+  char **v = xmalloc0 ((n + 1) * sizeof *v);
+
+  for (i = 0; i < n; i++)
+    v[i] = arr->items[i]->text;
+  return v;
+}
+
+int
+esbx_gateway_session_must_exist (struct esbx_gateway_ctx *ctx)
+{
+  if (esbx_session_exists (ctx->store, ctx->arg))
+    return 0;
+  esbx_gateway_reply_error (ctx, MHD_HTTP_NOT_FOUND, ESBX_EXIT_ERROR, "session `%s` does not exist",
+                            ctx->arg);
+  return -1;
+}
