@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bool
 esbx_gateway_query_flag (struct MHD_Connection *conn, const char *key)
@@ -62,6 +64,87 @@ esbx_gateway_reply_err (struct esbx_gateway_ctx *ctx, esbx_error_t *err)
     status = MHD_HTTP_INTERNAL_SERVER_ERROR;
   esbx_gateway_reply_error (ctx, status, code, "%s", (*err)->msg);
   esbx_error_free (err);
+}
+
+const char *
+esbx_gateway_query (struct esbx_gateway_ctx *ctx, const char *key)
+{
+  return MHD_lookup_connection_value (ctx->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static void
+reply_ok (struct esbx_gateway_ctx *ctx)
+{
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, json_new (JSON_OBJECT));
+}
+
+void
+esbx_gateway_reply_string (struct esbx_gateway_ctx *ctx, unsigned status, const char *key,
+                           const char *value)
+{
+  json_t *o = json_new (JSON_OBJECT);
+
+  json_set_string (o, key, value);
+  esbx_gateway_reply_json (ctx, status, o);
+}
+
+void
+esbx_gateway_reply_view (struct esbx_gateway_ctx *ctx, json_t *view, esbx_error_t *err)
+{
+  if (view == NULL)
+    return esbx_gateway_reply_err (ctx, err);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, view);
+}
+
+void
+esbx_gateway_reply_done (struct esbx_gateway_ctx *ctx,
+                         int (*op) (esbx_store_t *, const char *, esbx_error_t *))
+{
+  esbx_error_t err = NULL;
+
+  if (op (ctx->store, ctx->arg, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  reply_ok (ctx);
+}
+
+static void
+reply_raw (struct esbx_gateway_ctx *ctx, char *owned, size_t len, const char *content_type)
+{
+  free (ctx->out);
+  ctx->out = owned;
+  ctx->out_len = len;
+  ctx->status = MHD_HTTP_OK;
+  ctx->content_type = content_type;
+}
+
+/* Everything readable from FD (from offset 0), up to LIMIT bytes.  */
+static char *
+slurp_fd (int fd, size_t limit, size_t *len)
+{
+  struct stat st;
+  char *buf;
+  size_t n = 0;
+  ssize_t r;
+
+  if (fstat (fd, &st) < 0)
+    st.st_size = 0;
+  if ((size_t)st.st_size < limit)
+    limit = (size_t)st.st_size;
+  buf = xmalloc (limit + 1);
+  while (n < limit && (r = TEMP_FAILURE_RETRY (pread (fd, buf + n, limit - n, (off_t)n))) > 0)
+    n += (size_t)r;
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+void
+esbx_gateway_reply_file (struct esbx_gateway_ctx *ctx, int fd, const char *content_type)
+{
+  size_t len;
+  char *buf = slurp_fd (fd, ESBX_GATEWAY_MAX_FILE_READ, &len);
+
+  reply_raw (ctx, buf, len, content_type);
 }
 
 static bool

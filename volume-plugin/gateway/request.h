@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Most bytes of a file, or of a patch, that one answer carries.  */
+#define ESBX_GATEWAY_MAX_FILE_READ (64u * 1024 * 1024)
+
 struct esbx_metrics;
 
 enum esbx_gateway_target
@@ -69,6 +72,8 @@ struct esbx_gateway_route
   const char *content_flag;
 };
 
+/* The query parameter KEY, NULL when absent.  */
+const char *esbx_gateway_query (struct esbx_gateway_ctx *ctx, const char *key);
 /* Whether the query parameter KEY is set: present with any value but "0"
    and "false".  Authorization and handlers read flags only through this,
    so that they never disagree about what a request asks for.  */
@@ -80,6 +85,20 @@ void esbx_gateway_reply_error (struct esbx_gateway_ctx *ctx, unsigned status, in
 /* A library error as HTTP (usage 400, conflict 409, missing 404, ...);
    frees *ERR.  */
 void esbx_gateway_reply_err (struct esbx_gateway_ctx *ctx, esbx_error_t *err);
+/* {KEY: VALUE}: answers that carry one string (a name, a layer, a path, a
+   report).  */
+void esbx_gateway_reply_string (struct esbx_gateway_ctx *ctx, unsigned status, const char *key,
+                                const char *value);
+/* A JSON view from view.c (owned), or the error that stopped it (VIEW
+   NULL).  */
+void esbx_gateway_reply_view (struct esbx_gateway_ctx *ctx, json_t *view, esbx_error_t *err);
+/* An operation on the object named in the path that answers nothing but
+   success: {}.  */
+void esbx_gateway_reply_done (struct esbx_gateway_ctx *ctx,
+                              int (*op) (esbx_store_t *, const char *, esbx_error_t *));
+/* What FD holds (read from offset 0, ESBX_GATEWAY_MAX_FILE_READ bytes at
+   most), as CONTENT_TYPE.  */
+void esbx_gateway_reply_file (struct esbx_gateway_ctx *ctx, int fd, const char *content_type);
 
 /* Refuse unknown body fields and fields of the wrong type.  TYPES holds one
    letter per allowed field: s string, b bool, a array of strings.  */

@@ -16,9 +16,9 @@
    each stream (stdout_truncated / stderr_truncated say when there was
    more).  Either way the session's logs keep what the shim keeps
    (exec.h: log_limit, from esbxd's --exec-log-limit).  */
+#include "routes_exec.h"
 #include "exec.h"
 #include "fs.h"
-#include "routes.h"
 #include "text.h"
 #include "utils.h"
 

@@ -1,0 +1,350 @@
+/* The gateway's session routes: listing, lifecycle (create, publish,
+   rebase, discard) and what `observe` may see of a session (inspect, diff,
+   events, ps), as the CLI verbs print them.  */
+#include "routes_sessions.h"
+#include "auth.h"
+#include "events.h"
+#include "metrics.h"
+#include "ps.h"
+#include "sandbox.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define FOLLOW_INTERVAL_MS 200
+
+void
+esbx_gateway_session_list (struct esbx_gateway_ctx *ctx)
+{
+  const char *project = esbx_gateway_query (ctx, "project");
+  _cleanup_strv_ char **names = NULL;
+  esbx_error_t err = NULL;
+  json_t *arr;
+  size_t i;
+
+  if (project && esbx_check_name ("project", project, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  names = esbx_session_list (ctx->store, project, &err);
+  if (names == NULL)
+    return esbx_gateway_reply_err (ctx, &err);
+  arr = json_new (JSON_ARRAY);
+  for (i = 0; names[i]; i++)
+    {
+      struct esbx_session *s = NULL;
+
+      if (esbx_session_load (ctx->store, names[i], &s, &err) < 0)
+        {
+          esbx_error_free (&err);
+          continue;
+        }
+      if (esbx_auth_sees_session (ctx->store, ctx->token, s))
+        json_append (arr, esbx_session_json (ctx->store, s, NULL));
+      esbx_session_free (s);
+    }
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+void
+esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
+{
+  static const char *const fields[] = { "project",   "name",   "base", "labels", "network",
+                                        "workspace", "memory", "pids", "cpus",   NULL };
+  struct esbx_session_opts o = { 0 };
+  _cleanup_free_ char **labels = NULL;
+  _cleanup_free_ char *name = NULL;
+  const char *project, *s;
+  esbx_error_t err = NULL;
+
+  if (esbx_gateway_check_body (ctx, fields, "sssassssss") < 0)
+    return;
+  project = json_get_string (ctx->json, "project");
+  if (project == NULL)
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "field `project` is required");
+  o.name = json_get_string (ctx->json, "name");
+  o.base = json_get_string (ctx->json, "base");
+  o.network = json_get_string (ctx->json, "network");
+  o.workspace = json_get_string (ctx->json, "workspace");
+  o.cpus = json_get_string (ctx->json, "cpus");
+  labels = esbx_gateway_strings (json_get (ctx->json, "labels"));
+  o.labels = labels;
+  if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if (esbx_session_create (ctx->store, project, &o, &name, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);
+}
+
+void
+esbx_gateway_session_inspect (struct esbx_gateway_ctx *ctx)
+{
+  struct esbx_session *s = NULL;
+  esbx_error_t err = NULL;
+
+  if (esbx_session_load (ctx->store, ctx->arg, &s, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  esbx_gateway_reply_json (
+      ctx, MHD_HTTP_OK,
+      esbx_session_json (ctx->store, s, esbx_sandbox_status (ctx->store, s->name)));
+  esbx_session_free (s);
+}
+
+void
+esbx_gateway_session_path (struct esbx_gateway_ctx *ctx)
+{
+  _cleanup_free_ char *merged = NULL;
+  esbx_error_t err = NULL;
+
+  if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  merged = esbx_session_merged (ctx->store, ctx->arg);
+  esbx_gateway_reply_string (ctx, MHD_HTTP_OK, "path", merged);
+}
+
+void
+esbx_gateway_session_discard (struct esbx_gateway_ctx *ctx)
+{
+  esbx_gateway_reply_done (ctx, esbx_sandbox_discard);
+}
+
+void
+esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
+{
+  struct esbx_changeset cs = { 0 };
+  esbx_error_t err = NULL;
+  json_t *arr;
+
+  if (esbx_gateway_query_flag (ctx->conn, "patch"))
+    {
+      _cleanup_close_ int fd = memfd_create ("esbx-patch", MFD_CLOEXEC);
+      _cleanup_file_ FILE *f = NULL;
+
+      if (fd < 0 || (f = fdopen (dup (fd), "w")) == NULL)
+        return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                         "memfd: %s", strerror (errno));
+      if (esbx_session_patch (ctx->store, ctx->arg, f, &err) < 0)
+        return esbx_gateway_reply_err (ctx, &err);
+      fflush (f);
+      return esbx_gateway_reply_file (ctx, fd, "text/x-diff; charset=utf-8");
+    }
+  if (esbx_session_changes (ctx->store, ctx->arg, &cs, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  arr = esbx_changeset_json (&cs);
+  esbx_changeset_free (&cs);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
+}
+
+static int
+collect_event (const json_t *ev, void *data)
+{
+  json_t *arr = data;
+  _cleanup_free_ char *s = json_serialize (ev, false, NULL);
+  esbx_error_t err = NULL;
+  json_t *copy = json_parse (s, strlen (s), &err);
+
+  esbx_error_free (&err);
+  if (copy)
+    json_append (arr, copy);
+  return 0;
+}
+
+/* The follow stream: JSON lines until the session is discarded.  */
+struct follow
+{
+  esbx_store_t *store;
+  char *session;
+  off_t offset;
+  char *pending;
+  size_t len, pos;
+};
+
+static int
+append_line (const json_t *ev, void *data)
+{
+  struct follow *f = data;
+  size_t l;
+  _cleanup_free_ char *s = json_serialize (ev, false, &l);
+
+  f->pending = xrealloc (f->pending, f->len + l + 1);
+  memcpy (f->pending + f->len, s, l);
+  f->pending[f->len + l] = '\n';
+  f->len += l + 1;
+  return 0;
+}
+
+static ssize_t
+follow_read (void *cls, uint64_t pos, char *buf, size_t max)
+{
+  struct follow *f = cls;
+  esbx_error_t err = NULL;
+  size_t n;
+
+  while (f->pos == f->len)
+    {
+      struct timespec ts = { 0, FOLLOW_INTERVAL_MS * 1000000L };
+
+      free (f->pending);
+      f->pending = NULL;
+      f->len = f->pos = 0;
+      if (esbx_events_read (f->store, f->session, &f->offset, append_line, f, &err) < 0)
+        esbx_error_free (&err);
+      if (f->len)
+        break;
+      if (!esbx_session_exists (f->store, f->session))
+        return MHD_CONTENT_READER_END_OF_STREAM;
+      nanosleep (&ts, NULL);
+    }
+  n = f->len - f->pos < max ? f->len - f->pos : max;
+  memcpy (buf, f->pending + f->pos, n);
+  f->pos += n;
+  return (ssize_t)n;
+}
+
+static void
+follow_free (void *cls)
+{
+  struct follow *f = cls;
+  free (f->session);
+  free (f->pending);
+  free (f);
+}
+
+void
+esbx_gateway_session_events (struct esbx_gateway_ctx *ctx)
+{
+  const char *off = esbx_gateway_query (ctx, "offset"),
+             *follow = esbx_gateway_query (ctx, "follow");
+  esbx_error_t err = NULL;
+  off_t offset = 0;
+  json_t *arr, *o;
+  char *end;
+
+  if (esbx_gateway_session_must_exist (ctx) < 0)
+    return;
+  if (off)
+    {
+      errno = 0;
+      offset = (off_t)strtoll (off, &end, 10);
+      if (*off == '\0' || *end || errno || offset < 0)
+        return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                         "query parameter `offset` must be a byte offset");
+    }
+  if (follow && strcmp (follow, "0") != 0 && strcmp (follow, "false") != 0)
+    {
+      struct follow *f = xmalloc0 (sizeof *f);
+      f->store = ctx->store;
+      f->session = xstrdup (ctx->arg);
+      f->offset = offset;
+      ctx->stream
+          = MHD_create_response_from_callback (MHD_SIZE_UNKNOWN, 4096, follow_read, f, follow_free);
+      if (ctx->stream == NULL)
+        {
+          follow_free (f);
+          return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                           "cannot start the event stream");
+        }
+      MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
+      ctx->status = MHD_HTTP_OK;
+      return;
+    }
+  arr = json_new (JSON_ARRAY);
+  if (esbx_events_read (ctx->store, ctx->arg, &offset, collect_event, arr, &err) < 0)
+    {
+      json_free (arr);
+      return esbx_gateway_reply_err (ctx, &err);
+    }
+  o = json_new (JSON_OBJECT);
+  json_set (o, "events", arr);
+  json_set_int (o, "offset", (int64_t)offset);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+static void
+reply_conflict (struct esbx_gateway_ctx *ctx, esbx_error_t *err,
+                const struct esbx_publish_result *r)
+{
+  json_t *o = json_new (JSON_OBJECT);
+
+  json_set_string (o, "error", (*err)->msg);
+  json_set_int (o, "code", ESBX_EXIT_CONFLICT);
+  json_set (o, "conflicts", esbx_conflicts_json (r));
+  free (ctx->reason);
+  ctx->reason = xstrdup ((*err)->msg);
+  esbx_error_free (err);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_CONFLICT, o);
+}
+
+void
+esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
+{
+  static const char *const fields[] = { "message", "discard", NULL };
+  struct esbx_publish_result r = { 0 };
+  esbx_error_t err = NULL;
+  json_t *o;
+
+  if (esbx_gateway_check_body (ctx, fields, "sb") < 0)
+    return;
+  if (esbx_session_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), &r, &err)
+      < 0)
+    {
+      if (r.n_conflicts)
+        {
+          esbx_metrics_publish (ctx->metrics, true);
+          reply_conflict (ctx, &err, &r);
+        }
+      else
+        esbx_gateway_reply_err (ctx, &err);
+      esbx_publish_result_free (&r);
+      return;
+    }
+  esbx_metrics_publish (ctx->metrics, false);
+  o = esbx_publish_result_json (&r);
+  esbx_publish_result_free (&r);
+  if (json_get_bool (ctx->json, "discard", false)
+      && esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
+    {
+      json_free (o);
+      return esbx_gateway_reply_err (ctx, &err);
+    }
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+void
+esbx_gateway_session_rebase (struct esbx_gateway_ctx *ctx)
+{
+  static const char *const fields[] = { NULL };
+  struct esbx_publish_result r = { 0 };
+  esbx_error_t err = NULL;
+  json_t *o;
+
+  if (esbx_gateway_check_body (ctx, fields, "") < 0 || esbx_gateway_session_must_exist (ctx) < 0)
+    return;
+  if (esbx_sandbox_rebase (ctx->store, ctx->arg, &r, &err) < 0)
+    {
+      if (r.n_conflicts)
+        reply_conflict (ctx, &err, &r);
+      else
+        esbx_gateway_reply_err (ctx, &err);
+      esbx_publish_result_free (&r);
+      return;
+    }
+  o = esbx_rebase_result_json (&r);
+  esbx_publish_result_free (&r);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+void
+esbx_gateway_session_ps (struct esbx_gateway_ctx *ctx)
+{
+  esbx_error_t err = NULL;
+
+  esbx_gateway_reply_view (ctx, esbx_ps_list (ctx->store, ctx->arg, &err), &err);
+}
