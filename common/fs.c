@@ -299,7 +299,7 @@ visit_dir (struct tree_walk *w, int fd, esbx_error_t *err)
   struct stat st;
   int dupfd;
 
-  dupfd = fcntl (fd, F_DUPFD_CLOEXEC, 0);
+  dupfd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
   if (dupfd < 0)
     return esbx_make_error (err, errno, "`%s`: dup", w->top);
   d = fdopendir (dupfd);

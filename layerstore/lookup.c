@@ -232,7 +232,7 @@ esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t *err)
       if (rel[0] && !S_ISDIR (sb.st_mode))
         break;
       dfd = rel[0] ? esbx_open_beneath (st->fds[i - 1], rel, O_RDONLY | O_DIRECTORY, 0, err)
-                   : dup (st->fds[i - 1]);
+                   : fcntl (st->fds[i - 1], F_DUPFD_CLOEXEC, 3);
       if (dfd < 0)
         {
           strv_free (&seen);
