@@ -43,6 +43,9 @@ const struct esbx_change *esbx_changeset_find (const struct esbx_changeset *cs, 
 /* Layer records (layer.c).  */
 int esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *err);
 json_t *esbx_layer_to_json (const struct esbx_layer *l);
+/* A new object holding the string members of LABELS, in order (an empty one
+   when LABELS is NULL or not an object): labels are strings only.  */
+json_t *esbx_labels_copy (const json_t *labels);
 /* Replace the stack file atomically; the caller holds the project lock.  */
 int esbx_project_write_stack (esbx_store_t *store, const char *project, char *const *ids, size_t n,
                               esbx_error_t *err);

@@ -22,11 +22,25 @@ esbx_layer_free (struct esbx_layer *l)
   free (l);
 }
 
+json_t *
+esbx_labels_copy (const json_t *labels)
+{
+  json_t *copy = json_new (JSON_OBJECT);
+  const json_t *value;
+  const char *key;
+  size_t i;
+
+  json_object_foreach (labels, i, key, value)
+    if (value->type == JSON_STRING)
+      json_set_string (copy, key, value->text);
+  return copy;
+}
+
 int
 esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *err)
 {
   struct esbx_layer *l;
-  json_t *changes, *labels;
+  json_t *changes;
   const char *id = json_get_string (j, "id");
   size_t i;
 
@@ -42,15 +56,11 @@ esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *er
   l->created = xstrdup (json_get_string (j, "created"));
   l->session = xstrdup (json_get_string (j, "session"));
   l->message = xstrdup (json_get_string (j, "message"));
-  labels = json_get (j, "labels");
-  l->labels = json_new (JSON_OBJECT);
-  for (i = 0; labels && labels->type == JSON_OBJECT && i < labels->n; i++)
-    if (labels->items[i]->type == JSON_STRING)
-      json_set_string (l->labels, labels->keys[i], labels->items[i]->text);
-  for (i = 0; i < changes->n; i++)
+  l->labels = esbx_labels_copy (json_get (j, "labels"));
+  for (i = 0; i < json_len (changes); i++)
     {
       struct esbx_change c;
-      if (esbx_change_from_json (changes->items[i], &c, err) < 0)
+      if (esbx_change_from_json (json_at (changes, i), &c, err) < 0)
         {
           esbx_layer_free (l);
           return esbx_error_wrap (err, "layer `%s`", id);
@@ -65,7 +75,7 @@ esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *er
 json_t *
 esbx_layer_to_json (const struct esbx_layer *l)
 {
-  json_t *j = json_new (JSON_OBJECT), *changes = json_new (JSON_ARRAY), *labels;
+  json_t *j = json_new (JSON_OBJECT), *changes = json_new (JSON_ARRAY);
   size_t i;
 
   json_set_string (j, "id", l->id);
@@ -73,10 +83,7 @@ esbx_layer_to_json (const struct esbx_layer *l)
   json_set_int (j, "index", l->index);
   json_set_string (j, "created", l->created);
   json_set (j, "session", l->session ? json_new_string (l->session) : json_new (JSON_NULL));
-  labels = json_new (JSON_OBJECT);
-  for (i = 0; l->labels && i < l->labels->n; i++)
-    json_set_string (labels, l->labels->keys[i], l->labels->items[i]->text);
-  json_set (j, "labels", labels);
+  json_set (j, "labels", esbx_labels_copy (l->labels));
   json_set_string (j, "message", l->message ? l->message : "");
   for (i = 0; i < l->changes.n; i++)
     json_append (changes, esbx_change_to_json (&l->changes.v[i]));

@@ -93,9 +93,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
     }
   layer.session = xstrdup (name);
   layer.message = xstrdup (message ? message : "");
-  layer.labels = json_new (JSON_OBJECT);
-  for (size_t i = 0; i < s->labels->n; i++)
-    json_set_string (layer.labels, s->labels->keys[i], s->labels->items[i]->text);
+  layer.labels = esbx_labels_copy (s->labels);
   if (esbx_layer_commit (store, s->project, &staged, &layer, ids, n, err) < 0)
     goto out;
   esbx_failpoint ("publish-head-moved");

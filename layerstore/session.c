@@ -113,7 +113,7 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
   _cleanup_free_ char *path = NULL;
   struct esbx_session *s;
   struct strv pub = { 0 };
-  json_t *j, *arr, *labels;
+  json_t *j, *arr, *item;
   int64_t v;
   size_t i;
 
@@ -152,15 +152,12 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
   if (json_get_int (j, "pids", &v))
     s->pids = (uint64_t)v;
   arr = json_get (j, "published");
-  for (i = 0; arr && arr->type == JSON_ARRAY && i < arr->n; i++)
-    if (arr->items[i]->type == JSON_STRING)
-      strv_push (&pub, xstrdup (arr->items[i]->text));
+  if (arr && arr->type == JSON_ARRAY)
+    json_array_foreach (arr, i, item)
+      if (item->type == JSON_STRING)
+        strv_push (&pub, xstrdup (item->text));
   s->published = pub.v ? pub.v : xmalloc0 (sizeof (char *));
-  s->labels = json_new (JSON_OBJECT);
-  labels = json_get (j, "labels");
-  for (i = 0; labels && labels->type == JSON_OBJECT && i < labels->n; i++)
-    if (labels->items[i]->type == JSON_STRING)
-      json_set_string (s->labels, labels->keys[i], labels->items[i]->text);
+  s->labels = esbx_labels_copy (json_get (j, "labels"));
   *out = s;
   return 0;
 }

@@ -158,6 +158,7 @@ load_token (int dirfd, const char *file, struct esbx_token **out, char **hash, e
   _cleanup_json_ json_t *j = json_parse_file_at (dirfd, file, err);
   struct esbx_token *t;
   const char *id, *sha, *s;
+  const json_t *scope;
   json_t *scopes;
   int64_t expires = 0;
   size_t i, k;
@@ -172,10 +173,9 @@ load_token (int dirfd, const char *file, struct esbx_token **out, char **hash, e
   json_get_int (j, "expires_unix", &expires);
   t = xmalloc0 (sizeof *t);
   t->id = xstrdup (id);
-  for (i = 0; i < scopes->n; i++)
+  json_array_foreach (scopes, i, scope)
     for (k = 0; k < ARRAY_SIZE (scope_names); k++)
-      if (scopes->items[i]->type == JSON_STRING
-          && strcmp (scopes->items[i]->text, scope_names[k].name) == 0)
+      if (scope->type == JSON_STRING && strcmp (scope->text, scope_names[k].name) == 0)
         t->scopes |= scope_names[k].bit;
   if ((s = json_get_string (j, "project")))
     t->project = xstrdup (s);

@@ -2,6 +2,7 @@
    rebase.  `esbx --json` prints them and the gateway sends them, so that the remote CLI prints
    exactly what the embedded one does.  */
 #include "fs.h"
+#include "internal.h"
 #include "layerstore.h"
 #include "utils.h"
 
@@ -10,17 +11,14 @@
 json_t *
 esbx_layer_summary_json (const struct esbx_layer *l)
 {
-  json_t *o = json_new (JSON_OBJECT), *labels = json_new (JSON_OBJECT);
-  size_t i;
+  json_t *o = json_new (JSON_OBJECT);
 
   json_set_string (o, "id", l->id);
   json_set_int (o, "index", l->index);
   json_set (o, "parent", l->parent ? json_new_string (l->parent) : json_new (JSON_NULL));
   json_set_string (o, "created", l->created ? l->created : "");
   json_set (o, "session", l->session ? json_new_string (l->session) : json_new (JSON_NULL));
-  for (i = 0; l->labels && i < l->labels->n; i++)
-    json_set_string (labels, l->labels->keys[i], l->labels->items[i]->text);
-  json_set (o, "labels", labels);
+  json_set (o, "labels", esbx_labels_copy (l->labels));
   json_set_string (o, "message", l->message ? l->message : "");
   json_set_int (o, "changes", (int64_t)l->changes.n);
   return o;
@@ -29,7 +27,7 @@ esbx_layer_summary_json (const struct esbx_layer *l)
 json_t *
 esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *runtime)
 {
-  json_t *o = json_new (JSON_OBJECT), *pub = json_new (JSON_ARRAY), *labels;
+  json_t *o = json_new (JSON_OBJECT), *pub = json_new (JSON_ARRAY);
   _cleanup_free_ char *merged = esbx_session_merged (store, s->name);
   _cleanup_free_ char *upper = esbx_session_upper (store, s->name);
   size_t i;
@@ -42,10 +40,7 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
     json_append (pub, json_new_string (s->published[i]));
   json_set (o, "published", pub);
   json_set_string (o, "created", s->created ? s->created : "");
-  labels = json_new (JSON_OBJECT);
-  for (i = 0; i < s->labels->n; i++)
-    json_set_string (labels, s->labels->keys[i], s->labels->items[i]->text);
-  json_set (o, "labels", labels);
+  json_set (o, "labels", esbx_labels_copy (s->labels));
   json_set_string (o, "network", s->network);
   json_set_string (o, "workspace", s->workspace);
   json_set (o, "rootfs", s->rootfs ? json_new_string (s->rootfs) : json_new (JSON_NULL));
