@@ -71,7 +71,7 @@ type_of (mode_t m)
 static void
 list_dir (struct esbx_gateway_ctx *ctx, int fd)
 {
-  _cleanup_dir_ DIR *d = fdopendir (dup (fd));
+  _cleanup_dir_ DIR *d = fdopendir (fcntl (fd, F_DUPFD_CLOEXEC, 3));
   json_t *arr;
   struct dirent *de;
 
@@ -109,7 +109,8 @@ esbx_gateway_file_read (struct esbx_gateway_ctx *ctx)
   if (clean_request_path (ctx, true, &rel) < 0 || (root = open_session_root (ctx)) < 0)
     return;
   /* O_NOFOLLOW on every component: a symlink is refused, never followed.  */
-  fd = rel[0] ? esbx_open_beneath (root, rel, O_RDONLY | O_NONBLOCK, 0, &err) : dup (root);
+  fd = rel[0] ? esbx_open_beneath (root, rel, O_RDONLY | O_NONBLOCK, 0, &err)
+              : fcntl (root, F_DUPFD_CLOEXEC, 3);
   if (fd < 0)
     {
       if (err)

@@ -11,6 +11,7 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,7 @@ esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
       _cleanup_close_ int fd = memfd_create ("esbx-patch", MFD_CLOEXEC);
       _cleanup_file_ FILE *f = NULL;
 
-      if (fd < 0 || (f = fdopen (dup (fd), "w")) == NULL)
+      if (fd < 0 || (f = fdopen (fcntl (fd, F_DUPFD_CLOEXEC, 3), "w")) == NULL)
         return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
                                          "memfd: %s", strerror (errno));
       if (esbx_session_patch (ctx->store, ctx->arg, f, &err) < 0)
