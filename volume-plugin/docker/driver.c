@@ -79,18 +79,18 @@ static int
 check_options (const json_t *opts, esbx_error_t *err)
 {
   const char *key, *value;
+  const json_t *v;
   size_t i, k;
 
   if (opts == NULL || opts->type == JSON_NULL)
     return 0;
   if (opts->type != JSON_OBJECT)
     return bad_request (err, "%s: Opts must be an object of strings", "Create");
-  for (i = 0; i < opts->n; i++)
+  json_object_foreach (opts, i, key, v)
     {
-      key = opts->keys[i];
-      if (opts->items[i]->type != JSON_STRING)
+      if (v->type != JSON_STRING)
         return bad_request (err, "option `%s`: value must be a string", key);
-      value = opts->items[i]->text;
+      value = v->text;
       for (k = 0; k < ARRAY_SIZE (known_options); k++)
         if (strcmp (key, known_options[k]) == 0)
           break;
@@ -115,15 +115,16 @@ check_options (const json_t *opts, esbx_error_t *err)
 static bool
 options_equal (const json_t *a, const json_t *b)
 {
-  const char *v;
+  const char *key, *v;
+  const json_t *value;
   size_t i;
 
-  if (a->n != b->n)
+  if (json_len (a) != json_len (b))
     return false;
-  for (i = 0; i < a->n; i++)
+  json_object_foreach (a, i, key, value)
     {
-      v = json_get_string (b, a->keys[i]);
-      if (v == NULL || a->items[i]->type != JSON_STRING || strcmp (v, a->items[i]->text) != 0)
+      v = json_get_string (b, key);
+      if (v == NULL || value->type != JSON_STRING || strcmp (v, value->text) != 0)
         return false;
     }
   return true;
@@ -164,7 +165,8 @@ check_adoption (struct esbx_driver *d, const char *name, const json_t *opts, esb
 {
   struct esbx_session *s = NULL;
   _cleanup_free_ char *base = NULL;
-  const char *project, *want, *have;
+  const char *project, *want, *have, *key;
+  const json_t *v;
   size_t i;
   int ret = -1;
 
@@ -196,15 +198,15 @@ check_adoption (struct esbx_driver *d, const char *name, const json_t *opts, esb
                        s->network ? s->network : "none", want);
       goto out;
     }
-  for (i = 0; i < opts->n; i++)
+  json_object_foreach (opts, i, key, v)
     {
-      if (!esbx_has_prefix (opts->keys[i], LABEL_PREFIX))
+      if (!esbx_has_prefix (key, LABEL_PREFIX))
         continue;
-      have = json_get_string (s->labels, opts->keys[i] + strlen (LABEL_PREFIX));
-      if (have == NULL || strcmp (have, opts->items[i]->text) != 0)
+      have = json_get_string (s->labels, key + strlen (LABEL_PREFIX));
+      if (have == NULL || strcmp (have, v->text) != 0)
         {
           esbx_make_error (err, 0, "session `%s` exists without label `%s=%s`", name,
-                           opts->keys[i] + strlen (LABEL_PREFIX), opts->items[i]->text);
+                           key + strlen (LABEL_PREFIX), v->text);
           goto out;
         }
     }
@@ -220,7 +222,8 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   struct esbx_session_opts so = { .name = name };
   _cleanup_strv_ char **labels = NULL;
   _cleanup_free_ char *created = NULL;
-  const char *project = json_get_string (opts, "project");
+  const char *project = json_get_string (opts, "project"), *key;
+  const json_t *v;
   size_t i, n = 0;
 
   if (project == NULL)
@@ -229,11 +232,10 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   if (ensure_project (d, project, json_get_string (opts, "from"), err) < 0)
     return -1;
 
-  labels = xmalloc0 ((opts->n + 1) * sizeof (char *));
-  for (i = 0; i < opts->n; i++)
-    if (esbx_has_prefix (opts->keys[i], LABEL_PREFIX))
-      labels[n++]
-          = xasprintf ("%s=%s", opts->keys[i] + strlen (LABEL_PREFIX), opts->items[i]->text);
+  labels = xmalloc0 ((json_len (opts) + 1) * sizeof (char *));
+  json_object_foreach (opts, i, key, v)
+    if (esbx_has_prefix (key, LABEL_PREFIX))
+      labels[n++] = xasprintf ("%s=%s", key + strlen (LABEL_PREFIX), v->text);
   so.labels = labels;
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
@@ -262,7 +264,7 @@ do_create (struct esbx_driver *d, const char *name, const json_t *req, esbx_erro
     {
       /* `docker run --volume-driver` creates with no options: that means
          "this volume", whatever it was made with.  */
-      if (opts->n == 0 || options_equal (opts, vol->opts))
+      if (json_len (opts) == 0 || options_equal (opts, vol->opts))
         return json_new (JSON_OBJECT);
       esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
                             "volume `%s` already exists with other options", name);
@@ -332,7 +334,7 @@ do_remove (struct esbx_driver *d, const char *name, const json_t *req, esbx_erro
     return no_such_volume (err, name), NULL;
   if (esbx_volume_mount_total (vol) > 0)
     esbx_warn ("remove `%s`: still counted as mounted by %zu mount IDs; discarding anyway", name,
-               vol->mounts->n);
+               json_len (vol->mounts));
   if (session && esbx_sandbox_discard (d->store, name, err) < 0)
     return NULL;
   if (esbx_volume_delete (d->vols, name, err) < 0)

@@ -266,8 +266,8 @@ esbx_volume_mount_total (const struct esbx_volume *vol)
   int64_t total = 0, n;
   size_t i;
 
-  for (i = 0; i < vol->mounts->n; i++)
-    if (json_int_value (vol->mounts->items[i], &n) && n > 0)
+  for (i = 0; i < json_len (vol->mounts); i++)
+    if (json_int_value (json_at (vol->mounts, i), &n) && n > 0)
       total += n;
   return total;
 }

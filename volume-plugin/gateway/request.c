@@ -162,12 +162,12 @@ int
 esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowed,
                          const char *types)
 {
+  const json_t *v, *item;
+  const char *key;
   size_t i, k;
 
-  for (i = 0; i < ctx->json->n; i++)
+  json_object_foreach (ctx->json, i, key, v)
     {
-      const char *key = ctx->json->keys[i];
-      const json_t *v = ctx->json->items[i];
       char want;
 
       if (!field_allowed (key, allowed))
@@ -192,8 +192,8 @@ esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowe
           return -1;
         }
       if (want == 'a')
-        for (k = 0; k < v->n; k++)
-          if (v->items[k]->type != JSON_STRING)
+        json_array_foreach (v, k, item)
+          if (item->type != JSON_STRING)
             {
               esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
                                         "field `%s` must be an array of strings", key);
@@ -207,11 +207,11 @@ esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowe
 char **
 esbx_gateway_strings (const json_t *arr)
 {
-  size_t n = arr && arr->type == JSON_ARRAY ? arr->n : 0, i;
+  size_t n = arr && arr->type == JSON_ARRAY ? json_len (arr) : 0, i;
   char **v = xmalloc0 ((n + 1) * sizeof *v);
 
   for (i = 0; i < n; i++)
-    v[i] = arr->items[i]->text;
+    v[i] = json_at (arr, i)->text;
   return v;
 }
 

@@ -528,7 +528,7 @@ esbx_gateway_session_exec (struct esbx_gateway_ctx *ctx)
       || esbx_gateway_session_must_exist (ctx) < 0)
     return;
   a = json_get (ctx->json, "argv");
-  if (a == NULL || a->type != JSON_ARRAY || a->n == 0)
+  if (a == NULL || a->type != JSON_ARRAY || json_len (a) == 0)
     return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
                                      "field `argv` is required: a non-empty array of strings");
   argv = esbx_gateway_strings (a);
