@@ -81,7 +81,7 @@ events_remote (struct esbx_cli *cli, const struct events_opts *o, esbx_error_t *
           < 0)
         {
           /* The session went away while we followed it: that ends it.  */
-          if (o->follow && offset > 0 && (*err)->code == ESBX_EXIT_ERROR)
+          if (o->follow && offset > 0 && esbx_error_exit_status (*err) == ESBX_EXIT_ERROR)
             {
               esbx_error_free (err);
               return 0;
@@ -114,7 +114,8 @@ cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   if (store == NULL)
     return -1;
   if (!esbx_session_exists (store, o.session))
-    return esbx_make_error (err, 0, "session `%s` does not exist", o.session);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist",
+                                 o.session);
   for (;;)
     {
       if (esbx_events_read (store, o.session, &offset, print_event, &cli->json, err) < 0)

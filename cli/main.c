@@ -58,7 +58,7 @@ cli_usage (esbx_error_t *err, const char *fmt, ...)
   va_start (ap, fmt);
   msg = xvasprintf (fmt, ap);
   va_end (ap);
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "%s", msg);
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "%s", msg);
 }
 
 int
@@ -157,7 +157,7 @@ main (int argc, char **argv)
       ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
       if (ret < 0)
         {
-          if (err && err->code == ESBX_EXIT_USAGE)
+          if (err && err->kind == ESBX_ERR_USAGE)
             {
               ret = esbx_error_report (&err, stderr, "esbx");
               fprintf (stderr, "usage: esbx %s\n", verbs[v].usage);

@@ -151,7 +151,7 @@ host_target (const char *host, char **socket_path, char **base, esbx_error_t *er
   if (esbx_has_prefix (host, "unix://"))
     {
       if (host[7] != '/')
-        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                      "--host `%s`: expected unix:///ABSOLUTE/PATH", host);
       *socket_path = xstrdup (host + 7);
       *base = xstrdup ("http://esbx");
@@ -169,7 +169,7 @@ host_target (const char *host, char **socket_path, char **base, esbx_error_t *er
       *base = xstrdup (host);
       return 0;
     }
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                "--host `%s`: expected unix:///PATH or tcp://HOST:PORT", host);
 }
 

@@ -6,8 +6,92 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const kind_names[] = {
+  [ESBX_ERR_FAILED] = "failed",
+  [ESBX_ERR_USAGE] = "usage",
+  [ESBX_ERR_NOT_FOUND] = "not-found",
+  [ESBX_ERR_EXISTS] = "exists",
+  [ESBX_ERR_CONFLICT] = "conflict",
+  [ESBX_ERR_FORBIDDEN] = "forbidden",
+  [ESBX_ERR_BUSY] = "busy",
+  [ESBX_ERR_TOO_LARGE] = "too-large",
+  [ESBX_ERR_EXEC_FAILED] = "exec-failed",
+  [ESBX_ERR_EXEC_NOT_FOUND] = "exec-not-found",
+};
+
+const char *
+esbx_error_kind_name (enum esbx_error_kind kind)
+{
+  if ((size_t)kind >= sizeof kind_names / sizeof kind_names[0])
+    return "failed";
+  return kind_names[kind];
+}
+
+static enum esbx_error_kind
+kind_of_errno (int status)
+{
+  switch (status)
+    {
+    case ENOENT:
+    case ESRCH:
+      return ESBX_ERR_NOT_FOUND;
+    case EEXIST:
+    case ENOTEMPTY:
+      return ESBX_ERR_EXISTS;
+    case EPERM:
+    case EACCES:
+      return ESBX_ERR_FORBIDDEN;
+    case EBUSY:
+      return ESBX_ERR_BUSY;
+    case E2BIG:
+    case EFBIG:
+    case ENAMETOOLONG:
+      return ESBX_ERR_TOO_LARGE;
+    default:
+      return ESBX_ERR_FAILED;
+    }
+}
+
+int
+esbx_error_exit_status (const struct esbx_error *err)
+{
+  if (err == NULL)
+    return ESBX_EXIT_OK;
+  switch (err->kind)
+    {
+    case ESBX_ERR_USAGE:
+      return ESBX_EXIT_USAGE;
+    case ESBX_ERR_CONFLICT:
+      return ESBX_EXIT_CONFLICT;
+    case ESBX_ERR_EXEC_FAILED:
+      return 126;
+    case ESBX_ERR_EXEC_NOT_FOUND:
+      return 127;
+    default:
+      return ESBX_EXIT_ERROR;
+    }
+}
+
+enum esbx_error_kind
+esbx_error_kind_of_exit (int code)
+{
+  switch (code)
+    {
+    case ESBX_EXIT_USAGE:
+      return ESBX_ERR_USAGE;
+    case ESBX_EXIT_CONFLICT:
+      return ESBX_ERR_CONFLICT;
+    case 126:
+      return ESBX_ERR_EXEC_FAILED;
+    case 127:
+      return ESBX_ERR_EXEC_NOT_FOUND;
+    default:
+      return ESBX_ERR_FAILED;
+    }
+}
+
 static int __attribute__ ((format (printf, 4, 0)))
-make_error_v (esbx_error_t *err, int code, int status, const char *fmt, va_list ap)
+make_error_v (esbx_error_t *err, enum esbx_error_kind kind, int status, const char *fmt, va_list ap)
 {
   _cleanup_free_ char *msg = NULL;
   struct esbx_error *e;
@@ -17,7 +101,8 @@ make_error_v (esbx_error_t *err, int code, int status, const char *fmt, va_list 
   msg = xvasprintf (fmt, ap);
   e = xmalloc0 (sizeof *e);
   e->status = status;
-  e->code = code;
+  e->kind = kind;
+  e->code = esbx_error_exit_status (e);
   if (status != 0)
     e->msg = xasprintf ("%s: %s", msg, strerror (status));
   else
@@ -35,7 +120,20 @@ esbx_make_error (esbx_error_t *err, int status, const char *fmt, ...)
   int ret;
 
   va_start (ap, fmt);
-  ret = make_error_v (err, ESBX_EXIT_ERROR, status, fmt, ap);
+  ret = make_error_v (err, kind_of_errno (status), status, fmt, ap);
+  va_end (ap);
+  return ret;
+}
+
+int
+esbx_make_error_kind (esbx_error_t *err, enum esbx_error_kind kind, int status, const char *fmt,
+                      ...)
+{
+  va_list ap;
+  int ret;
+
+  va_start (ap, fmt);
+  ret = make_error_v (err, kind, status, fmt, ap);
   va_end (ap);
   return ret;
 }
@@ -47,7 +145,7 @@ esbx_make_error_code (esbx_error_t *err, int code, int status, const char *fmt, 
   int ret;
 
   va_start (ap, fmt);
-  ret = make_error_v (err, code, status, fmt, ap);
+  ret = make_error_v (err, esbx_error_kind_of_exit (code), status, fmt, ap);
   va_end (ap);
   return ret;
 }
@@ -87,7 +185,7 @@ esbx_error_report (esbx_error_t *err, FILE *stream, const char *prog)
 
   if (err == NULL || *err == NULL)
     return ESBX_EXIT_OK;
-  code = (*err)->code;
+  code = esbx_error_exit_status (*err);
   fprintf (stream, "%s: %s\n", prog, (*err)->msg);
   esbx_error_free (err);
   return code;

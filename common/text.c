@@ -33,7 +33,7 @@ esbx_check_name (const char *what, const char *name, esbx_error_t *err)
   if (esbx_name_valid (name))
     return 0;
   shown = esbx_quote_path (name ? name : "");
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "invalid %s name `%s`: must match %s", what,
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "invalid %s name `%s`: must match %s", what,
                                shown, ESBX_NAME_RULE);
 }
 
@@ -259,7 +259,7 @@ esbx_parse_size (const char *s, uint64_t *out, esbx_error_t *err)
       = { 1024ull, 1024ull, 1024ull << 10, 1024ull << 10, 1024ull << 20, 1024ull << 20 };
 
   if (parse_suffixed (s, "kKmMgG", mult, out) < 0)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid size `%s`: expected a number with k, M or G", s);
   return 0;
 }
@@ -271,7 +271,7 @@ esbx_parse_duration (const char *s, int64_t *seconds, esbx_error_t *err)
   uint64_t v;
 
   if (parse_suffixed (s, "smhd", mult, &v) < 0 || v > INT64_MAX)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid duration `%s`: expected e.g. 30s, 15m, 2h or 7d", s);
   *seconds = (int64_t)v;
   return 0;

@@ -143,7 +143,8 @@ esbx_project_stack (esbx_store_t *store, const char *project, char ***ids, size_
       if ((*err)->status == ENOENT)
         {
           esbx_error_free (err);
-          return esbx_make_error (err, 0, "project `%s` does not exist", project);
+          return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                       project);
         }
       return esbx_error_wrap (err, "project `%s`", project);
     }

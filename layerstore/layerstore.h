@@ -11,7 +11,7 @@
  *   ROOT/tmp/                    sessions and projects being created
  *
  * Every function returns < 0 (or NULL) on failure and fills *err; the CLI
- * maps err->code to its exit status (3 for conflicts).  */
+ * maps err->kind to its exit status (3 for conflicts).  */
 #ifndef ESBX_LAYERSTORE_H
 #define ESBX_LAYERSTORE_H
 
@@ -209,8 +209,8 @@ struct esbx_publish_result
 };
 void esbx_publish_result_free (struct esbx_publish_result *r);
 
-/* Publish: returns 0 with r->layer set, or < 0 with err->code
-   ESBX_EXIT_CONFLICT and r->conflicts filled.  A session with no changes
+/* Publish: returns 0 with r->layer set, or < 0 with err->kind
+   ESBX_ERR_CONFLICT and r->conflicts filled.  A session with no changes
    publishes nothing (r->layer NULL, return 0).  */
 int esbx_session_publish (esbx_store_t *store, const char *name, const char *message,
                           struct esbx_publish_result *r, esbx_error_t *err);

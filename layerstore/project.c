@@ -79,7 +79,7 @@ esbx_project_create (esbx_store_t *store, const char *name, const char *from, es
   if (mkdirat (store->rootfd, rel, 0711) < 0)
     {
       if (errno == EEXIST)
-        return esbx_make_error (err, 0, "project `%s` already exists", name);
+        return esbx_make_error_kind (err, ESBX_ERR_EXISTS, 0, "project `%s` already exists", name);
       return esbx_make_error (err, errno, "project `%s`: mkdir", name);
     }
   pfd = esbx_open_dir_at (store->rootfd, rel, err);
@@ -154,7 +154,7 @@ esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
   if (esbx_check_name ("project", name, err) < 0)
     return -1;
   if (!esbx_project_exists (store, name))
-    return esbx_make_error (err, 0, "project `%s` does not exist", name);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist", name);
   lock = esbx_project_lock (store, name, err);
   if (lock < 0)
     return -1;
@@ -182,7 +182,7 @@ esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_
   int ret;
 
   if (!esbx_project_exists (store, name))
-    return esbx_make_error (err, 0, "project `%s` does not exist", name);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist", name);
   lock = esbx_project_lock (store, name, err);
   if (lock < 0)
     return -1;

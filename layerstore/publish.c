@@ -33,8 +33,8 @@ static int
 conflict_error (esbx_error_t *err, const char *verb, const char *name,
                 const struct esbx_publish_result *r)
 {
-  return esbx_make_error_code (
-      err, ESBX_EXIT_CONFLICT, 0,
+  return esbx_make_error_kind (
+      err, ESBX_ERR_CONFLICT, 0,
       "%s `%s`: %zu conflicting path%s with upstream (first: `%s` in layer "
       "`%s`)",
       verb, name, r->n_conflicts, r->n_conflicts == 1 ? "" : "s", r->conflicts[0].path,
@@ -59,7 +59,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
 
   memset (r, 0, sizeof *r);
   if (message && !esbx_utf8_valid (message, strlen (message)))
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "publish `%s`: message is not UTF-8",
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "publish `%s`: message is not UTF-8",
                                  name);
   slock = esbx_session_lock (store, name, err);
   if (slock < 0)
@@ -116,7 +116,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
 
 out:
   /* The conflict message already names the session.  */
-  if (ret < 0 && !(err && *err && (*err)->code == ESBX_EXIT_CONFLICT))
+  if (ret < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
     esbx_error_wrap (err, "publish `%s`", name);
   esbx_layer_unstage (store, &staged);
   esbx_upstream_free (&up);
@@ -201,7 +201,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   ret = 0;
 
 out:
-  if (ret < 0 && !(err && *err && (*err)->code == ESBX_EXIT_CONFLICT))
+  if (ret < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
     esbx_error_wrap (err, "rebase `%s`", name);
   esbx_upstream_free (&up);
   esbx_changeset_free (&cs);

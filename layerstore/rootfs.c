@@ -66,7 +66,7 @@ source_key (const char *from, char **key, esbx_error_t *err)
 
   fd = TEMP_FAILURE_RETRY (open (from, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (fd < 0 || fstat (fd, &st) < 0)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, errno, "rootfs `%s`", from);
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, errno, "rootfs `%s`", from);
   if (S_ISREG (st.st_mode))
     {
       if (esbx_sha256_fd (fd, hex, NULL, err) < 0)
@@ -81,7 +81,7 @@ source_key (const char *from, char **key, esbx_error_t *err)
         snprintf (hex + 2 * i, 3, "%02x", listing[i]);
     }
   else
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "rootfs `%s`: not a directory or an archive", from);
   *key = xstrndup (hex, KEY_LEN);
   return 0;

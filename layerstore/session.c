@@ -45,7 +45,7 @@ esbx_session_open_dir (esbx_store_t *store, const char *name, esbx_error_t *err)
   fd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (fd < 0 && errno == ENOENT)
-    return esbx_make_error (err, 0, "session `%s` does not exist", name);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
   if (fd < 0)
     return esbx_make_error (err, errno, "open `%s/%s`", store->root, rel);
   return fd;
@@ -121,7 +121,7 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
     return -1;
   path = xasprintf ("sessions/%s/session.json", name);
   if (!esbx_exists_at (store->rootfd, path))
-    return esbx_make_error (err, 0, "session `%s` does not exist", name);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
   j = json_parse_file_at (store->rootfd, path, err);
   if (j == NULL)
     return esbx_error_wrap (err, "session `%s`", name);
@@ -202,11 +202,11 @@ parse_labels (char **labels, json_t *obj, esbx_error_t *err)
       _cleanup_free_ char *key = NULL;
 
       if (eq == NULL || eq == labels[i])
-        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "label `%s`: expected KEY=VALUE",
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "label `%s`: expected KEY=VALUE",
                                      labels[i]);
       key = xstrndup (labels[i], (size_t)(eq - labels[i]));
       if (!esbx_utf8_valid (labels[i], strlen (labels[i])))
-        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "label `%s`: not UTF-8", key);
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "label `%s`: not UTF-8", key);
       json_set_string (obj, key, eq + 1);
     }
   return 0;
@@ -247,12 +247,12 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
   if (o->name && esbx_check_name ("session", o->name, err) < 0)
     return -1;
   if (o->network && strcmp (o->network, "none") != 0 && strcmp (o->network, "host") != 0)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid network `%s`: expected none or host", o->network);
   if (o->workspace
       && (o->workspace[0] != '/' || strstr (o->workspace, "..") != NULL
           || strcmp (o->workspace, "/") == 0))
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid workspace `%s`: expected an absolute path below /",
                                  o->workspace);
   if (o->cpus)
@@ -260,7 +260,7 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
       char *end;
       double c = strtod (o->cpus, &end);
       if (*end != '\0' || !(c > 0.0) || c > 4096)
-        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                      "invalid cpus `%s`: expected a positive number", o->cpus);
     }
   return 0;
@@ -345,7 +345,8 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
   if (!esbx_project_exists (store, project))
     {
       json_free (labels);
-      return esbx_make_error (err, 0, "project `%s` does not exist", project);
+      return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                   project);
     }
   if (esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
     {
@@ -467,7 +468,7 @@ esbx_session_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
     return -1;
   rel = xasprintf ("sessions/%s", name);
   if (!esbx_exists_at (store->rootfd, rel))
-    return esbx_make_error (err, 0, "session `%s` does not exist", name);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
   lockfd = esbx_session_lock (store, name, err);
   if (lockfd < 0)
     return -1;

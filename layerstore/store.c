@@ -23,7 +23,7 @@ esbx_store_open (const char *root, esbx_store_t **out, esbx_error_t *err)
   if (root == NULL || root[0] == '\0')
     root = ESBX_DEFAULT_ROOT;
   if (root[0] != '/')
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "store root `%s` must be absolute", root);
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "store root `%s` must be absolute", root);
   if (esbx_mkdir_p (root, 0711, err) < 0)
     return esbx_error_wrap (err, "store `%s`", root);
   fd = esbx_open_dir_at (AT_FDCWD, root, err);

@@ -68,13 +68,12 @@ esbx_token_parse_scopes (const char *s, unsigned *scopes, esbx_error_t *err)
         if (strcmp (tok, scope_names[i].name) == 0)
           break;
       if (i == ARRAY_SIZE (scope_names))
-        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
-                                     "unknown scope `%s`: expected manage, runtime or observe",
-                                     tok);
+        return esbx_make_error_kind (
+            err, ESBX_ERR_USAGE, 0, "unknown scope `%s`: expected manage, runtime or observe", tok);
       bits |= scope_names[i].bit;
     }
   if (bits == 0)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "no scope given: expected manage, runtime or observe");
   *scopes = bits;
   return 0;
@@ -253,7 +252,8 @@ esbx_project_id (esbx_store_t *store, const char *project, char **id, esbx_error
   int r;
 
   if (!esbx_project_exists (store, project))
-    return esbx_make_error (err, 0, "project `%s` does not exist", project);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                 project);
   rel = xasprintf ("projects/%s", project);
   pfd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -302,13 +302,13 @@ esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project, co
   size_t len;
 
   if (scopes == 0)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "token: no scope given");
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "token: no scope given");
   if (project && esbx_check_name ("project", project, err) < 0)
     return -1;
   if (session && esbx_check_name ("session", session, err) < 0)
     return -1;
   if (ttl_seconds < 0)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "token: negative ttl");
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "token: negative ttl");
   dirfd = open_tokens_dir (store, err);
   if (dirfd < 0)
     return -1;
@@ -397,7 +397,7 @@ esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
   _cleanup_free_ char *file = NULL;
 
   if (!token_id_valid (id))
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "token `%s`: an id is %d lower-case hex digits", id,
                                  TOKEN_ID_LEN * 2);
   dirfd = open_tokens_dir (store, err);
@@ -410,7 +410,7 @@ esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
   if (unlinkat (dirfd, file, 0) < 0)
     {
       if (errno == ENOENT)
-        return esbx_make_error (err, 0, "token `%s` does not exist", id);
+        return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "token `%s` does not exist", id);
       return esbx_make_error (err, errno, "revoke token `%s`", id);
     }
   return esbx_fsync_at (dirfd, ".", err);

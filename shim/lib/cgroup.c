@@ -142,7 +142,7 @@ cpu_quota (const char *cpus, long long *quota, esbx_error_t *err)
   errno = 0;
   v = strtod (cpus, &end);
   if (errno != 0 || end == cpus || *end != '\0' || !(v > 0) || v > 4096)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid cpus `%s`: expected a positive number such as 1.5", cpus);
   *quota = (long long)(v * CPU_PERIOD + 0.5);
   if (*quota < 1000)

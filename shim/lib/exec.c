@@ -72,7 +72,7 @@ esbx_exec_check_env (const char *kv, esbx_error_t *err)
       goto bad;
   return 0;
 bad:
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                "invalid --env `%s`: expected NAME=VALUE with NAME made of "
                                "letters, digits and _",
                                kv);
@@ -104,7 +104,7 @@ esbx_exec_parse_user (const char *s, uid_t *uid, gid_t *gid, esbx_error_t *err)
 
   if (!parse_id (s, colon ? (size_t)(colon - s) : strlen (s), &u)
       || (colon && !parse_id (colon + 1, strlen (colon + 1), &g)))
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid --user `%s`: expected UID[:GID] (numbers)", s);
   *uid = (uid_t)u;
   *gid = (gid_t)(colon ? g : u);
@@ -128,14 +128,14 @@ resolve_cwd (const char *workspace, const char *cwd, char **out, esbx_error_t *e
   if (cwd[0] == '/')
     {
       if (strncmp (cwd, workspace, wlen) != 0 || (cwd[wlen] != '\0' && cwd[wlen] != '/'))
-        return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                      "--cwd `%s` is outside the workspace `%s`", cwd, workspace);
       rest = cwd + wlen;
     }
   if (esbx_clean_relpath (rest, true, &clean, &cerr) < 0)
     {
       esbx_error_free (&cerr);
-      return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+      return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                    "--cwd `%s` is outside the workspace `%s`", cwd, workspace);
     }
   *out = clean[0] ? xasprintf ("%s/%s", workspace, clean) : xstrdup (workspace);
@@ -593,14 +593,14 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
   int ret;
 
   if (opts->argv == NULL || opts->argv[0] == NULL)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "no command to run");
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "no command to run");
   if (opts->user && esbx_exec_parse_user (opts->user, &uid, &gid, err) < 0)
     return -1;
   for (i = 0; opts->env && opts->env[i]; i++)
     if (esbx_exec_check_env (opts->env[i], err) < 0)
       return -1;
   if (opts->tty && opts->detach)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "--tty and --detach exclude each other");
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "--tty and --detach exclude each other");
   if (esbx_session_load (store, session, &s, err) < 0)
     return -1;
   ret = resolve_cwd (s->workspace ? s->workspace : "/workspace", opts->cwd, &r.cwd, err);

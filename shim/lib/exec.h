@@ -40,7 +40,7 @@ struct esbx_exec_opts
 
 /* *status receives the command's exit status, 128+N when signal N killed
    it; 0 for a detached command that started.  Returns < 0 when the command
-   could not be started (err->code 2 for bad options).  */
+   could not be started (kind ESBX_ERR_USAGE for bad options).  */
 int esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_opts *opts,
                    int *status, esbx_error_t *err);
 

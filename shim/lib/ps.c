@@ -31,7 +31,7 @@ esbx_ps_list (esbx_store_t *store, const char *session, esbx_error_t *err)
 
   if (!esbx_session_exists (store, session))
     {
-      esbx_make_error (err, 0, "session `%s` does not exist", session);
+      esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", session);
       return NULL;
     }
   /* No holder, or a cgroup gone with it: no processes, not an error.  */

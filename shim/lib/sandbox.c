@@ -176,7 +176,7 @@ esbx_sandbox_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
   if (!esbx_session_exists (store, name))
-    return esbx_make_error (err, 0, "session `%s` does not exist", name);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
   running = esbx_holder_get (store, name, &info, &herr) == 0;
   esbx_holder_info_free (&info);
   esbx_error_free (&herr);

@@ -114,7 +114,8 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
   if (esbx_store_open (store_root, &store, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`", session);
   if (!esbx_session_exists (store, session))
-    return esbx_make_error (err, 0, "esbx session `%s` does not exist (discarded?)", session);
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
+                                 "esbx session `%s` does not exist (discarded?)", session);
   if (esbx_holder_ensure (store, session, &info, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
 
