@@ -57,6 +57,7 @@ esbx_auth_resolve_target (struct esbx_gateway_ctx *ctx, const struct esbx_gatewa
 {
   const char *s;
 
+  ctx->content = route->content_flag && esbx_gateway_query_flag (ctx->conn, route->content_flag);
   switch (route->target)
     {
     case GATEWAY_TARGET_PROJECT:
@@ -113,7 +114,7 @@ check_scope (const struct esbx_gateway_ctx *ctx, const struct esbx_gateway_route
 {
   const struct esbx_token *t = ctx->token;
 
-  if (route->content_flag && esbx_gateway_query_flag (ctx->conn, route->content_flag))
+  if (ctx->content)
     {
       if (t->scopes & ESBX_SCOPE_RUNTIME)
         return true;

@@ -12,7 +12,8 @@
 int esbx_auth_authenticate (esbx_store_t *store, const char *header, struct esbx_token **token,
                             char **reason);
 
-/* Fill ctx->project and ctx->session from the route's target.  */
+/* Fill ctx->project and ctx->session from the route's target, and
+   ctx->content from its content flag.  */
 void esbx_auth_resolve_target (struct esbx_gateway_ctx *ctx,
                                const struct esbx_gateway_route *route);
 

@@ -48,6 +48,9 @@ struct esbx_gateway_ctx
   char *project;
   char *session;
   char *session_id; /* NULL when SESSION does not exist */
+  /* The route's content flag is set: the answer is file content.  Decided
+     once, before authorization; the handler reads this, not the query.  */
+  bool content;
 
   /* The answer.  */
   unsigned status;

@@ -123,7 +123,7 @@ esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
   esbx_error_t err = NULL;
   json_t *arr;
 
-  if (esbx_gateway_query_flag (ctx->conn, "patch"))
+  if (ctx->content)
     {
       _cleanup_close_ int fd = memfd_create ("esbx-patch", MFD_CLOEXEC);
       _cleanup_file_ FILE *f = NULL;
