@@ -5,17 +5,19 @@
  * cgroup, unshares the namespaces and forks the holder proper, which becomes
  * PID 1 of the new pid namespace.  The launcher records the holder in
  * holder.json and exits, so the holder is nobody's child in the CLI's process
- * tree and survives it.  Both report on the ready pipe: "E message" on
- * failure, "R" from the holder once the namespaces are ready.
+ * tree and survives it.  Both report on the ready pipe (common/sync.h): an
+ * error, or ESBX_HOLDER_READY from the holder once the namespaces are ready.
  *
  * Like catatonit, the holder then only blocks signals, reads them from a
  * signalfd and reaps children.  SIGTERM (or SIGINT, SIGHUP, SIGQUIT) ends
  * it: it SIGKILLs every process of its pid namespace, reaps, exits.  */
 #include "root.h"
+#include "holder.h"
 #include "cgroup.h"
 #include "fs.h"
 #include "json.h"
 #include "proc.h"
+#include "sync.h"
 #include "text.h"
 #include "utils.h"
 
@@ -39,11 +41,8 @@ static int ready_fd = -1;
 
 static void __attribute__ ((noreturn)) fail (esbx_error_t *err)
 {
-  const char *msg = (err && *err) ? (*err)->msg : "failed";
-  _cleanup_free_ char *line = xasprintf ("E %s\n", msg);
-
   if (ready_fd >= 0)
-    esbx_write_all (ready_fd, line, strlen (line));
+    esbx_error_send (ready_fd, err);
   _exit (1);
 }
 
@@ -103,7 +102,7 @@ run_holder (const struct holder_config *cfg, const sigset_t *signals)
       esbx_make_error (&err, errno, "signalfd");
       fail (&err);
     }
-  if (esbx_write_all (ready_fd, "R\n", 2) < 0)
+  if (esbx_sync_send (ready_fd, ESBX_HOLDER_READY, 0, NULL) < 0)
     _exit (1);
   close (ready_fd);
   ready_fd = -1;

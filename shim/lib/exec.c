@@ -14,6 +14,7 @@
 #include "owner.h"
 #include "path.h"
 #include "proc.h"
+#include "sync.h"
 #include "text.h"
 #include "utils.h"
 
@@ -359,53 +360,35 @@ relay_step (struct relay *rl, short from_ev, short to_ev)
 struct verdict
 {
   bool done;
-  int status, code;
-  char *msg;
+  int status;
+  esbx_error_t error;
 };
 
-static void
-on_verdict_line (char *line, struct verdict *v)
-{
-  char *sp;
-
-  if (line[0] == 'C')
-    {
-      int fd = pidfd_open ((pid_t)atoi (line + 1), 0);
-      if (fd >= 0)
-        command_pidfd = fd;
-    }
-  else if (line[0] == 'R')
-    {
-      v->done = true;
-      v->status = atoi (line + 1);
-    }
-  else if (line[0] == 'F')
-    {
-      v->done = true;
-      v->code = atoi (line + 1);
-      sp = strchr (line, ' ');
-      v->msg = xstrdup (sp ? sp + 1 : "the command could not be started");
-    }
-}
-
-/* Read what the monitor says; false once it is gone.  */
+/* Read one message of the monitor; false once it is gone.  */
 static bool
-read_verdict (int fd, char *buf, size_t *used, size_t size, struct verdict *v)
+read_verdict (int fd, struct verdict *v)
 {
-  ssize_t n = TEMP_FAILURE_RETRY (read (fd, buf + *used, size - 1 - *used));
-  char *nl;
+  struct esbx_sync_msg msg;
+  esbx_error_t broken = NULL;
+  int n = esbx_sync_recv (fd, &msg, &v->error, &broken);
 
+  esbx_error_free (&broken);
   if (n <= 0)
     return false;
-  *used += (size_t)n;
-  buf[*used] = '\0';
-  while ((nl = strchr (buf, '\n')) != NULL)
+  if (msg.type == EXEC_FORKED)
     {
-      *nl = '\0';
-      on_verdict_line (buf, v);
-      memmove (buf, nl + 1, *used - (size_t)(nl + 1 - buf) + 1);
-      *used -= (size_t)(nl + 1 - buf);
+      int pidfd = pidfd_open ((pid_t)msg.value, 0);
+      if (pidfd >= 0)
+        command_pidfd = pidfd;
     }
+  else if (msg.type == EXEC_STATUS)
+    {
+      v->done = true;
+      v->status = msg.value;
+    }
+  else if (msg.type == ESBX_SYNC_ERROR)
+    v->done = true;
+  esbx_sync_msg_clear (&msg);
   return true;
 }
 
@@ -414,8 +397,6 @@ static void
 serve (struct exec_run *r, int verdict_r, struct verdict *v)
 {
   static struct relay in;
-  char buf[4096];
-  size_t used = 0;
 
   in.from = r->opts->detach ? -1 : STDIN_FILENO;
   in.to = r->in_w;
@@ -451,7 +432,7 @@ serve (struct exec_run *r, int verdict_r, struct verdict *v)
                 }
             }
         }
-      if (p[0].revents && !read_verdict (verdict_r, buf, &used, sizeof buf, v))
+      if (p[0].revents && !read_verdict (verdict_r, v))
         break;
     }
 }
@@ -550,14 +531,12 @@ run (struct exec_run *r, int *status, esbx_error_t *err)
     ;
   if (!v.done)
     return esbx_make_error (err, 0, "exec in session `%s`: its monitor died", r->session);
-  if (v.msg)
+  if (v.error)
     {
-      if (v.code)
-        esbx_make_error_code (err, v.code, 0, "session `%s`: %s", r->session, v.msg);
-      else
-        esbx_make_error (err, 0, "exec in session `%s`: %s", r->session, v.msg);
-      free (v.msg);
-      return -1;
+      *err = steal_pointer (&v.error);
+      if ((*err)->kind == ESBX_ERR_EXEC_FAILED || (*err)->kind == ESBX_ERR_EXEC_NOT_FOUND)
+        return esbx_error_wrap (err, "session `%s`", r->session);
+      return esbx_error_wrap (err, "exec in session `%s`", r->session);
     }
   *status = v.status;
   return 0;

@@ -11,6 +11,7 @@
 #include "cgroup.h"
 #include "exec_internal.h"
 #include "fs.h"
+#include "sync.h"
 #include "syscall_filter.h"
 #include "utils.h"
 
@@ -31,12 +32,9 @@
 
 extern char **environ;
 
-static void __attribute__ ((noreturn))
-child_fail (int report, char kind, int status, esbx_error_t *err)
+static void __attribute__ ((noreturn)) child_fail (int report, esbx_error_t *err)
 {
-  _cleanup_free_ char *line
-      = xasprintf ("%c%d %s\n", kind, status, err && *err ? (*err)->msg : "failed");
-  esbx_write_all (report, line, strlen (line));
+  esbx_error_send (report, err);
   _exit (127);
 }
 
@@ -66,18 +64,16 @@ static void
 detach (int report)
 {
   esbx_error_t err = NULL;
-  char line[32];
   pid_t pid = fork ();
 
   if (pid < 0)
     {
       esbx_make_error (&err, errno, "fork");
-      child_fail (report, 'E', 0, &err);
+      child_fail (report, &err);
     }
   if (pid == 0)
     return;
-  snprintf (line, sizeof line, "P%d\n", (int)pid);
-  esbx_write_all (report, line, strlen (line));
+  esbx_sync_send (report, EXEC_DETACHED, (int)pid, NULL);
   _exit (0);
 }
 
@@ -94,33 +90,34 @@ exec_child (const struct exec_run *r, int report)
   /* The cgroup is written through the host's /sys: before the mount
      namespace changes.  */
   if (esbx_cgroup_enter (r->info->cgroup, 0, &err) < 0)
-    child_fail (report, 'E', 0, &err);
+    child_fail (report, &err);
   if (setns (r->holder_pidfd, CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) < 0)
     {
       esbx_make_error (&err, errno, "join the namespaces of the holder");
-      child_fail (report, 'E', 0, &err);
+      child_fail (report, &err);
     }
   if (chdir (r->cwd) < 0)
     {
       esbx_make_error (&err, errno, "--cwd `%s`", r->cwd);
-      child_fail (report, 'E', 0, &err);
+      child_fail (report, &err);
     }
   if (setup_stdio (r, &err) < 0)
-    child_fail (report, 'E', 0, &err);
+    child_fail (report, &err);
   /* Whatever the caller of esbx left open (bats keeps fd 3) must not leak
      into the session, nor keep that caller waiting on a detached command.  */
   syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   if (esbx_confine_user (r->set_user, r->uid, r->gid, &err) < 0)
-    child_fail (report, 'E', 0, &err);
+    child_fail (report, &err);
   environ = r->env;
   if (esbx_seccomp_load (&err) < 0)
-    child_fail (report, 'E', 0, &err);
+    child_fail (report, &err);
   if (r->opts->detach)
     detach (report);
   execvp (r->opts->argv[0], r->opts->argv);
   {
     int saved = errno;
-    esbx_make_error (&err, saved, "exec `%s`", r->opts->argv[0]);
-    child_fail (report, 'X', saved, &err);
+    esbx_make_error_kind (&err, saved == ENOENT ? ESBX_ERR_EXEC_NOT_FOUND : ESBX_ERR_EXEC_FAILED,
+                          saved, "exec `%s`", r->opts->argv[0]);
+    child_fail (report, &err);
   }
 }

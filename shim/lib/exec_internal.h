@@ -9,9 +9,10 @@
  *   command  (exec_child.c) born in the holder's pid namespace: joins the
  *            session and becomes the program.
  *
- * The monitor tells the caller on a pipe, one line each: "C PID" once the
- * command is forked (its host pid, for signals), then "R STATUS" or
- * "F CODE MESSAGE".  */
+ * Each tells its parent on a pipe with common/sync.h: the command sends an
+ * error when setup or execve failed, EXEC_DETACHED with the pid of a
+ * detached command; the monitor sends EXEC_FORKED with the command's host
+ * pid (for signals), then EXEC_STATUS with its exit status or an error.  */
 #ifndef ESBX_EXEC_INTERNAL_H
 #define ESBX_EXEC_INTERNAL_H
 
@@ -20,6 +21,10 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+
+#define EXEC_FORKED   'C'
+#define EXEC_STATUS   'S'
+#define EXEC_DETACHED 'P'
 
 struct exec_run
 {
@@ -49,8 +54,7 @@ struct exec_run
 };
 
 /* exec_child.c: between fork and exec; never returns.  REPORT is a
-   close-on-exec pipe: "E errno msg" when setup failed, "X errno msg" when
-   exec did, "P pid" for a detached command.  */
+   close-on-exec pipe to the monitor.  */
 void __attribute__ ((noreturn)) exec_child (const struct exec_run *r, int report);
 
 /* exec_monitor.c: the monitor; never returns.  */

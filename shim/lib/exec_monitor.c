@@ -14,6 +14,7 @@
 #include "events.h"
 #include "fs.h"
 #include "proc.h"
+#include "sync.h"
 #include "text.h"
 #include "utils.h"
 
@@ -33,9 +34,7 @@
 
 struct report
 {
-  bool setup_failed, exec_failed;
-  int exec_errno;
-  char *msg;
+  esbx_error_t error; /* setup or execve failed */
   pid_t detached_pid;
 };
 
@@ -47,33 +46,21 @@ struct stream
   uint64_t bytes, logged, limit;
 };
 
+/* What the command says before it becomes the program (or fails to).  */
 static void
 read_report (int fd, struct report *r)
 {
-  char buf[8192];
-  size_t used = 0;
-  ssize_t n;
-  char *line, *save = NULL;
+  struct esbx_sync_msg msg;
+  esbx_error_t broken = NULL;
+  int n;
 
-  while (used < sizeof buf - 1
-         && (n = TEMP_FAILURE_RETRY (read (fd, buf + used, sizeof buf - 1 - used))) > 0)
-    used += (size_t)n;
-  buf[used] = '\0';
-  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+  while ((n = esbx_sync_recv (fd, &msg, &r->error, &broken)) > 0)
     {
-      char *sp = strchr (line, ' ');
-
-      if (line[0] == 'P')
-        r->detached_pid = atoi (line + 1);
-      else if ((line[0] == 'E' || line[0] == 'X') && sp)
-        {
-          r->setup_failed = line[0] == 'E';
-          r->exec_failed = line[0] == 'X';
-          r->exec_errno = atoi (line + 1);
-          free (r->msg);
-          r->msg = xstrdup (sp + 1);
-        }
+      if (msg.type == EXEC_DETACHED)
+        r->detached_pid = msg.value;
+      esbx_sync_msg_clear (&msg);
     }
+  esbx_error_free (&broken);
 }
 
 static bool
@@ -227,29 +214,42 @@ stream_fields (json_t *ev, const struct stream *st, const char *name)
     json_set (ev, cut, json_new_bool (true));
 }
 
-static void __attribute__ ((noreturn, format (printf, 2, 3)))
-verdict (const struct exec_run *r, const char *fmt, ...)
+static void __attribute__ ((noreturn)) verdict (const struct exec_run *r, int status)
 {
-  va_list ap;
-  _cleanup_free_ char *line = NULL;
-
-  va_start (ap, fmt);
-  line = xvasprintf (fmt, ap);
-  va_end (ap);
-  esbx_write_all (r->verdict_w, line, strlen (line));
+  esbx_sync_send (r->verdict_w, EXEC_STATUS, status, NULL);
   _exit (0);
 }
 
-static void __attribute__ ((noreturn)) failed (const struct exec_run *r, const struct report *rep)
+static void __attribute__ ((noreturn)) fail (const struct exec_run *r, esbx_error_t *err)
+{
+  esbx_error_send (r->verdict_w, err);
+  _exit (0);
+}
+
+static void __attribute__ ((noreturn, format (printf, 3, 4)))
+fail_errno (const struct exec_run *r, int status, const char *fmt, ...)
+{
+  esbx_error_t err = NULL;
+  _cleanup_free_ char *what = NULL;
+  va_list ap;
+
+  va_start (ap, fmt);
+  what = xvasprintf (fmt, ap);
+  va_end (ap);
+  esbx_make_error (&err, status, "%s", what);
+  fail (r, &err);
+}
+
+static void __attribute__ ((noreturn)) failed (const struct exec_run *r, struct report *rep)
 {
   json_t *ev = base_event (r);
-  int code = rep->exec_errno == ENOENT ? 127 : 126;
+  int code = esbx_error_exit_status (rep->error);
 
-  json_set_string (ev, "error", rep->msg);
-  if (rep->exec_failed)
+  json_set_string (ev, "error", rep->error->msg);
+  if (code >= 126)
     json_set_int (ev, "exit_status", code);
   esbx_event_append (r->store, r->session, "exec", ev, NULL);
-  verdict (r, "F%d %s\n", rep->exec_failed ? code : 0, rep->msg);
+  fail (r, &rep->error);
 }
 
 /* The detached command runs on; its output is copied to the logs by this
@@ -279,7 +279,7 @@ detached (struct exec_run *r, const struct report *rep, struct stream *st)
       copy_output (st, 2, -1);
       _exit (0);
     }
-  verdict (r, "R0\n");
+  verdict (r, 0);
 }
 
 static void __attribute__ ((noreturn))
@@ -313,7 +313,7 @@ finished (const struct exec_run *r, pid_t pid, struct stream *st, size_t nst,
   if (esbx_cgroup_usage (r->info->cgroup, &after, NULL) == 0)
     limit_events (r, before, &after, ev);
   esbx_event_append (r->store, r->session, "exec", ev, NULL);
-  verdict (r, "R%d\n", status);
+  verdict (r, status);
 }
 
 void
@@ -327,7 +327,6 @@ exec_monitor (struct exec_run *r)
   };
   size_t nst = r->err_r >= 0 ? 2 : 1;
   int fds[2], own;
-  char line[32];
   pid_t pid;
 
   setsid ();
@@ -338,16 +337,16 @@ exec_monitor (struct exec_run *r)
   if (chdir ("/") < 0)
     _exit (125);
   if (pipe2 (fds, O_CLOEXEC) < 0)
-    verdict (r, "F0 pipe: %s\n", strerror (errno));
+    fail_errno (r, errno, "pipe");
   esbx_cgroup_usage (r->info->cgroup, &before, NULL);
   /* The command is born in the session's pid namespace; this process
      stays where it is, and so do its later children (the copier of a
      detached command's output).  */
   own = TEMP_FAILURE_RETRY (open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
   if (own < 0)
-    verdict (r, "F0 open `/proc/self/ns/pid`: %s\n", strerror (errno));
+    fail_errno (r, errno, "open `/proc/self/ns/pid`");
   if (setns (r->holder_pidfd, CLONE_NEWPID) < 0)
-    verdict (r, "F0 join the pid namespace of the holder: %s\n", strerror (errno));
+    fail_errno (r, errno, "join the pid namespace of the holder");
   pid = fork ();
   if (pid == 0)
     {
@@ -355,10 +354,10 @@ exec_monitor (struct exec_run *r)
       exec_child (r, fds[1]);
     }
   if (setns (own, CLONE_NEWPID) < 0)
-    verdict (r, "F0 return to the own pid namespace: %s\n", strerror (errno));
+    fail_errno (r, errno, "return to the own pid namespace");
   close (own);
   if (pid < 0)
-    verdict (r, "F0 fork: %s\n", strerror (errno));
+    fail_errno (r, errno, "fork");
   close (fds[1]);
   if (r->in >= 0)
     close (r->in);
@@ -366,12 +365,11 @@ exec_monitor (struct exec_run *r)
     close (r->out);
   if (r->err >= 0 && r->err != r->in && r->err != r->out)
     close (r->err);
-  snprintf (line, sizeof line, "C%d\n", (int)pid);
-  esbx_write_all (r->verdict_w, line, strlen (line));
+  esbx_sync_send (r->verdict_w, EXEC_FORKED, (int)pid, NULL);
 
   read_report (fds[0], &rep);
   close (fds[0]);
-  if (rep.setup_failed || rep.exec_failed)
+  if (rep.error)
     {
       while (TEMP_FAILURE_RETRY (waitpid (pid, NULL, 0)) < 0 && errno != ECHILD)
         ;

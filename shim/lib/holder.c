@@ -4,6 +4,7 @@
 #include "fs.h"
 #include "owner.h"
 #include "proc.h"
+#include "sync.h"
 #include "text.h"
 #include "utils.h"
 
@@ -150,46 +151,31 @@ static void __attribute__ ((noreturn)) exec_holder (int ready, char *const *argv
   _exit (127);
 }
 
-/* What the holder reports on its ready pipe: "R" when its namespaces are
-   set up, "E message" on failure.  */
+/* What the holder reports on its ready pipe: ESBX_HOLDER_READY when its
+   namespaces are set up, or why it failed.  */
 static int
 wait_ready (int fd, const char *session, esbx_error_t *err)
 {
-  char buf[4096];
-  size_t used = 0;
-  bool ready = false;
-  char *line, *save = NULL;
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  struct esbx_sync_msg msg;
+  esbx_error_t remote = NULL;
+  int pr, r;
 
-  for (;;)
+  pr = TEMP_FAILURE_RETRY (poll (&p, 1, READY_TIMEOUT));
+  if (pr == 0)
+    return esbx_make_error (err, ETIMEDOUT, "start holder of session `%s`", session);
+  if (pr < 0)
+    return esbx_make_error (err, errno, "start holder of session `%s`: poll", session);
+  r = esbx_sync_recv (fd, &msg, &remote, err);
+  esbx_sync_msg_clear (&msg);
+  if (r < 0)
+    return esbx_error_wrap (err, "start holder of session `%s`", session);
+  if (remote)
     {
-      struct pollfd p = { .fd = fd, .events = POLLIN };
-      ssize_t r;
-      int pr = TEMP_FAILURE_RETRY (poll (&p, 1, READY_TIMEOUT));
-
-      if (pr == 0)
-        return esbx_make_error (err, ETIMEDOUT, "start holder of session `%s`", session);
-      if (pr < 0)
-        return esbx_make_error (err, errno, "start holder of session `%s`: poll", session);
-      r = TEMP_FAILURE_RETRY (read (fd, buf + used, sizeof buf - 1 - used));
-      if (r < 0)
-        return esbx_make_error (err, errno, "start holder of session `%s`: read", session);
-      if (r == 0 || used + (size_t)r >= sizeof buf - 1)
-        {
-          used += (size_t)r;
-          break;
-        }
-      used += (size_t)r;
+      *err = steal_pointer (&remote);
+      return esbx_error_wrap (err, "start holder of session `%s`", session);
     }
-  buf[used] = '\0';
-  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
-    {
-      if (line[0] == 'E')
-        return esbx_make_error (err, 0, "start holder of session `%s`: %s", session,
-                                line[1] ? line + 2 : "failed");
-      if (line[0] == 'R')
-        ready = true;
-    }
-  if (!ready)
+  if (r == 0 || msg.type != ESBX_HOLDER_READY)
     return esbx_make_error (err, 0, "start holder of session `%s`: it exited during setup",
                             session);
   return 0;

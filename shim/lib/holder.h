@@ -15,6 +15,10 @@
 
 #include <sys/types.h>
 
+/* What esbx-holder sends on its ready pipe (common/sync.h) once the
+   session's namespaces are ready; an error instead when it failed.  */
+#define ESBX_HOLDER_READY 'R'
+
 struct esbx_holder_info
 {
   pid_t pid;
