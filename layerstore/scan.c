@@ -135,6 +135,92 @@ opaque_deletions (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
   return 0;
 }
 
+/* A symlink whose target is the one of its base in LAYER.  */
+static int
+same_symlink (struct scan *sc, int dfd, const char *name, const char *rel, size_t layer,
+              esbx_error_t *err)
+{
+  char a[4097], b[4097];
+  ssize_t la = readlinkat (dfd, name, a, sizeof a - 1);
+  ssize_t lb;
+  _cleanup_close_ int bdir = -1;
+  _cleanup_free_ char *bname = NULL;
+
+  bdir = esbx_open_parent_beneath (sc->base->fds[layer], rel, &bname, err);
+  if (bdir < 0)
+    return -1;
+  lb = readlinkat (bdir, bname, b, sizeof b - 1);
+  return la >= 0 && la == lb && memcmp (a, b, (size_t)la) == 0;
+}
+
+/* A file whose content is the one of its base in LAYER; USHA receives the
+   hash of the upper file.  */
+static int
+same_file (struct scan *sc, int dfd, const char *name, const char *rel, size_t layer, char usha[65],
+           esbx_error_t *err)
+{
+  char bsha[65];
+  _cleanup_close_ int fd = esbx_open_regular_at (dfd, name, err);
+
+  if (fd < 0 || esbx_sha256_fd (fd, usha, NULL, err) < 0)
+    return read_failed (sc, rel, err);
+  if (esbx_stack_file_sha (sc->base, layer, rel, bsha, err) < 0)
+    return -1;
+  return strcmp (usha, bsha) == 0;
+}
+
+/* 1 when a leaf is its base BST in LAYER again (a copy-up and nothing
+   else), 0 when it changed.  USHA receives the hash of the upper file when
+   the comparison computed it.  */
+static int
+same_as_base (struct scan *sc, int dfd, const char *name, const char *rel, const struct stat *st,
+              size_t layer, const struct stat *bst, char usha[65], esbx_error_t *err)
+{
+  enum esbx_file_type type = file_type (st->st_mode);
+
+  if (file_type (bst->st_mode) != type || published_mode (bst) != published_mode (st))
+    return 0;
+  switch (type)
+    {
+    case ESBX_TYPE_FIFO:
+      return 1;
+    case ESBX_TYPE_SYMLINK:
+      return same_symlink (sc, dfd, name, rel, layer, err);
+    case ESBX_TYPE_FILE:
+      return st->st_size == bst->st_size ? same_file (sc, dfd, name, rel, layer, usha, err) : 0;
+    default:
+      return 0;
+    }
+}
+
+/* What change C carries besides its metadata: a symlink's target, a file's
+   hash and size (unless same_file hashed it already).  */
+static int
+fill_content (struct scan *sc, struct esbx_change *c, int dfd, const char *name, const char *rel,
+              esbx_error_t *err)
+{
+  if (c->type == ESBX_TYPE_SYMLINK)
+    {
+      char buf[4097];
+      ssize_t l = readlinkat (dfd, name, buf, sizeof buf - 1);
+      if (l < 0)
+        return esbx_make_error (err, errno, "session `%s`: readlink `/%s`", sc->session, rel);
+      buf[l] = '\0';
+      c->target = xstrdup (buf);
+      c->mode = 0777;
+    }
+  else if (c->type == ESBX_TYPE_FILE && c->sha256[0] == '\0')
+    {
+      _cleanup_close_ int fd = esbx_open_regular_at (dfd, name, err);
+      off_t size;
+
+      if (fd < 0 || esbx_sha256_fd (fd, c->sha256, &size, err) < 0)
+        return read_failed (sc, rel, err);
+      c->size = size;
+    }
+  return 0;
+}
+
 /* A file, symlink or FIFO whose base is BST in LAYER (FOUND).  Not inlined:
    its buffers must not sit in every frame of the recursion of deep
    trees.  */
@@ -143,80 +229,25 @@ scan_leaf (struct scan *sc, int dfd, const char *name, const char *rel, const st
            bool found, size_t layer, const struct stat *bst, esbx_error_t *err)
 {
   enum esbx_file_type type = file_type (st->st_mode);
-  mode_t mode = published_mode (st);
+  char usha[65] = "";
+  struct esbx_change *c;
+  int same = 0;
 
-  if (!found)
+  if (found)
+    same = same_as_base (sc, dfd, name, rel, st, layer, bst, usha, err);
+  if (same < 0)
+    return -1;
+  if (same)
     {
-      push (sc->out, rel, ESBX_ADDED, type, st);
-      goto fill;
+      if (sc->same)
+        push (sc->same, rel, ESBX_MODIFIED, type, st);
+      return 0;
     }
-  if (file_type (bst->st_mode) == type && published_mode (bst) == mode)
-    {
-      if (type == ESBX_TYPE_FIFO)
-        goto same;
-      if (type == ESBX_TYPE_SYMLINK)
-        {
-          char a[4097], b[4097];
-          ssize_t la = readlinkat (dfd, name, a, sizeof a - 1);
-          ssize_t lb;
-          _cleanup_close_ int bdir = -1;
-          _cleanup_free_ char *bname = NULL;
-
-          bdir = esbx_open_parent_beneath (sc->base->fds[layer], rel, &bname, err);
-          if (bdir < 0)
-            return -1;
-          lb = readlinkat (bdir, bname, b, sizeof b - 1);
-          if (la >= 0 && la == lb && memcmp (a, b, (size_t)la) == 0)
-            goto same;
-        }
-      else if (type == ESBX_TYPE_FILE && st->st_size == bst->st_size)
-        {
-          char usha[65], bsha[65];
-          _cleanup_close_ int fd = esbx_open_regular_at (dfd, name, err);
-
-          if (fd < 0 || esbx_sha256_fd (fd, usha, NULL, err) < 0)
-            return read_failed (sc, rel, err);
-          if (esbx_stack_file_sha (sc->base, layer, rel, bsha, err) < 0)
-            return -1;
-          if (strcmp (usha, bsha) == 0)
-            goto same;
-          push (sc->out, rel, ESBX_MODIFIED, type, st);
-          memcpy (sc->out->v[sc->out->n - 1].sha256, usha, 65);
-          goto fill;
-        }
-    }
-  push (sc->out, rel, ESBX_MODIFIED, type, st);
-
-fill:
-  {
-    struct esbx_change *c = &sc->out->v[sc->out->n - 1];
-
-    if (type == ESBX_TYPE_SYMLINK)
-      {
-        char buf[4097];
-        ssize_t l = readlinkat (dfd, name, buf, sizeof buf - 1);
-        if (l < 0)
-          return esbx_make_error (err, errno, "session `%s`: readlink `/%s`", sc->session, rel);
-        buf[l] = '\0';
-        c->target = xstrdup (buf);
-        c->mode = 0777;
-      }
-    else if (type == ESBX_TYPE_FILE && c->sha256[0] == '\0')
-      {
-        _cleanup_close_ int fd = esbx_open_regular_at (dfd, name, err);
-        off_t size;
-
-        if (fd < 0 || esbx_sha256_fd (fd, c->sha256, &size, err) < 0)
-          return read_failed (sc, rel, err);
-        c->size = size;
-      }
-  }
-  return 0;
-
-same:
-  if (sc->same)
-    push (sc->same, rel, ESBX_MODIFIED, type, st);
-  return 0;
+  push (sc->out, rel, found ? ESBX_MODIFIED : ESBX_ADDED, type, st);
+  c = &sc->out->v[sc->out->n - 1];
+  if (usha[0])
+    memcpy (c->sha256, usha, 65);
+  return fill_content (sc, c, dfd, name, rel, err);
 }
 
 /* A directory: its own change, then what is beneath it.  *DFD may be given
