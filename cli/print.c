@@ -142,13 +142,13 @@ cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts)
 
   if (cli->json)
     {
-      /* {"conflicts": CONFLICTS}, borrowing them: only serialised, never
-         freed.  */
-      char *key = "conflicts";
-      json_t *item = (json_t *)conflicts;
-      const json_t o = { .type = JSON_OBJECT, .n = 1, .keys = &key, .items = &item };
+      /* {"conflicts": CONFLICTS}, borrowing them: only serialised, and
+         taken back before the wrapper is freed.  */
+      _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
 
-      cli_print_json (&o);
+      json_set (o, "conflicts", (json_t *)conflicts);
+      cli_print_json (o);
+      json_take_at (o, 0);
       return;
     }
   json_array_foreach (conflicts, i, c)
