@@ -57,6 +57,7 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   struct esbx_publish_result r = { 0 };
   struct publish_opts o = { 0 };
   esbx_store_t *store;
+  int ret = 0;
 
   if (parse_publish_opts (argc, argv, &o, err) < 0)
     return -1;
@@ -65,14 +66,18 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;
-  if (esbx_session_publish (store, o.session, o.message, &r, err) < 0)
-    return cli_publish_failed (cli, &r);
+  if (esbx_sandbox_publish (store, o.session, o.message, o.discard ? ESBX_PUBLISH_DISCARD : 0, &r,
+                            err)
+      < 0)
+    {
+      if (!r.published)
+        return cli_publish_failed (cli, &r);
+      ret = -1;
+    }
   {
     _cleanup_json_ json_t *view = esbx_publish_result_json (&r);
     cli_print_published (cli, o.session, view);
   }
   esbx_publish_result_free (&r);
-  if (o.discard && esbx_sandbox_discard (store, o.session, err) < 0)
-    return -1;
-  return 0;
+  return ret;
 }

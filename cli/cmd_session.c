@@ -83,7 +83,7 @@ create_local (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *e
   _cleanup_free_ char *name = NULL;
   esbx_store_t *store = cli_store (cli, err);
 
-  if (store == NULL || esbx_session_create (store, o->project, &o->session, &name, err) < 0)
+  if (store == NULL || esbx_sandbox_create (store, o->project, &o->session, &name, err) < 0)
     return -1;
   printf ("%s\n", name);
   return 0;
@@ -160,26 +160,10 @@ static int
 list_local (struct esbx_cli *cli, const char *project, esbx_error_t *err)
 {
   esbx_store_t *store = cli_store (cli, err);
-  _cleanup_strv_ char **names = NULL;
-  _cleanup_json_ json_t *arr = json_new (JSON_ARRAY);
-  size_t i;
+  _cleanup_json_ json_t *arr = NULL;
 
-  if (store == NULL || (names = esbx_session_list (store, project, err)) == NULL)
+  if (store == NULL || (arr = esbx_sandbox_list (store, project, NULL, NULL, err)) == NULL)
     return -1;
-  for (i = 0; names[i]; i++)
-    {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-
-      /* A session discarded while we list is simply gone.  */
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      json_append (arr, esbx_session_json (store, s, NULL));
-      esbx_session_free (s);
-    }
   cli_print_sessions (cli, arr);
   return 0;
 }
@@ -207,9 +191,8 @@ path_local (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 
   /* The path is only useful mounted: mount it on demand (after a reboot,
      say).  */
-  if (store == NULL || esbx_session_mount (store, name, err) < 0)
+  if (store == NULL || esbx_sandbox_view_acquire (store, name, &merged, err) < 0)
     return -1;
-  merged = esbx_session_merged (store, name);
   printf ("%s\n", merged);
   return 0;
 }
@@ -217,16 +200,12 @@ path_local (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 static int
 inspect_local (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
-  struct esbx_session *s = NULL;
+  _cleanup_json_ json_t *j = NULL;
   esbx_store_t *store = cli_store (cli, err);
 
-  if (store == NULL || esbx_session_load (store, name, &s, err) < 0)
+  if (store == NULL || (j = esbx_sandbox_inspect (store, name, err)) == NULL)
     return -1;
-  {
-    _cleanup_json_ json_t *j = esbx_session_json (store, s, esbx_sandbox_status (store, s->name));
-    cli_print_json (j);
-  }
-  esbx_session_free (s);
+  cli_print_json (j);
   return 0;
 }
 

@@ -206,6 +206,7 @@ struct esbx_publish_result
   struct esbx_conflict *conflicts;
   size_t n_conflicts;
   size_t n_changes;
+  bool published; /* the publish took place (a layer, or nothing to publish) */
 };
 void esbx_publish_result_free (struct esbx_publish_result *r);
 

@@ -72,6 +72,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   r->n_changes = layer.changes.n;
   if (layer.changes.n == 0)
     {
+      r->published = true;
       ret = 0;
       goto out;
     }
@@ -112,6 +113,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   if (esbx_session_save (store, name, s->record, err) < 0)
     goto out;
   esbx_failpoint ("publish-done");
+  r->published = true;
   ret = 0;
 
 out:

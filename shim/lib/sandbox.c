@@ -1,26 +1,31 @@
-/* Cleanup policy.  A session is "crashed" when its holder record names a
- * process that is gone (the holder was killed, or the host rebooted), or
- * when an owner marker (owner.h) names a process that is gone (an esbx
- * killed while starting a holder or running a command).  gc brings a
- * crashed session back to rest: the holder and every process of the session
- * killed, the cgroup removed, the merged view unmounted, stale records
- * deleted.  Its files (upper/) are kept: a reboot must not cost anyone their
- * work, and the next `esbx exec` starts a fresh holder on them.  A session
- * with a live owner, a live holder and no dead marker is never touched.  */
+/* The lifecycle of a session as its front ends see it: the CLI, the
+   gateway and the Docker volume driver call these and nothing below them,
+   so that what a verb means (publish then discard, when the merged view may
+   be unmounted, when a rebase must wait) is decided here once.  */
 #include "sandbox.h"
-#include "cgroup.h"
-#include "events.h"
-#include "fs.h"
 #include "holder.h"
-#include "owner.h"
-#include "proc.h"
 #include "text.h"
 #include "utils.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <string.h>
+
+int
+esbx_sandbox_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
+                     char **name, esbx_error_t *err)
+{
+  return esbx_session_create (store, project, opts, name, err);
+}
+
+int
+esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
+                      unsigned int flags, struct esbx_publish_result *result, esbx_error_t *err)
+{
+  if (esbx_session_publish (store, name, message, result, err) < 0)
+    return -1;
+  if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, err) < 0)
+    return -1;
+  return 0;
+}
 
 int
 esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
@@ -32,217 +37,78 @@ esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
   return esbx_session_discard (store, name, err);
 }
 
-/* Why SESSION needs cleaning, or NULL when it is alive or at rest.  */
-static const char *
-crash_reason (esbx_store_t *store, const char *session, int dfd)
-{
-  _cleanup_json_ json_t *rec = NULL;
-  esbx_error_t jerr = NULL;
-  size_t alive = 0, dead = 0;
-  int64_t pid = 0, start = 0;
-
-  esbx_owner_scan (store, session, &alive, &dead, false);
-  if (alive > 0)
-    return NULL;
-  if (dead > 0)
-    return "owner crashed";
-  if (!esbx_exists_at (dfd, "holder.json"))
-    return NULL;
-  rec = json_parse_file_at (dfd, "holder.json", &jerr);
-  esbx_error_free (&jerr);
-  if (rec == NULL || !json_get_int (rec, "pid", &pid) || !json_get_int (rec, "starttime", &start)
-      || !esbx_proc_alive ((pid_t)pid, (unsigned long long)start))
-    return "holder died";
-  return NULL;
-}
-
-static int
-clean_session (esbx_store_t *store, const char *session, FILE *report, esbx_error_t *err)
-{
-  _cleanup_close_ int dfd = -1;
-  _cleanup_close_ int lock = -1;
-  const char *reason;
-  size_t alive, dead;
-  json_t *f;
-
-  dfd = esbx_session_open_dir (store, session, NULL);
-  if (dfd < 0)
-    return 0; /* discarded meanwhile */
-  /* Someone starting or stopping the holder right now: alive, not ours.  */
-  lock = esbx_lock_at (dfd, "holder.lock", true, false, NULL);
-  if (lock < 0)
-    return 0;
-  reason = crash_reason (store, session, dfd);
-  close (take_fd (&lock));
-  if (reason == NULL)
-    return 0;
-  if (esbx_holder_stop (store, session, err) < 0)
-    return -1;
-  if (esbx_session_is_mounted (store, session) && esbx_session_unmount (store, session, err) < 0)
-    return -1;
-  esbx_owner_scan (store, session, &alive, &dead, true);
-  f = json_new (JSON_OBJECT);
-  json_set_string (f, "reason", reason);
-  esbx_event_append (store, session, "gc", f, NULL);
-  if (report)
-    fprintf (report, "cleaned session `%s`: %s\n", session, reason);
-  return 0;
-}
-
-/* Cgroups of this store whose session is gone.  */
-static void
-clean_stray_cgroups (esbx_store_t *store, FILE *report)
-{
-  _cleanup_free_ char *prefix = esbx_cgroup_store_prefix (store);
-  _cleanup_strv_ char **names = NULL;
-  size_t plen = strlen (prefix);
-  char **n;
-
-  names = esbx_cgroup_list_esbx (NULL);
-  for (n = names; n && *n; n++)
-    {
-      _cleanup_free_ char *rel = NULL;
-      const char *session = *n + plen;
-      size_t k;
-
-      if (strncmp (*n, prefix, plen) != 0)
-        continue;
-      if (plen == 0)
-        {
-          /* "HASH.S" belongs to another store.  */
-          for (k = 0; k < 8 && isxdigit ((unsigned char)(*n)[k]); k++)
-            ;
-          if (k == 8 && (*n)[8] == '.')
-            continue;
-        }
-      if (!esbx_name_valid (session) || esbx_session_exists (store, session))
-        continue;
-      rel = xasprintf ("esbx/%s", *n);
-      if (esbx_cgroup_remove (rel, NULL) == 0 && report)
-        fprintf (report, "removed cgroup `%s` of a session that no longer exists\n", rel);
-    }
-}
-
-int
-esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
-{
-  _cleanup_strv_ char **sessions = NULL;
-  char **s;
-  int ret = 0;
-
-  sessions = esbx_session_list (store, NULL, err);
-  if (sessions == NULL)
-    return -1;
-  for (s = sessions; *s; s++)
-    {
-      esbx_error_t serr = NULL;
-
-      if (clean_session (store, *s, report, &serr) < 0)
-        {
-          /* Another gc or a discard got there first.  */
-          if (!esbx_session_exists (store, *s))
-            esbx_error_free (&serr);
-          else
-            {
-              if (report)
-                fprintf (report, "session `%s`: %s\n", *s, serr->msg);
-              esbx_error_free (&serr);
-              ret = -1;
-            }
-        }
-    }
-  clean_stray_cgroups (store, report);
-  if (esbx_gc (store, report, err) < 0)
-    return -1;
-  if (ret < 0)
-    return esbx_make_error (err, 0, "gc: some sessions could not be cleaned");
-  return 0;
-}
-
-static json_t *
-num_or_null (uint64_t v)
-{
-  return v == UINT64_MAX ? json_new (JSON_NULL) : json_new_int ((int64_t)v);
-}
-
 int
 esbx_sandbox_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *result,
                      esbx_error_t *err)
 {
-  struct esbx_holder_info info = { 0 };
-  esbx_error_t herr = NULL;
-  bool running;
-
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
   if (!esbx_session_exists (store, name))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
-  running = esbx_holder_get (store, name, &info, &herr) == 0;
-  esbx_holder_info_free (&info);
-  esbx_error_free (&herr);
-  if (running)
+  if (esbx_sandbox_holder_running (store, name))
     return esbx_make_error (
         err, EBUSY, "rebase `%s`: the session's holder is running; stop its processes first", name);
   return esbx_session_rebase (store, name, result, err);
 }
 
-json_t *
-esbx_sandbox_status (esbx_store_t *store, const char *name)
+int
+esbx_sandbox_view_acquire (esbx_store_t *store, const char *name, char **merged, esbx_error_t *err)
 {
-  json_t *j = json_new (JSON_OBJECT);
-  struct esbx_holder_info info = { 0 };
-  struct esbx_session *s = NULL;
-  struct esbx_cgroup_usage u;
-  _cleanup_free_ char *cg = esbx_cgroup_session_path (store, name);
-  esbx_error_t err = NULL;
-  json_t *o;
+  if (esbx_session_mount (store, name, err) < 0)
+    return -1;
+  if (merged)
+    *merged = esbx_session_merged (store, name);
+  return 0;
+}
 
-  if (esbx_holder_get (store, name, &info, &err) == 0)
+int
+esbx_sandbox_view_release (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  /* The holder's processes (esbx exec, esbx-runtime containers) use the
+     merged view too: it stays until the session ends.  */
+  if (esbx_sandbox_holder_running (store, name) || !esbx_session_is_mounted (store, name))
+    return 0;
+  return esbx_session_unmount (store, name, err);
+}
+
+json_t *
+esbx_sandbox_list (esbx_store_t *store, const char *project, esbx_sandbox_filter_t visible,
+                   const void *data, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_session_list (store, project, err);
+  json_t *arr;
+  size_t i;
+
+  if (names == NULL)
+    return NULL;
+  arr = json_new (JSON_ARRAY);
+  for (i = 0; names[i]; i++)
     {
-      json_set_int (j, "holder", info.pid);
-      json_set_int (j, "holder_starttime", (int64_t)info.starttime);
-    }
-  else
-    json_set (j, "holder", json_new (JSON_NULL));
-  esbx_error_free (&err);
-  if (esbx_session_load (store, name, &s, &err) == 0)
-    {
-      json_set_string (j, "network", s->network ? s->network : "none");
-      json_set_string (j, "workspace", s->workspace ? s->workspace : "/workspace");
-      o = json_new (JSON_OBJECT);
-      json_set (o, "memory", s->memory ? json_new_int ((int64_t)s->memory) : json_new (JSON_NULL));
-      json_set (o, "pids", s->pids ? json_new_int ((int64_t)s->pids) : json_new (JSON_NULL));
-      json_set (o, "cpus", s->cpus ? json_new_string (s->cpus) : json_new (JSON_NULL));
-      json_set (j, "limits", o);
+      struct esbx_session *s = NULL;
+      esbx_error_t e = NULL;
+
+      /* A session discarded while we list is simply gone.  */
+      if (esbx_session_load (store, names[i], &s, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (visible == NULL || visible (s, data))
+        json_append (arr, esbx_session_json (store, s, NULL));
       esbx_session_free (s);
     }
-  esbx_error_free (&err);
-  json_set_string (j, "cgroup", info.cgroup ? info.cgroup : cg);
-  json_set_int (j, "cgroup_version", esbx_cgroup_version ());
-  if (esbx_cgroup_usage (info.cgroup ? info.cgroup : cg, &u, &err) == 0)
-    {
-      o = json_new (JSON_OBJECT);
-      json_set (o, "current", num_or_null (u.memory));
-      json_set (o, "peak", num_or_null (u.memory_peak));
-      json_set (o, "limit", num_or_null (u.memory_limit));
-      json_set (o, "oom_kills", num_or_null (u.oom_kills));
-      json_set (j, "memory", o);
-      o = json_new (JSON_OBJECT);
-      json_set (o, "usage_usec", num_or_null (u.cpu_usec));
-      json_set (j, "cpu", o);
-      o = json_new (JSON_OBJECT);
-      json_set (o, "current", num_or_null (u.pids));
-      json_set (o, "limit", num_or_null (u.pids_limit));
-      json_set (o, "denied", num_or_null (u.pids_denied));
-      json_set (j, "pids", o);
-    }
-  else
-    {
-      json_set (j, "memory", json_new (JSON_NULL));
-      json_set (j, "cpu", json_new (JSON_NULL));
-      json_set (j, "pids", json_new (JSON_NULL));
-    }
-  esbx_error_free (&err);
-  esbx_holder_info_free (&info);
+  return arr;
+}
+
+json_t *
+esbx_sandbox_inspect (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  json_t *j;
+
+  if (esbx_session_load (store, name, &s, err) < 0)
+    return NULL;
+  j = esbx_session_json (store, s, esbx_sandbox_status (store, s->name));
+  esbx_session_free (s);
   return j;
 }

@@ -1,16 +1,31 @@
-/* esbx shim: the whole lifecycle of a session's sandbox, as the CLI and
-   esbxd need it: the store's private state plus the holder that keeps the
-   session's namespaces and processes alive.  */
+/* esbx shim: the lifecycle API of a session, the one the CLI, the gateway
+   and the Docker volume driver call: the store's private state plus the
+   holder that keeps the session's namespaces and processes alive.
+   sandbox.c holds the verbs, sandbox_status.c the runtime state,
+   sandbox_gc.c the crash cleanup.  */
 #ifndef ESBX_SANDBOX_H
 #define ESBX_SANDBOX_H
 
 #include "layerstore.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
-/* Stop the holder (ending every process of the session), remove its cgroup,
-   unmount and delete the session.  */
-int esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* A new session of PROJECT (esbx_session_create); *NAME is its name.  */
+int esbx_sandbox_create (esbx_store_t *store, const char *project,
+                         const struct esbx_session_opts *opts, char **name, esbx_error_t *err);
+
+/* The final publish of a session ends it: discarded once its layer is in
+   the stack (or when it had nothing to publish).  */
+#define ESBX_PUBLISH_DISCARD 1u
+
+/* esbx_session_publish, then what FLAGS ask.  On a conflict nothing else
+   happens: the session stays as it was.  When the publish took place but
+   the discard failed, the result says so (RESULT->published) and the
+   return is -1 with the discard's error.  */
+int esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
+                          unsigned int flags, struct esbx_publish_result *result,
+                          esbx_error_t *err);
 
 /* esbx_session_rebase, refused (EBUSY) while the session's holder runs:
    rebase remounts the session, and the holder's mount namespace would keep
@@ -18,12 +33,36 @@ int esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *e
 int esbx_sandbox_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *result,
                          esbx_error_t *err);
 
-/* esbx_gc plus the sessions whose holder died or whose owner crashed.  */
-int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+/* Stop the holder (ending every process of the session), remove its cgroup,
+   unmount and delete the session.  */
+int esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* The merged view, mounted on demand (after a reboot, say); *MERGED (when
+   not NULL) is its path.  */
+int esbx_sandbox_view_acquire (esbx_store_t *store, const char *name, char **merged,
+                               esbx_error_t *err);
+/* A front end no longer needs the merged view (Docker's last Unmount): it
+   is unmounted unless the holder runs, whose processes use it too.  */
+int esbx_sandbox_view_release (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* Whether the session's holder is alive.  */
+bool esbx_sandbox_holder_running (esbx_store_t *store, const char *name);
 
 /* Runtime status of a session for `session inspect` and the plugin's Get:
    an object with at least "holder" (pid or null); resource use when a
    holder runs.  Never fails: unknown parts are null.  */
 json_t *esbx_sandbox_status (esbx_store_t *store, const char *name);
+
+/* The sessions (of PROJECT when not NULL) as an array of session views,
+   only those VISIBLE accepts when it is not NULL.  */
+typedef bool (*esbx_sandbox_filter_t) (const struct esbx_session *s, const void *data);
+json_t *esbx_sandbox_list (esbx_store_t *store, const char *project, esbx_sandbox_filter_t visible,
+                           const void *data, esbx_error_t *err);
+
+/* One session's view with its runtime status (`session inspect`).  */
+json_t *esbx_sandbox_inspect (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* esbx_gc plus the sessions whose holder died or whose owner crashed.  */
+int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 
 #endif

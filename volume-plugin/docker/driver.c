@@ -239,7 +239,7 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   so.labels = labels;
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
-  if (esbx_session_create (d->store, project, &so, &created, err) < 0)
+  if (esbx_sandbox_create (d->store, project, &so, &created, err) < 0)
     return -1;
   return 0;
 }
@@ -370,21 +370,12 @@ do_mount (struct esbx_driver *d, const char *name, const json_t *req, esbx_error
 
   if (id == NULL || load_existing (d, name, &vol, err) < 0)
     return NULL;
-  if (esbx_session_mount (d->store, name, err) < 0)
+  if (esbx_sandbox_view_acquire (d->store, name, NULL, err) < 0)
     return NULL;
   esbx_volume_count_mount (vol, id, 1);
   if (esbx_volume_save (d->vols, vol, err) < 0)
     return NULL;
   return mountpoint_reply (d, name);
-}
-
-static bool
-holder_running (struct esbx_driver *d, const char *name)
-{
-  _cleanup_json_ json_t *st = esbx_sandbox_status (d->store, name);
-  json_t *h = json_get (st, "holder");
-
-  return h && h->type == JSON_NUMBER;
 }
 
 static json_t *
@@ -407,10 +398,7 @@ do_unmount (struct esbx_driver *d, const char *name, const json_t *req, esbx_err
   esbx_volume_count_mount (vol, id, -1);
   if (esbx_volume_save (d->vols, vol, err) < 0)
     return NULL;
-  /* The holder's processes (esbx exec, esbx-runtime containers) use the
-     merged view too: it stays until the session ends.  */
-  if (esbx_volume_mount_total (vol) == 0 && !holder_running (d, name)
-      && esbx_session_unmount (d->store, name, &uerr) < 0)
+  if (esbx_volume_mount_total (vol) == 0 && esbx_sandbox_view_release (d->store, name, &uerr) < 0)
     {
       esbx_warn ("unmount `%s`: %s", name, uerr->msg);
       esbx_error_free (&uerr);

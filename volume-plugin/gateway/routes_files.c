@@ -4,6 +4,7 @@
 #include "routes_files.h"
 #include "fs.h"
 #include "path.h"
+#include "sandbox.h"
 #include "utils.h"
 
 #include <dirent.h>
@@ -24,12 +25,11 @@ open_session_root (struct esbx_gateway_ctx *ctx)
 
   if (esbx_gateway_session_must_exist (ctx) < 0)
     return -1;
-  if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
+  if (esbx_sandbox_view_acquire (ctx->store, ctx->arg, &merged, &err) < 0)
     {
       esbx_gateway_reply_err (ctx, &err);
       return -1;
     }
-  merged = esbx_session_merged (ctx->store, ctx->arg);
   fd = esbx_open_dir_at (AT_FDCWD, merged, &err);
   if (fd < 0)
     esbx_gateway_reply_err (ctx, &err);

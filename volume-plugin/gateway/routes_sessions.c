@@ -20,35 +20,24 @@
 
 #define FOLLOW_INTERVAL_MS 200
 
+static bool
+token_sees_session (const struct esbx_session *s, const void *data)
+{
+  const struct esbx_gateway_ctx *ctx = data;
+
+  return esbx_auth_sees_session (ctx->store, ctx->token, s);
+}
+
 void
 esbx_gateway_session_list (struct esbx_gateway_ctx *ctx)
 {
   const char *project = esbx_gateway_query (ctx, "project");
-  _cleanup_strv_ char **names = NULL;
   esbx_error_t err = NULL;
-  json_t *arr;
-  size_t i;
 
   if (project && esbx_check_name ("project", project, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
-  names = esbx_session_list (ctx->store, project, &err);
-  if (names == NULL)
-    return esbx_gateway_reply_err (ctx, &err);
-  arr = json_new (JSON_ARRAY);
-  for (i = 0; names[i]; i++)
-    {
-      struct esbx_session *s = NULL;
-
-      if (esbx_session_load (ctx->store, names[i], &s, &err) < 0)
-        {
-          esbx_error_free (&err);
-          continue;
-        }
-      if (esbx_auth_sees_session (ctx->store, ctx->token, s))
-        json_append (arr, esbx_session_json (ctx->store, s, NULL));
-      esbx_session_free (s);
-    }
-  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
+  esbx_gateway_reply_view (
+      ctx, esbx_sandbox_list (ctx->store, project, token_sees_session, ctx, &err), &err);
 }
 
 void
@@ -79,7 +68,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
     return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
-  if (esbx_session_create (ctx->store, project, &o, &name, &err) < 0)
+  if (esbx_sandbox_create (ctx->store, project, &o, &name, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
@@ -87,15 +76,9 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
 void
 esbx_gateway_session_inspect (struct esbx_gateway_ctx *ctx)
 {
-  struct esbx_session *s = NULL;
   esbx_error_t err = NULL;
 
-  if (esbx_session_load (ctx->store, ctx->arg, &s, &err) < 0)
-    return esbx_gateway_reply_err (ctx, &err);
-  esbx_gateway_reply_json (
-      ctx, MHD_HTTP_OK,
-      esbx_session_json (ctx->store, s, esbx_sandbox_status (ctx->store, s->name)));
-  esbx_session_free (s);
+  esbx_gateway_reply_view (ctx, esbx_sandbox_inspect (ctx->store, ctx->arg, &err), &err);
 }
 
 void
@@ -104,9 +87,8 @@ esbx_gateway_session_path (struct esbx_gateway_ctx *ctx)
   _cleanup_free_ char *merged = NULL;
   esbx_error_t err = NULL;
 
-  if (esbx_session_mount (ctx->store, ctx->arg, &err) < 0)
+  if (esbx_sandbox_view_acquire (ctx->store, ctx->arg, &merged, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
-  merged = esbx_session_merged (ctx->store, ctx->arg);
   esbx_gateway_reply_string (ctx, MHD_HTTP_OK, "path", merged);
 }
 
@@ -289,13 +271,18 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
   static const char *const fields[] = { "message", "discard", NULL };
   struct esbx_publish_result r = { 0 };
   esbx_error_t err = NULL;
+  unsigned int flags;
   json_t *o;
 
   if (esbx_gateway_check_body (ctx, fields, "sb") < 0)
     return;
-  if (esbx_session_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), &r, &err)
+  flags = json_get_bool (ctx->json, "discard", false) ? ESBX_PUBLISH_DISCARD : 0;
+  if (esbx_sandbox_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags, &r,
+                            &err)
       < 0)
     {
+      if (r.published)
+        esbx_metrics_publish (ctx->metrics, false);
       if (r.n_conflicts)
         {
           esbx_metrics_publish (ctx->metrics, true);
@@ -309,12 +296,6 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
   esbx_metrics_publish (ctx->metrics, false);
   o = esbx_publish_result_json (&r);
   esbx_publish_result_free (&r);
-  if (json_get_bool (ctx->json, "discard", false)
-      && esbx_sandbox_discard (ctx->store, ctx->arg, &err) < 0)
-    {
-      json_free (o);
-      return esbx_gateway_reply_err (ctx, &err);
-    }
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
 }
 
