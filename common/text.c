@@ -84,90 +84,80 @@ esbx_utf8_valid (const char *s, size_t len)
   return true;
 }
 
-char *
-esbx_utf8_sanitize (const char *s, size_t len)
+/* How a text is rewritten: what an unsafe sequence is, and what it
+   becomes.  */
+enum rewrite
+{
+  REPLACE_INVALID, /* invalid UTF-8 → U+FFFD */
+  HEX_CONTROLS,    /* invalid UTF-8 and control bytes → \xHH */
+  HEX_LINE,        /* also backslash and C1 controls, byte by byte */
+};
+
+/* Whether the N-byte sequence at P (N == 0: an invalid byte) is unsafe.  */
+static bool
+unsafe (enum rewrite how, const unsigned char *p, size_t n)
+{
+  if (n == 0)
+    return true;
+  if (how == REPLACE_INVALID)
+    return false;
+  if (n == 1)
+    return p[0] < 0x20 || p[0] == 0x7f || (how == HEX_LINE && p[0] == '\\');
+  /* U+0080..U+009F: some terminals take them as escape sequences.  */
+  return how == HEX_LINE && n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+}
+
+/* LEN bytes at S, with every unsafe sequence rewritten as HOW says; at
+   most four output bytes per input byte.  */
+static char *
+rewrite (const char *s, size_t len, enum rewrite how)
 {
   const unsigned char *p = (const unsigned char *)s;
-  char *out = xmalloc (len * 3 + 1), *o = out;
-  size_t i = 0, n;
+  char *out = xmalloc (len * 4 + 1), *o = out;
+  size_t i = 0, n, k, span;
 
   while (i < len)
     {
       n = utf8_seq (p + i, len - i);
-      if (n == 0)
+      if (!unsafe (how, p + i, n))
+        {
+          memcpy (o, p + i, n);
+          o += n;
+          i += n;
+          continue;
+        }
+      if (how == REPLACE_INVALID)
         {
           memcpy (o, "\xef\xbf\xbd", 3);
           o += 3;
           i++;
           continue;
         }
-      memcpy (o, p + i, n);
-      o += n;
-      i += n;
+      span = how == HEX_LINE && n ? n : 1;
+      for (k = 0; k < span; k++)
+        o += sprintf (o, "\\x%02x", p[i + k]);
+      i += span;
     }
   *o = '\0';
   return out;
+}
+
+char *
+esbx_utf8_sanitize (const char *s, size_t len)
+{
+  return rewrite (s, len, REPLACE_INVALID);
 }
 
 char *
 esbx_quote_path (const char *s)
 {
-  const unsigned char *p = (const unsigned char *)s;
-  size_t len = strlen (s), i = 0, n;
-  char *out = xmalloc (len * 4 + 1), *o = out;
-
-  while (i < len)
-    {
-      n = utf8_seq (p + i, len - i);
-      if (n == 0 || (n == 1 && (p[i] < 0x20 || p[i] == 0x7f)))
-        {
-          o += sprintf (o, "\\x%02x", p[i]);
-          i++;
-          continue;
-        }
-      memcpy (o, p + i, n);
-      o += n;
-      i += n;
-    }
-  *o = '\0';
-  return out;
-}
-
-/* Whether the N bytes at P must be escaped in a log line.  */
-static bool
-unsafe_in_line (const unsigned char *p, size_t n)
-{
-  if (n == 0)
-    return true;
-  if (n == 1)
-    return p[0] < 0x20 || p[0] == 0x7f || p[0] == '\\';
-  /* U+0080..U+009F: some terminals take them as escape sequences.  */
-  return n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+  return rewrite (s, strlen (s), HEX_CONTROLS);
 }
 
 char *
 esbx_escape_line (const char *s)
 {
-  const unsigned char *p = (const unsigned char *)s;
-  size_t len = strlen (s), i = 0, n, k;
-  char *out = xmalloc (len * 4 + 1), *o = out;
-
-  while (i < len)
-    {
-      n = utf8_seq (p + i, len - i);
-      if (unsafe_in_line (p + i, n))
-        {
-          for (k = 0; k < (n ? n : 1); k++)
-            o += sprintf (o, "\\x%02x", p[i + k]);
-          i += k;
-          continue;
-        }
-      memcpy (o, p + i, n);
-      o += n;
-      i += n;
-    }
-  *o = '\0';
-  return out;
+  return rewrite (s, strlen (s), HEX_LINE);
 }
 
 char *

@@ -254,8 +254,27 @@ check_path_length (const char *rel, size_t depth, esbx_error_t *err)
       err, 0, "`/%.64s...`: path too long (more than 4,095 bytes, %zu levels deep)", shown, depth);
 }
 
-/* Deep trees: *DFD may be given back while the walk is below it
-   (esbx_dir_release).  */
+typedef int (*walk_fn) (struct exporter *ex, int *dfd, const char *rel, size_t depth,
+                        esbx_error_t *err);
+
+/* WALK the directory NAME of *DFD, at CHILD one level below DEPTH.  Deep
+   trees: *DFD may be given back meanwhile (esbx_dir_release).  */
+static int
+descend (struct exporter *ex, int *dfd, const char *name, const char *child, size_t depth,
+         walk_fn walk, esbx_error_t *err)
+{
+  _cleanup_close_ int sub = -1;
+  struct esbx_held_dir held;
+
+  sub = TEMP_FAILURE_RETRY (openat (*dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (sub < 0)
+    return esbx_make_error (err, errno, "open `/%s`", child);
+  if (esbx_dir_release (dfd, depth, &held, err) < 0 || walk (ex, &sub, child, depth + 1, err) < 0
+      || esbx_dir_retake (dfd, sub, &held, err) < 0)
+    return -1;
+  return 0;
+}
+
 static int
 walk_tree (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_error_t *err)
 {
@@ -267,8 +286,6 @@ walk_tree (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_er
   for (p = names; *p; p++)
     {
       _cleanup_free_ char *child = child_path (rel, *p);
-      _cleanup_close_ int sub = -1;
-      struct esbx_held_dir held;
       struct stat st;
       int r;
 
@@ -283,12 +300,7 @@ walk_tree (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_er
         }
       if (fstatat (*dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
         continue;
-      sub = TEMP_FAILURE_RETRY (openat (*dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (sub < 0)
-        return esbx_make_error (err, errno, "open `/%s`", child);
-      if (esbx_dir_release (dfd, depth, &held, err) < 0
-          || walk_tree (ex, &sub, child, depth + 1, err) < 0
-          || esbx_dir_retake (dfd, sub, &held, err) < 0)
+      if (descend (ex, dfd, *p, child, depth, walk_tree, err) < 0)
         return -1;
     }
   return 0;
@@ -376,8 +388,6 @@ walk_diff (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_er
     {
       _cleanup_free_ char *child = child_path (rel, *p);
       _cleanup_free_ char *wh = NULL;
-      _cleanup_close_ int sub = -1;
-      struct esbx_held_dir held;
       struct stat st;
 
       if (check_path_length (child, depth + 1, err) < 0)
@@ -397,12 +407,7 @@ walk_diff (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_er
         continue;
       if (esbx_is_opaque_at (*dfd, *p) && emit_marker (ex, child, OPAQUE_MARKER, err) < 0)
         return -1;
-      sub = TEMP_FAILURE_RETRY (openat (*dfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (sub < 0)
-        return esbx_make_error (err, errno, "open `/%s`", child);
-      if (esbx_dir_release (dfd, depth, &held, err) < 0
-          || walk_diff (ex, &sub, child, depth + 1, err) < 0
-          || esbx_dir_retake (dfd, sub, &held, err) < 0)
+      if (descend (ex, dfd, *p, child, depth, walk_diff, err) < 0)
         return -1;
     }
   return 0;

@@ -390,6 +390,17 @@ esbx_token_list (esbx_store_t *store, struct esbx_token ***out, size_t *n, esbx_
   return 0;
 }
 
+/* Open the tokens directory into *DIRFD and take its lock (returned):
+   revoke and bind hold it, so a revoked token is never written back.  */
+static int
+lock_tokens_dir (esbx_store_t *store, int *dirfd, esbx_error_t *err)
+{
+  *dirfd = open_tokens_dir (store, err);
+  if (*dirfd < 0)
+    return -1;
+  return esbx_lock_at (*dirfd, LOCK_FILE, true, true, err);
+}
+
 int
 esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
 {
@@ -400,10 +411,7 @@ esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "token `%s`: an id is %d lower-case hex digits", id,
                                  TOKEN_ID_LEN * 2);
-  dirfd = open_tokens_dir (store, err);
-  if (dirfd < 0)
-    return -1;
-  lock = esbx_lock_at (dirfd, LOCK_FILE, true, true, err);
+  lock = lock_tokens_dir (store, &dirfd, err);
   if (lock < 0)
     return -1;
   file = xasprintf ("%s.json", id);
@@ -427,10 +435,7 @@ esbx_token_bind_project (esbx_store_t *store, struct esbx_token *t, esbx_error_t
 
   if (t->project == NULL || t->project_id || !esbx_project_exists (store, t->project))
     return 0;
-  dirfd = open_tokens_dir (store, err);
-  if (dirfd < 0)
-    return -1;
-  lock = esbx_lock_at (dirfd, LOCK_FILE, true, true, err);
+  lock = lock_tokens_dir (store, &dirfd, err);
   if (lock < 0)
     return -1;
   file = xasprintf ("%s.json", t->id);

@@ -93,6 +93,17 @@ EOF
   BG_PIDS+=("$SWAPPER")
 }
 
+# `count_refusal VERB STATUS`: a run that lost the race (its stderr in
+# $BATS_TEST_TMPDIR/err) must say why in one line; counted in the test's
+# `lost`, and in `fifo` when the cause is the FIFO.
+count_refusal() {
+  [ "$(wc -l <"$BATS_TEST_TMPDIR/err")" -eq 1 ] ||
+    fail "esbx $1 exited $2: $(cat "$BATS_TEST_TMPDIR/err")"
+  lost=$((lost + 1))
+  cp "$BATS_TEST_TMPDIR/err" "$BATS_TEST_TMPDIR/lost"
+  if grep -q "is a fifo, not a regular file" "$BATS_TEST_TMPDIR/err"; then fifo=$((fifo + 1)); fi
+}
+
 @test "boundary 13: a FIFO swapped for a same-size file never blocks publish, diff or discard" {
   local i hung=0 runs=0 lost=0 fifo=0 rc verb pid
   # Deep files: a longer lookup in the base between the scan's stat and its
@@ -118,12 +129,7 @@ EOF
         hung=$((hung + 1))
         echo "# esbx $verb blocked (killed after 4 s)" >&3
       elif [ "$rc" -ne 0 ]; then
-        # Losing the race is fine, with a one-line cause.
-        [ "$(wc -l <"$BATS_TEST_TMPDIR/err")" -eq 1 ] ||
-          fail "esbx $verb exited $rc: $(cat "$BATS_TEST_TMPDIR/err")"
-        lost=$((lost + 1))
-        cp "$BATS_TEST_TMPDIR/err" "$BATS_TEST_TMPDIR/lost"
-        grep -q "is a fifo, not a regular file" "$BATS_TEST_TMPDIR/err" && fifo=$((fifo + 1))
+        count_refusal "$verb" "$rc"
       fi
     done
     # Nothing kills a publish that blocks: it keeps the session lock, as it
@@ -140,11 +146,7 @@ EOF
     fi
     wait "$pid" && rc=0 || rc=$?
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
-      [ "$(wc -l <"$BATS_TEST_TMPDIR/err")" -eq 1 ] ||
-        fail "esbx publish exited $rc: $(cat "$BATS_TEST_TMPDIR/err")"
-      lost=$((lost + 1))
-      cp "$BATS_TEST_TMPDIR/err" "$BATS_TEST_TMPDIR/lost"
-      grep -q "is a fifo, not a regular file" "$BATS_TEST_TMPDIR/err" && fifo=$((fifo + 1))
+      count_refusal publish "$rc"
     fi
   done
 

@@ -16,38 +16,8 @@
 #include "gateway/auth.h"
 #include "gateway/routes.h"
 #include "layerstore.h"
+#include "store_fixture.h"
 #include "utils.h"
-
-static char tmp[] = "/tmp/esbx-unit-auth-XXXXXX";
-static esbx_store_t *store;
-
-static int
-setup (void **state)
-{
-  esbx_error_t err = NULL;
-
-  if (mkdtemp (tmp) == NULL || esbx_store_open (tmp, &store, &err) < 0)
-    return -1;
-  return 0;
-}
-
-static int
-teardown (void **state)
-{
-  esbx_error_t err = NULL;
-
-  esbx_store_close (store);
-  if (esbx_rm_rf_at (AT_FDCWD, tmp, &err) < 0)
-    esbx_error_free (&err);
-  return 0;
-}
-
-static void
-ok (int r, esbx_error_t *err)
-{
-  if (r < 0)
-    fail_msg ("%s", (*err)->msg);
-}
 
 /* A token with SCOPES limited to PROJECT or SESSION (either may be NULL),
    as the gateway sees it once its header is authenticated.  */
@@ -58,7 +28,7 @@ token (unsigned scopes, const char *project, const char *session)
   struct esbx_token *t = NULL, *made = NULL;
   esbx_error_t err = NULL;
 
-  ok (esbx_token_create (store, scopes, project, session, 0, &secret, &made, &err), &err);
+  fixture_ok (esbx_token_create (store, scopes, project, session, 0, &secret, &made, &err), &err);
   esbx_token_free (made);
   header = xasprintf ("Bearer %s", secret);
   if (esbx_auth_authenticate (store, header, &t, &reason) < 0)
@@ -73,7 +43,7 @@ session_id (const char *name)
   esbx_error_t err = NULL;
   char *id;
 
-  ok (esbx_session_load (store, name, &s, &err), &err);
+  fixture_ok (esbx_session_load (store, name, &s, &err), &err);
   id = xstrdup (s->id);
   esbx_session_free (s);
   return id;
@@ -87,8 +57,8 @@ new_session (const char *project, const char *name)
   esbx_error_t err = NULL;
 
   if (!esbx_project_exists (store, project))
-    ok (esbx_project_create (store, project, NULL, &err), &err);
-  ok (esbx_session_create (store, project, &o, &made, &err), &err);
+    fixture_ok (esbx_project_create (store, project, NULL, &err), &err);
+  fixture_ok (esbx_session_create (store, project, &o, &made, &err), &err);
   assert_string_equal (made, name);
 }
 
@@ -97,7 +67,7 @@ drop_session (const char *name)
 {
   esbx_error_t err = NULL;
 
-  ok (esbx_session_discard (store, name, &err), &err);
+  fixture_ok (esbx_session_discard (store, name, &err), &err);
 }
 
 static void
@@ -105,7 +75,7 @@ drop_project (const char *name)
 {
   esbx_error_t err = NULL;
 
-  ok (esbx_project_rm (store, name, &err), &err);
+  fixture_ok (esbx_project_rm (store, name, &err), &err);
 }
 
 /* A request about PROJECT and SESSION (with id SID; NULL: it does not
@@ -181,7 +151,8 @@ test_header (void **state)
 
   /* The scheme is case-insensitive and spaces before the secret are
      skipped.  */
-  ok (esbx_token_create (store, ESBX_SCOPE_OBSERVE, NULL, NULL, 0, &secret, &made, &err), &err);
+  fixture_ok (esbx_token_create (store, ESBX_SCOPE_OBSERVE, NULL, NULL, 0, &secret, &made, &err),
+              &err);
   header = xasprintf ("bearer   %s", secret);
   reason = NULL;
   assert_int_equal (esbx_auth_authenticate (store, header, &t, &reason), 0);
@@ -200,9 +171,10 @@ test_revoked_and_expired (void **state)
   struct esbx_token *made = NULL, *t = NULL;
   esbx_error_t err = NULL;
 
-  ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 0, &secret, &made, &err), &err);
+  fixture_ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 0, &secret, &made, &err),
+              &err);
   header = xasprintf ("Bearer %s", secret);
-  ok (esbx_token_revoke (store, made->id, &err), &err);
+  fixture_ok (esbx_token_revoke (store, made->id, &err), &err);
   assert_int_equal (esbx_auth_authenticate (store, header, &t, &reason), -1);
   assert_non_null (strstr (reason, "unknown or revoked token"));
   assert_null (t);
@@ -212,7 +184,8 @@ test_revoked_and_expired (void **state)
   free (reason);
   reason = NULL;
 
-  ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 1, &secret, &made, &err), &err);
+  fixture_ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 1, &secret, &made, &err),
+              &err);
   header = xasprintf ("Bearer %s", secret);
   nanosleep (&wait, NULL);
   assert_int_equal (esbx_auth_authenticate (store, header, &t, &reason), -1);
@@ -345,8 +318,8 @@ test_project_limit (void **state)
   struct esbx_gateway_ctx ctx;
   esbx_error_t err = NULL;
 
-  ok (esbx_project_create (store, "pp", NULL, &err), &err);
-  ok (esbx_project_create (store, "other", NULL, &err), &err);
+  fixture_ok (esbx_project_create (store, "pp", NULL, &err), &err);
+  fixture_ok (esbx_project_create (store, "other", NULL, &err), &err);
   t = token (ESBX_SCOPE_MANAGE | ESBX_SCOPE_OBSERVE, "pp", NULL);
   assert_non_null (t->project_id);
 
@@ -364,7 +337,7 @@ test_project_limit (void **state)
   drop_project ("pp");
   ctx = request (t, "pp", NULL, NULL);
   refused (&ctx, named ("project_log"), "which no longer exists");
-  ok (esbx_project_create (store, "pp", NULL, &err), &err);
+  fixture_ok (esbx_project_create (store, "pp", NULL, &err), &err);
   refused (&ctx, named ("project_log"), "the project of that name now is another one");
 
   /* A token made before its project acts by name until the first request
@@ -373,12 +346,12 @@ test_project_limit (void **state)
   assert_null (later->project_id);
   ctx = request (later, "new", NULL, NULL);
   allowed (&ctx, named ("session_publish"));
-  ok (esbx_project_create (store, "new", NULL, &err), &err);
+  fixture_ok (esbx_project_create (store, "new", NULL, &err), &err);
   esbx_auth_bind (&ctx);
   assert_non_null (later->project_id);
   allowed (&ctx, named ("session_publish"));
   drop_project ("new");
-  ok (esbx_project_create (store, "new", NULL, &err), &err);
+  fixture_ok (esbx_project_create (store, "new", NULL, &err), &err);
   refused (&ctx, named ("session_publish"), "now is another one");
 
   drop_project ("pp");
@@ -440,8 +413,8 @@ test_listings (void **state)
   struct esbx_session b = { .id = (char *)"IB", .name = (char *)"b", .project = (char *)"lb" };
   esbx_error_t err = NULL;
 
-  ok (esbx_project_create (store, "la", NULL, &err), &err);
-  ok (esbx_project_create (store, "lb", NULL, &err), &err);
+  fixture_ok (esbx_project_create (store, "la", NULL, &err), &err);
+  fixture_ok (esbx_project_create (store, "lb", NULL, &err), &err);
   proj = token (ESBX_SCOPE_OBSERVE, "la", NULL);
 
   assert_true (esbx_auth_sees_project (store, &all, "la"));
@@ -488,8 +461,8 @@ test_session_token (void **state)
   free (ctx.session);
   free (ctx.session_id);
 
-  ok (esbx_session_load (store, "s1", &s1, &err), &err);
-  ok (esbx_session_load (store, "s2", &s2, &err), &err);
+  fixture_ok (esbx_session_load (store, "s1", &s1, &err), &err);
+  fixture_ok (esbx_session_load (store, "s2", &s2, &err), &err);
   assert_true (esbx_auth_sees_project (store, t, "sp"));
   assert_false (esbx_auth_sees_project (store, t, "other"));
   assert_true (esbx_auth_sees_session (store, t, s1));
@@ -529,5 +502,5 @@ main (void)
     cmocka_unit_test (test_resolve_target), cmocka_unit_test (test_listings),
     cmocka_unit_test (test_session_token),
   };
-  return cmocka_run_group_tests (tests, setup, teardown);
+  return cmocka_run_group_tests (tests, fixture_setup, fixture_teardown);
 }

@@ -11,38 +11,8 @@
 
 #include "fs.h"
 #include "layerstore.h"
+#include "store_fixture.h"
 #include "utils.h"
-
-static char tmp[] = "/tmp/esbx-unit-token-XXXXXX";
-static esbx_store_t *store;
-
-static int
-setup (void **state)
-{
-  esbx_error_t err = NULL;
-
-  if (mkdtemp (tmp) == NULL || esbx_store_open (tmp, &store, &err) < 0)
-    return -1;
-  return 0;
-}
-
-static int
-teardown (void **state)
-{
-  esbx_error_t err = NULL;
-
-  esbx_store_close (store);
-  if (esbx_rm_rf_at (AT_FDCWD, tmp, &err) < 0)
-    esbx_error_free (&err);
-  return 0;
-}
-
-static void
-ok (int r, esbx_error_t *err)
-{
-  if (r < 0)
-    fail_msg ("%s", (*err)->msg);
-}
 
 static void
 test_project_id (void **state)
@@ -50,19 +20,19 @@ test_project_id (void **state)
   _cleanup_free_ char *a = NULL, *again = NULL, *b = NULL;
   esbx_error_t err = NULL;
 
-  ok (esbx_project_create (store, "p", NULL, &err), &err);
-  ok (esbx_project_id (store, "p", &a, &err), &err);
+  fixture_ok (esbx_project_create (store, "p", NULL, &err), &err);
+  fixture_ok (esbx_project_id (store, "p", &a, &err), &err);
   assert_int_equal (strlen (a), 32);
-  ok (esbx_project_id (store, "p", &again, &err), &err);
+  fixture_ok (esbx_project_id (store, "p", &again, &err), &err);
   assert_string_equal (a, again);
-  ok (esbx_project_rm (store, "p", &err), &err);
+  fixture_ok (esbx_project_rm (store, "p", &err), &err);
   assert_int_equal (esbx_project_id (store, "p", &b, &err), -1);
   assert_non_null (strstr (err->msg, "does not exist"));
   esbx_error_free (&err);
-  ok (esbx_project_create (store, "p", NULL, &err), &err);
-  ok (esbx_project_id (store, "p", &b, &err), &err);
+  fixture_ok (esbx_project_create (store, "p", NULL, &err), &err);
+  fixture_ok (esbx_project_id (store, "p", &b, &err), &err);
   assert_string_not_equal (a, b);
-  ok (esbx_project_rm (store, "p", &err), &err);
+  fixture_ok (esbx_project_rm (store, "p", &err), &err);
 }
 
 /* A token made before its project is bound by its first use after.  */
@@ -73,29 +43,30 @@ test_bind_later (void **state)
   struct esbx_token *t = NULL, *v = NULL;
   esbx_error_t err = NULL;
 
-  ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, "later", NULL, 0, &secret, &t, &err), &err);
+  fixture_ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, "later", NULL, 0, &secret, &t, &err),
+              &err);
   assert_null (t->project_id);
-  ok (esbx_token_bind_project (store, t, &err), &err);
+  fixture_ok (esbx_token_bind_project (store, t, &err), &err);
   assert_null (t->project_id);
-  ok (esbx_project_create (store, "later", NULL, &err), &err);
-  ok (esbx_token_bind_project (store, t, &err), &err);
-  ok (esbx_project_id (store, "later", &id, &err), &err);
+  fixture_ok (esbx_project_create (store, "later", NULL, &err), &err);
+  fixture_ok (esbx_token_bind_project (store, t, &err), &err);
+  fixture_ok (esbx_project_id (store, "later", &id, &err), &err);
   assert_string_equal (t->project_id, id);
-  ok (esbx_token_verify (store, secret, &v, &err), &err);
+  fixture_ok (esbx_token_verify (store, secret, &v, &err), &err);
   assert_string_equal (v->project_id, id);
   esbx_token_free (v);
 
   /* Revoked: a binding that comes late fails and writes nothing.  */
   free (t->project_id);
   t->project_id = NULL;
-  ok (esbx_token_revoke (store, t->id, &err), &err);
+  fixture_ok (esbx_token_revoke (store, t->id, &err), &err);
   assert_int_equal (esbx_token_bind_project (store, t, &err), -1);
   assert_non_null (strstr (err->msg, "revoked"));
   esbx_error_free (&err);
   assert_int_equal (esbx_token_verify (store, secret, &v, &err), -1);
   esbx_error_free (&err);
   esbx_token_free (t);
-  ok (esbx_project_rm (store, "later", &err), &err);
+  fixture_ok (esbx_project_rm (store, "later", &err), &err);
 }
 
 static void
@@ -121,5 +92,5 @@ main (void)
     cmocka_unit_test (test_bind_later),
     cmocka_unit_test (test_session_must_exist),
   };
-  return cmocka_run_group_tests (tests, setup, teardown);
+  return cmocka_run_group_tests (tests, fixture_setup, fixture_teardown);
 }
