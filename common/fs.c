@@ -305,8 +305,9 @@ visit_dir (struct tree_walk *w, int fd, esbx_error_t *err)
   d = fdopendir (dupfd);
   if (d == NULL)
     {
+      esbx_make_error (err, errno, "opendir `%s`", l->name);
       close (dupfd);
-      return esbx_make_error (err, errno, "opendir `%s`", l->name);
+      return -1;
     }
   while ((de = readdir (d)) != NULL)
     {
@@ -517,8 +518,9 @@ esbx_list_dir_at (int dirfd, const char *path, esbx_error_t *err)
   d = fdopendir (fd);
   if (d == NULL)
     {
+      esbx_make_error (err, errno, "opendir `%s`", path);
       close (fd);
-      return esbx_make_error (err, errno, "opendir `%s`", path), NULL;
+      return NULL;
     }
   while ((de = readdir (d)) != NULL)
     {

@@ -25,17 +25,35 @@ fsconfig_string (int fd, const char *key, const char *value)
   return (int)syscall (SYS_fsconfig, fd, FSCONFIG_SET_STRING, key, value, 0);
 }
 
-/* The kernel explains a failed fsconfig on the fs context fd.  */
-static void
-fs_context_message (int fd, char *buf, size_t len)
+/* The error of a failed fs context call: errno, saved before anything
+   else runs, and the kernel's explanation read from the context fd (the
+   reads end with ENODATA, which must not replace the cause).  */
+static int
+fs_context_error (esbx_error_t *err, int fd, const char *what, const char *object)
 {
+  int saved = errno;
+  char msg[512];
   ssize_t r;
 
-  buf[0] = '\0';
-  while ((r = read (fd, buf, len - 1)) > 0)
-    buf[r] = '\0';
-  if (buf[0] != '\0' && buf[1] == ' ')
-    memmove (buf, buf + 2, strlen (buf + 2) + 1);
+  msg[0] = '\0';
+  while ((r = read (fd, msg, sizeof msg - 1)) > 0)
+    msg[r] = '\0';
+  /* "e overlayfs: ..." : drop the severity letter.  */
+  if (msg[0] != '\0' && msg[1] == ' ')
+    memmove (msg, msg + 2, strlen (msg + 2) + 1);
+  return esbx_make_error (err, saved, "%s `%s`%s%s", what, object, msg[0] ? ": " : "", msg);
+}
+
+/* One fsconfig string; on failure an error naming KEY's directory.  */
+static int
+fsconfig_dir (int fsfd, const char *key, const char *dir, esbx_error_t *err)
+{
+  _cleanup_free_ char *what = NULL;
+
+  if (fsconfig_string (fsfd, key, dir) == 0)
+    return 0;
+  what = xasprintf ("overlay %s", key);
+  return fs_context_error (err, fsfd, what, dir);
 }
 
 /* The new mount API: each lower layer is its own `lowerdir+` string, so the
@@ -47,7 +65,6 @@ mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *wo
 {
   _cleanup_close_ int fsfd = -1;
   _cleanup_close_ int mfd = -1;
-  char msg[512];
   size_t i;
 
   fsfd = (int)syscall (SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
@@ -60,33 +77,42 @@ mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *wo
       {
         if (errno == EINVAL && i == n)
           return -2;
-        fs_context_message (fsfd, msg, sizeof msg);
-        return esbx_make_error (err, errno, "overlay lower layer `%s`%s%s", lowers[i - 1],
-                                msg[0] ? ": " : "", msg);
+        return fs_context_error (err, fsfd, "overlay lower layer", lowers[i - 1]);
       }
   if (upper
-      && (fsconfig_string (fsfd, "upperdir", upper) < 0
-          || fsconfig_string (fsfd, "workdir", work) < 0))
-    {
-      fs_context_message (fsfd, msg, sizeof msg);
-      return esbx_make_error (err, errno, "overlay upper `%s`%s%s", upper, msg[0] ? ": " : "", msg);
-    }
+      && (fsconfig_dir (fsfd, "upperdir", upper, err) < 0
+          || fsconfig_dir (fsfd, "workdir", work, err) < 0))
+    return -1;
   for (i = 0; i < ARRAY_SIZE (plain_options); i++)
     if (fsconfig_string (fsfd, plain_options[i][0], plain_options[i][1]) < 0)
       return esbx_make_error (err, errno, "overlay option %s=%s", plain_options[i][0],
                               plain_options[i][1]);
   if (syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    {
-      fs_context_message (fsfd, msg, sizeof msg);
-      return esbx_make_error (err, errno, "create overlay for `%s`%s%s", target, msg[0] ? ": " : "",
-                              msg);
-    }
+    return fs_context_error (err, fsfd, "create overlay for", target);
   mfd = (int)syscall (SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, 0);
   if (mfd < 0)
     return esbx_make_error (err, errno, "fsmount overlay for `%s`", target);
   if (syscall (SYS_move_mount, mfd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
     return esbx_make_error (err, errno, "move overlay to `%s`", target);
   return 0;
+}
+
+/* mount(2) says ENOENT without saying for which directory: the first one
+   of the overlay that is missing.  */
+static const char *
+missing_dir (char *const *lowers, size_t n, const char *upper, const char *work)
+{
+  struct stat st;
+  size_t i;
+
+  if (upper && stat (upper, &st) < 0)
+    return upper;
+  if (work && stat (work, &st) < 0)
+    return work;
+  for (i = 0; i < n; i++)
+    if (stat (lowers[i], &st) < 0)
+      return lowers[i];
+  return NULL;
 }
 
 /* mount(2) fallback: lower paths relative to the common "projects/P/layers"
@@ -141,8 +167,14 @@ mount_legacy (char *const *lowers, size_t n, const char *upper, const char *work
   if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
     return esbx_make_error (err, errno, "waitpid");
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return esbx_make_error (err, WIFEXITED (status) ? WEXITSTATUS (status) : EINTR,
-                            "mount overlay at `%s`", target);
+    {
+      int cause = WIFEXITED (status) ? WEXITSTATUS (status) : EINTR;
+      const char *gone = cause == ENOENT ? missing_dir (lowers, n, upper, work) : NULL;
+
+      if (gone)
+        return esbx_make_error (err, cause, "mount overlay at `%s`: `%s`", target, gone);
+      return esbx_make_error (err, cause, "mount overlay at `%s`", target);
+    }
   return 0;
 }
 

@@ -37,8 +37,9 @@ mask_secrets (int dfd, const char *path, int depth, esbx_error_t *err)
   d = fdopendir (dfd);
   if (d == NULL)
     {
+      esbx_make_error (err, errno, "open `%s`", path);
       close (dfd);
-      return esbx_make_error (err, errno, "open `%s`", path);
+      return -1;
     }
   while ((de = readdir (d)) != NULL)
     {

@@ -73,8 +73,9 @@ esbx_events_read (esbx_store_t *store, const char *session, off_t *offset, esbx_
   f = fdopen (fd, "r");
   if (f == NULL)
     {
+      esbx_make_error (err, errno, "fdopen `%s`", EVENTS_FILE);
       close (fd);
-      return esbx_make_error (err, errno, "fdopen `%s`", EVENTS_FILE);
+      return -1;
     }
   if (fseeko (f, *offset, SEEK_SET) < 0)
     return esbx_make_error (err, errno, "seek `%s`", EVENTS_FILE);

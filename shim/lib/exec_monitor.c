@@ -353,11 +353,11 @@ exec_monitor (struct exec_run *r)
       close (fds[0]);
       exec_child (r, fds[1]);
     }
+  if (pid < 0)
+    fail_errno (r, errno, "fork");
   if (setns (own, CLONE_NEWPID) < 0)
     fail_errno (r, errno, "return to the own pid namespace");
   close (own);
-  if (pid < 0)
-    fail_errno (r, errno, "fork");
   close (fds[1]);
   if (r->in >= 0)
     close (r->in);

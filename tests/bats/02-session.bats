@@ -125,6 +125,17 @@ A /new"
   assert_file_exists "$m/kept"
 }
 
+@test "a mount that fails names the directory and the kernel's cause" {
+  make_session p s1
+  umount "$m"
+  rm -rf "$ESBX_ROOT/sessions/s1/work"
+  esbx_fails 1 session path s1
+  assert_output --partial "sessions/s1/work"
+  assert_output --partial "No such file or directory"
+  refute_output --partial "No data available"
+  [ "${#lines[@]}" -eq 1 ]
+}
+
 @test "discard unmounts and removes the private state" {
   make_session p s1
   esbx_ok discard s1
