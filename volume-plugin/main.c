@@ -70,7 +70,7 @@ parse_count (const char *opt, const char *s, unsigned max, unsigned *out, esbx_e
   errno = 0;
   v = strtoul (s, &end, 10);
   if (*s < '0' || *s > '9' || *end != '\0' || errno || v == 0 || v > max)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "%s `%s`: expected a number from 1 to %u",
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "%s `%s`: expected a number from 1 to %u",
                                  opt, s, max);
   *out = (unsigned)v;
   return 0;
@@ -85,7 +85,7 @@ parse_bytes (const char *opt, const char *s, uint64_t *out, esbx_error_t *err)
   if (esbx_parse_size (s, out, &e) == 0 && *out > 0)
     return 0;
   esbx_error_free (&e);
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                "%s `%s`: expected a size of at least 1 byte, e.g. 1M", opt, s);
 }
 

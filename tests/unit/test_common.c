@@ -156,7 +156,7 @@ test_names (void **state)
     assert_false (esbx_name_valid (long_name));
   }
   assert_int_equal (esbx_check_name ("session", "a/b", &err), -1);
-  assert_int_equal (err->code, ESBX_EXIT_USAGE);
+  assert_int_equal (esbx_error_exit_status (err), ESBX_EXIT_USAGE);
   assert_non_null (strstr (err->msg, ESBX_NAME_RULE));
   esbx_error_free (&err);
 }

@@ -105,7 +105,7 @@ child (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, int out, in
   close_others (ctx->store->rootfd, report);
   if (esbx_exec_run (ctx->store, ctx->arg, o, &status, &err) < 0)
     {
-      _cleanup_free_ char *line = xasprintf ("%d %s", err->code, err->msg);
+      _cleanup_free_ char *line = xasprintf ("%d %s", esbx_error_exit_status (err), err->msg);
       esbx_write_all (report, line, strlen (line));
       _exit (125);
     }
