@@ -1,15 +1,18 @@
 /* Unit tests of the error object's two maps: kind to exit status (the CLI)
-   and kind to HTTP status (esbxd), and the kinds esbx_make_error gives to
-   an errno.  */
+   and kind to HTTP status (esbxd); the kinds esbx_make_error gives to an
+   errno; an error's way from a child to its parent.  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "http.h"
+#include "sync.h"
 
 static void
 test_exit_status (void **state)
@@ -105,6 +108,35 @@ test_kind_of_errno (void **state)
     }
 }
 
+/* An error sent by a child is the same error on the parent's side: kind,
+   errno and message.  */
+static void
+test_error_send (void **state)
+{
+  esbx_error_t err = NULL, remote = NULL, rerr = NULL;
+  struct esbx_sync_msg msg;
+  int p[2];
+
+  (void)state;
+  assert_int_equal (pipe (p), 0);
+  esbx_make_error_kind (&err, ESBX_ERR_EXEC_NOT_FOUND, ENOENT, "exec `%s`", "nope");
+  assert_int_equal (esbx_error_send (p[1], &err), 0);
+  close (p[1]);
+  assert_int_equal (esbx_sync_recv (p[0], &msg, &remote, &rerr), 1);
+  assert_int_equal (msg.type, ESBX_SYNC_ERROR);
+  assert_null (rerr);
+  assert_non_null (remote);
+  assert_int_equal (remote->kind, ESBX_ERR_EXEC_NOT_FOUND);
+  assert_int_equal (remote->status, ENOENT);
+  assert_string_equal (remote->msg, err->msg);
+  assert_int_equal (esbx_error_exit_status (remote), 127);
+  esbx_sync_msg_clear (&msg);
+  assert_int_equal (esbx_sync_recv (p[0], &msg, &remote, &rerr), 0);
+  close (p[0]);
+  esbx_error_free (&err);
+  esbx_error_free (&remote);
+}
+
 int
 main (void)
 {
@@ -112,6 +144,7 @@ main (void)
     cmocka_unit_test (test_exit_status),
     cmocka_unit_test (test_http_status),
     cmocka_unit_test (test_kind_of_errno),
+    cmocka_unit_test (test_error_send),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
