@@ -2,6 +2,7 @@
 #include "docker/driver.h"
 #include "docker/plugin.h"
 #include "docker/volumes.h"
+#include "fs.h"
 #include "gateway/audit.h"
 #include "gateway/gateway.h"
 #include "layerstore.h"
@@ -11,7 +12,6 @@
 #include "text.h"
 #include "utils.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -152,25 +152,6 @@ start_listeners (esbx_store_t *store, const struct listeners *l, struct esbx_met
   return 0;
 }
 
-/* A daemon started from a shell or a test harness inherits its pipes; held
-   open, they keep the starter waiting for an EOF that never comes.  */
-static void
-close_inherited_fds (void)
-{
-  _cleanup_dir_ DIR *d = opendir ("/proc/self/fd");
-  struct dirent *de;
-  int fd;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)))
-    {
-      fd = atoi (de->d_name);
-      if (fd > 2 && fd != dirfd (d))
-        close (fd);
-    }
-}
-
 static int
 serve (const char *root, const char *socket_path, const struct listeners *l, esbx_error_t *err)
 {
@@ -255,7 +236,9 @@ main (int argc, char **argv)
   int c;
 
   esbx_log_set_prog ("esbxd");
-  close_inherited_fds ();
+  /* A daemon started from a shell or a test harness inherits its pipes;
+     held open, they keep the starter waiting for an EOF that never comes.  */
+  esbx_close_fds_except (-1, -1);
   while ((c = getopt_long (argc, argv, "h", long_options, NULL)) != -1)
     switch (c)
       {

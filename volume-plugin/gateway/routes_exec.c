@@ -23,7 +23,6 @@
 #include "text.h"
 #include "utils.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -70,27 +69,6 @@ struct exec_run
 
 /* ---- the child ---------------------------------------------------------- */
 
-/* The child holds nothing of esbxd but what esbx_exec_run needs: the
-   monitor it forks outlives it and must not keep clients' connections or
-   listening sockets open.  */
-static void
-close_others (int keep1, int keep2)
-{
-  DIR *d = opendir ("/proc/self/fd");
-  struct dirent *de;
-  int fd;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)))
-    {
-      fd = atoi (de->d_name);
-      if (fd > 2 && fd != keep1 && fd != keep2 && fd != dirfd (d))
-        close (fd);
-    }
-  closedir (d);
-}
-
 /* esbx_exec_run joins the holder's pid namespace and redirects signals in
    the calling process, so it runs in a child of its own; the daemon's
    threads never see that.  */
@@ -106,7 +84,10 @@ child (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, int out, in
   sigprocmask (SIG_SETMASK, &none, NULL);
   if (devnull < 0 || dup2 (devnull, 0) < 0 || dup2 (out, 1) < 0 || dup2 (err_w, 2) < 0)
     _exit (125);
-  close_others (ctx->store->rootfd, report);
+  /* The child holds nothing of esbxd but what esbx_exec_run needs: the
+     monitor it forks outlives it and must not keep clients' connections or
+     listening sockets open.  */
+  esbx_close_fds_except (ctx->store->rootfd, report);
   if (esbx_exec_run (ctx->store, ctx->arg, o, &status, &err) < 0)
     {
       esbx_error_send (report, &err);
