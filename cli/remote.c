@@ -367,7 +367,7 @@ cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *er
   return 0;
 }
 
-/* ---- exec: the output stream (gateway_exec.c) --------------------------- */
+/* ---- exec: the output stream (volume-plugin/gateway/routes_exec.c) ------ */
 
 /* A frame is one piece of output: 64 KiB as hex and JSON at most; more is
    not a frame of this gateway.  */
