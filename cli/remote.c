@@ -251,6 +251,17 @@ call (struct esbx_cli *cli, const char *method, const char *path, const char *bo
   return call_into (cli, method, path, body, len, content_type, &sink, &r->status, err);
 }
 
+/* The gateway's error here: CODE, the exit status it names, gives the kind
+   (esbx_error_kind_of_exit), so that a remote command exits as a local one
+   would.  */
+static int
+gateway_error (esbx_error_t *err, int64_t code, const char *msg)
+{
+  if (code < 1 || code > 255)
+    code = ESBX_EXIT_ERROR;
+  return esbx_make_error_kind (err, esbx_error_kind_of_exit ((int)code), 0, "%s", msg);
+}
+
 /* An error answer: {"error": MSG, "code": N[, "conflicts": [...]]}.  */
 static int
 answer_error (struct esbx_cli *cli, const struct response *r, esbx_error_t *err)
@@ -271,10 +282,7 @@ answer_error (struct esbx_cli *cli, const struct response *r, esbx_error_t *err)
   conflicts = json_get (j, "conflicts");
   if (conflicts && conflicts->type == JSON_ARRAY && json_len (conflicts))
     cli_print_conflicts (cli, conflicts);
-  if (code < 1 || code > 255)
-    code = ESBX_EXIT_ERROR;
-  return esbx_make_error_code (err, (int)code, 0, "%s",
-                               msg ? msg : "the gateway refused the request");
+  return gateway_error (err, code, msg ? msg : "the gateway refused the request");
 }
 
 static int
@@ -359,7 +367,7 @@ cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *er
   return 0;
 }
 
-/* ---- exec: the output stream (gateway_exec.c) --------------------------- */
+/* ---- exec: the output stream (volume-plugin/gateway/routes_exec.c) ------ */
 
 /* A frame is one piece of output: 64 KiB as hex and JSON at most; more is
    not a frame of this gateway.  */
@@ -481,8 +489,7 @@ cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_e
       ret = answer_error (cli, &r.error, err);
     }
   else if (ret >= 0 && r.msg && r.ended)
-    ret = esbx_make_error_code (err, r.code >= 1 && r.code <= 255 ? (int)r.code : ESBX_EXIT_ERROR,
-                                0, "%s", r.msg);
+    ret = gateway_error (err, r.code, r.msg);
   else if (ret >= 0 && r.msg)
     ret = esbx_make_error (err, 0, "gateway `%s`: %s", cli->host, r.msg);
   else if (ret >= 0 && !r.ended)

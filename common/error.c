@@ -40,6 +40,8 @@ kind_of_errno (int status)
       return ESBX_ERR_EXISTS;
     case EPERM:
     case EACCES:
+    case ELOOP: /* a symlink where none may be (O_NOFOLLOW, RESOLVE_NO_SYMLINKS) */
+    case EXDEV: /* a path that leaves its root (RESOLVE_BENEATH, RESOLVE_IN_ROOT) */
       return ESBX_ERR_FORBIDDEN;
     case EBUSY:
       return ESBX_ERR_BUSY;
@@ -102,7 +104,6 @@ make_error_v (esbx_error_t *err, enum esbx_error_kind kind, int status, const ch
   e = xmalloc0 (sizeof *e);
   e->status = status;
   e->kind = kind;
-  e->code = esbx_error_exit_status (e);
   if (status != 0)
     e->msg = xasprintf ("%s: %s", msg, strerror (status));
   else
@@ -134,18 +135,6 @@ esbx_make_error_kind (esbx_error_t *err, enum esbx_error_kind kind, int status, 
 
   va_start (ap, fmt);
   ret = make_error_v (err, kind, status, fmt, ap);
-  va_end (ap);
-  return ret;
-}
-
-int
-esbx_make_error_code (esbx_error_t *err, int code, int status, const char *fmt, ...)
-{
-  va_list ap;
-  int ret;
-
-  va_start (ap, fmt);
-  ret = make_error_v (err, esbx_error_kind_of_exit (code), status, fmt, ap);
   va_end (ap);
   return ret;
 }

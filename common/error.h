@@ -18,8 +18,8 @@ enum
 };
 
 /* What went wrong, set where the error is made.  The exit status of the
-   CLI (esbx_error_exit_status) and the HTTP status of the gateway are both
-   mapped from it, each in one place.  */
+   CLI (esbx_error_exit_status) and the HTTP status of esbxd
+   (esbx_http_status_of_error) are both mapped from it, each in one place.  */
 enum esbx_error_kind
 {
   ESBX_ERR_FAILED = 0,     /* anything else: a system call, the disk, a child */
@@ -38,25 +38,20 @@ struct esbx_error
 {
   int status; /* errno of the cause, 0 when there is none.  */
   enum esbx_error_kind kind;
-  int code; /* esbx_error_exit_status of KIND, for the callers not yet moved */
   char *msg;
 };
 typedef struct esbx_error *esbx_error_t;
 
 /* Fill *err (which must be NULL) and return -1.  The kind follows from
-   STATUS: ENOENT and ESRCH not-found, EEXIST exists, EPERM and EACCES
-   forbidden, EBUSY busy, E2BIG, EFBIG and ENAMETOOLONG too-large, else
-   failed.  */
+   STATUS: ENOENT and ESRCH not-found, EEXIST and ENOTEMPTY exists, EPERM,
+   EACCES, ELOOP and EXDEV forbidden, EBUSY busy, E2BIG, EFBIG and
+   ENAMETOOLONG too-large, else failed.  */
 int esbx_make_error (esbx_error_t *err, int status, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 
 /* Same, of kind KIND.  */
 int esbx_make_error_kind (esbx_error_t *err, enum esbx_error_kind kind, int status, const char *fmt,
                           ...) __attribute__ ((format (printf, 4, 5)));
-
-/* Same, with an exit status instead of a kind (esbx_error_kind_of_exit).  */
-int esbx_make_error_code (esbx_error_t *err, int code, int status, const char *fmt, ...)
-    __attribute__ ((format (printf, 4, 5)));
 
 /* The exit status of the CLI contract for ERR: 2 usage, 3 conflict, 126 and
    127 for a command that could not run, 1 otherwise.  */

@@ -2,12 +2,15 @@
 #include "text.h"
 #include "utils.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 
 int
 esbx_write_all (int fd, const void *data, size_t len)
@@ -24,6 +27,43 @@ esbx_write_all (int fd, const void *data, size_t len)
       len -= (size_t)w;
     }
   return 0;
+}
+
+/* The kernels before close_range (5.9): one close per open descriptor.  */
+static void
+close_fds_walk (int keep1, int keep2)
+{
+  _cleanup_dir_ DIR *d = opendir ("/proc/self/fd");
+  struct dirent *de;
+  int fd;
+
+  if (d == NULL)
+    return;
+  while ((de = readdir (d)))
+    {
+      fd = atoi (de->d_name);
+      if (fd > 2 && fd != keep1 && fd != keep2 && fd != dirfd (d))
+        close (fd);
+    }
+}
+
+void
+esbx_close_fds_except (int keep1, int keep2)
+{
+  int keep[2] = { keep1 < keep2 ? keep1 : keep2, keep1 < keep2 ? keep2 : keep1 };
+  unsigned from = 3;
+  size_t i;
+
+  for (i = 0; i < 2; i++)
+    {
+      if (keep[i] < (int)from)
+        continue;
+      if ((unsigned)keep[i] > from && syscall (SYS_close_range, from, keep[i] - 1, 0) < 0)
+        return close_fds_walk (keep1, keep2);
+      from = (unsigned)keep[i] + 1;
+    }
+  if (syscall (SYS_close_range, from, ~0U, 0) < 0)
+    close_fds_walk (keep1, keep2);
 }
 
 static bool force_no_proc;

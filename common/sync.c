@@ -96,7 +96,6 @@ esbx_sync_recv (int fd, struct esbx_sync_msg *msg, esbx_error_t *remote, esbx_er
 
       e->kind = (enum esbx_error_kind)h.kind;
       e->status = h.value;
-      e->code = esbx_error_exit_status (e);
       e->msg = xstrdup (text);
       esbx_error_free (remote);
       *remote = e;

@@ -1,7 +1,8 @@
 /* esbx: messages from a child process to its parent over a pipe or a
  * socket, the one protocol of every such pair (the holder and its
  * launcher, an exec's command, monitor and caller, the confined import
- * child, the gateway's exec child).  Like crun's sync socket.
+ * child, the gateway's exec child, which writes to a memfd read once it
+ * has ended).  Like crun's sync socket.
  *
  * A message is one write of at most PIPE_BUF bytes, so that it is never
  * interleaved or torn: a type byte chosen by the pair (for instance 'R'

@@ -5,7 +5,7 @@
  * and, when it may, chroot()s there: libarchive resolves archive paths
  * against the cwd, so a bug in its SECURE_* checks or in ours still cannot
  * reach outside the destination, and esbxd's other threads never see their
- * cwd change.  The child reports a failure as one line through a pipe.
+ * cwd change.  The child sends its error through a pipe (esbx_error_send).
  *
  * Limits: ESBX_IMPORT_MAX_BYTES (default 8 GiB) bounds the bytes written,
  * counted from entry headers before anything is written (so a huge sparse
@@ -29,6 +29,7 @@
 #include "fs.h"
 #include "importer.h"
 #include "layerstore.h"
+#include "sync.h"
 #include "text.h"
 #include "utils.h"
 
@@ -91,6 +92,40 @@ read_limit (const char *var, uint64_t dflt, uint64_t *out, esbx_error_t *err)
   return 0;
 }
 
+/* How the child PID ended: its error, sent on RFD, or its status.  */
+static int
+child_result (pid_t pid, int rfd, const char *shown, esbx_error_t *err)
+{
+  struct esbx_sync_msg msg;
+  esbx_error_t why = NULL;
+  int status, saved;
+
+  /* WHY gets the child's error, or why it could not be read.  */
+  esbx_sync_recv (rfd, &msg, &why, &why);
+  esbx_sync_msg_clear (&msg);
+  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
+    {
+      saved = errno;
+      esbx_error_free (&why);
+      return esbx_make_error (err, saved, "import `%s`: wait", shown);
+    }
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+    {
+      esbx_error_free (&why);
+      return 0;
+    }
+  if (why)
+    {
+      *err = steal_pointer (&why);
+      return esbx_error_wrap (err, "import `%s`", shown);
+    }
+  if (WIFSIGNALED (status))
+    return esbx_make_error (err, 0, "import `%s`: extraction killed by signal %d", shown,
+                            WTERMSIG (status));
+  return esbx_make_error (err, 0, "import `%s`: extraction failed with status %d", shown,
+                          WEXITSTATUS (status));
+}
+
 int
 esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
 {
@@ -99,11 +134,8 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
   _cleanup_close_ int rfd = -1;
   _cleanup_close_ int wfd = -1;
   struct importer im = { 0 };
-  char msg[4096];
-  size_t len = 0;
   struct stat st;
-  int fds[2], status;
-  ssize_t n;
+  int fds[2];
   pid_t pid;
 
   if (read_limit ("ESBX_IMPORT_MAX_BYTES", DEFAULT_MAX_BYTES, &im.max_bytes, err) < 0
@@ -137,30 +169,13 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
 
       if (run_child (&im, &cerr) == 0)
         _exit (0);
+      /* The message names archive entries and ends up in one-line logs.  */
       for (p = cerr->msg; *p; p++)
         if (*p == '\n')
           *p = ' ';
-      esbx_write_all (wfd, cerr->msg, strlen (cerr->msg));
+      esbx_error_send (wfd, &cerr);
       _exit (1);
     }
   close (take_fd (&wfd));
-  while (len < sizeof msg - 1)
-    {
-      n = TEMP_FAILURE_RETRY (read (rfd, msg + len, sizeof msg - 1 - len));
-      if (n <= 0)
-        break;
-      len += (size_t)n;
-    }
-  msg[len] = '\0';
-  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
-    return esbx_make_error (err, errno, "import `%s`: wait", shown);
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-    return 0;
-  if (len > 0)
-    return esbx_make_error (err, 0, "import `%s`: %s", shown, msg);
-  if (WIFSIGNALED (status))
-    return esbx_make_error (err, 0, "import `%s`: extraction killed by signal %d", shown,
-                            WTERMSIG (status));
-  return esbx_make_error (err, 0, "import `%s`: extraction failed with status %d", shown,
-                          WEXITSTATUS (status));
+  return child_result (pid, rfd, shown, err);
 }

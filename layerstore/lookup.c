@@ -231,16 +231,11 @@ esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t *err)
         }
       if (rel[0] && !S_ISDIR (sb.st_mode))
         break;
-      dfd = rel[0] ? esbx_open_beneath (st->fds[i - 1], rel, O_RDONLY | O_DIRECTORY, 0, err)
-                   : fcntl (st->fds[i - 1], F_DUPFD_CLOEXEC, 3);
-      if (dfd < 0)
-        {
-          strv_free (&seen);
-          strv_free (&hidden);
-          return NULL;
-        }
-      names = esbx_list_dir_at (dfd, ".", err);
-      if (names == NULL)
+      if (rel[0])
+        dfd = esbx_open_beneath (st->fds[i - 1], rel, O_RDONLY | O_DIRECTORY, 0, err);
+      else if ((dfd = fcntl (st->fds[i - 1], F_DUPFD_CLOEXEC, 3)) < 0)
+        esbx_make_error (err, errno, "list `/` of layer %zu: duplicate its directory", i - 1);
+      if (dfd < 0 || (names = esbx_list_dir_at (dfd, ".", err)) == NULL)
         {
           strv_free (&seen);
           strv_free (&hidden);

@@ -707,3 +707,28 @@ esbx_http_stop (struct esbx_http_server *srv)
   free (srv->peek);
   free (srv);
 }
+
+unsigned
+esbx_http_status_of_error (const struct esbx_error *err)
+{
+  switch (err->kind)
+    {
+    case ESBX_ERR_USAGE:
+    case ESBX_ERR_EXISTS:
+    case ESBX_ERR_BUSY:
+    case ESBX_ERR_FORBIDDEN:
+      return MHD_HTTP_BAD_REQUEST;
+    case ESBX_ERR_NOT_FOUND:
+      return MHD_HTTP_NOT_FOUND;
+    case ESBX_ERR_CONFLICT:
+      return MHD_HTTP_CONFLICT;
+    case ESBX_ERR_TOO_LARGE:
+      return MHD_HTTP_CONTENT_TOO_LARGE;
+    case ESBX_ERR_EXEC_FAILED:
+    case ESBX_ERR_EXEC_NOT_FOUND:
+      return MHD_HTTP_UNPROCESSABLE_CONTENT;
+    case ESBX_ERR_FAILED:
+    default:
+      return err->status == 0 ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}

@@ -63,12 +63,12 @@ parse_loopback (const char *what, const char *spec, struct sockaddr_storage *ss,
       *sl = sizeof *in6;
       return 0;
     }
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                "%s `%s`: refusing a non-loopback address: only 127.0.0.1, ::1 "
                                "and localhost are allowed (no TLS, no authentication)",
                                what, spec);
 bad:
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                "%s `%s`: expected ADDR:PORT, e.g. 127.0.0.1:9595", what, spec);
 }
 
@@ -140,7 +140,7 @@ lookup_group (const char *name, gid_t *gid, esbx_error_t *err)
       return 0;
     }
   if (getgrnam_r (name, &gr, buf, sizeof buf, &res) != 0 || res == NULL)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "--gateway-group `%s`: no such group",
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "--gateway-group `%s`: no such group",
                                  name);
   *gid = gr.gr_gid;
   return 0;

@@ -2,6 +2,7 @@
 #include "docker/driver.h"
 #include "docker/plugin.h"
 #include "docker/volumes.h"
+#include "fs.h"
 #include "gateway/audit.h"
 #include "gateway/gateway.h"
 #include "layerstore.h"
@@ -11,7 +12,6 @@
 #include "text.h"
 #include "utils.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -70,7 +70,7 @@ parse_count (const char *opt, const char *s, unsigned max, unsigned *out, esbx_e
   errno = 0;
   v = strtoul (s, &end, 10);
   if (*s < '0' || *s > '9' || *end != '\0' || errno || v == 0 || v > max)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, "%s `%s`: expected a number from 1 to %u",
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "%s `%s`: expected a number from 1 to %u",
                                  opt, s, max);
   *out = (unsigned)v;
   return 0;
@@ -85,7 +85,7 @@ parse_bytes (const char *opt, const char *s, uint64_t *out, esbx_error_t *err)
   if (esbx_parse_size (s, out, &e) == 0 && *out > 0)
     return 0;
   esbx_error_free (&e);
-  return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                "%s `%s`: expected a size of at least 1 byte, e.g. 1M", opt, s);
 }
 
@@ -150,25 +150,6 @@ start_listeners (esbx_store_t *store, const struct listeners *l, struct esbx_met
   esbx_info ("gateway on `%s`%s%s", l->gateway.socket_path ? l->gateway.socket_path : "-",
              l->gateway.tcp ? " and " : "", l->gateway.tcp ? l->gateway.tcp : "");
   return 0;
-}
-
-/* A daemon started from a shell or a test harness inherits its pipes; held
-   open, they keep the starter waiting for an EOF that never comes.  */
-static void
-close_inherited_fds (void)
-{
-  _cleanup_dir_ DIR *d = opendir ("/proc/self/fd");
-  struct dirent *de;
-  int fd;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)))
-    {
-      fd = atoi (de->d_name);
-      if (fd > 2 && fd != dirfd (d))
-        close (fd);
-    }
 }
 
 static int
@@ -255,7 +236,9 @@ main (int argc, char **argv)
   int c;
 
   esbx_log_set_prog ("esbxd");
-  close_inherited_fds ();
+  /* A daemon started from a shell or a test harness inherits its pipes;
+     held open, they keep the starter waiting for an EOF that never comes.  */
+  esbx_close_fds_except (-1, -1);
   while ((c = getopt_long (argc, argv, "h", long_options, NULL)) != -1)
     switch (c)
       {

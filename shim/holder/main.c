@@ -32,7 +32,6 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define HOSTNAME_MAX 64
@@ -218,9 +217,7 @@ main (int argc, char **argv)
   /* Signals are read from a signalfd; none may run a default action.  */
   sigfillset (&all);
   sigprocmask (SIG_BLOCK, &all, NULL);
-  syscall (SYS_close_range, ready_fd + 1, ~0U, 0);
-  if (ready_fd > 3)
-    syscall (SYS_close_range, 3, ready_fd - 1, 0);
+  esbx_close_fds_except (ready_fd, -1);
   if (chdir ("/") < 0)
     {
       esbx_make_error (&err, errno, "chdir `/`");

@@ -85,7 +85,7 @@ test_cgroup_bad_cpus (void **state)
     skip ();
   assert_int_equal (esbx_cgroup_create (rel, &limits, &err), -1);
   assert_non_null (err);
-  assert_int_equal (err->code, ESBX_EXIT_USAGE);
+  assert_int_equal (esbx_error_exit_status (err), ESBX_EXIT_USAGE);
   assert_non_null (strstr (err->msg, "invalid cpus `lots`"));
   esbx_error_free (&err);
   assert_int_equal (esbx_cgroup_remove (rel, &err), 0);

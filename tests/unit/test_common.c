@@ -156,7 +156,7 @@ test_names (void **state)
     assert_false (esbx_name_valid (long_name));
   }
   assert_int_equal (esbx_check_name ("session", "a/b", &err), -1);
-  assert_int_equal (err->code, ESBX_EXIT_USAGE);
+  assert_int_equal (esbx_error_exit_status (err), ESBX_EXIT_USAGE);
   assert_non_null (strstr (err->msg, ESBX_NAME_RULE));
   esbx_error_free (&err);
 }
@@ -321,6 +321,24 @@ test_walk_moved (void **state)
   close (rootfd);
 }
 
+/* Every descriptor above 2 goes but the ones kept, in any order.  */
+static void
+test_close_fds_except (void **state)
+{
+  int fd[6], i;
+
+  (void)state;
+  for (i = 0; i < 6; i++)
+    assert_true ((fd[i] = open ("/dev/null", O_RDONLY | O_CLOEXEC)) > 2);
+  esbx_close_fds_except (fd[4], fd[1]);
+  for (i = 0; i < 6; i++)
+    assert_int_equal (fcntl (fd[i], F_GETFD) >= 0, i == 1 || i == 4);
+  assert_true (fcntl (2, F_GETFD) >= 0);
+  esbx_close_fds_except (-1, -1);
+  assert_true (fcntl (fd[1], F_GETFD) < 0);
+  assert_true (fcntl (fd[4], F_GETFD) < 0);
+}
+
 int
 main (void)
 {
@@ -337,6 +355,7 @@ main (void)
     cmocka_unit_test (test_rfc3339),
     cmocka_unit_test (test_deep_tree),
     cmocka_unit_test (test_walk_moved),
+    cmocka_unit_test (test_close_fds_except),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,11 +1,11 @@
 #include "driver.h"
 #include "fs.h"
+#include "http.h"
 #include "log.h"
 #include "sandbox.h"
 #include "text.h"
 #include "utils.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -53,23 +53,14 @@ esbx_driver_reply_error (struct esbx_driver_reply *reply, unsigned status, const
   reply->status = status;
 }
 
-/* Error classes become HTTP statuses; dockerd only looks at Err, but curl
-   users and logs read the status.  */
-enum
-{
-  NOT_FOUND = ENOENT,
-};
-
 static int
 no_such_volume (esbx_error_t *err, const char *name)
 {
-  esbx_make_error (err, 0, "volume `%s` does not exist", name);
-  (*err)->status = NOT_FOUND;
-  return -1;
+  return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "volume `%s` does not exist", name);
 }
 
 /* A request that can never succeed as sent.  */
-#define bad_request(err, ...) esbx_make_error_code (err, ESBX_EXIT_USAGE, 0, __VA_ARGS__)
+#define bad_request(err, ...) esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, __VA_ARGS__)
 
 static const char *const known_options[] = { "project", "base", "network", "from" };
 #define LABEL_PREFIX "label."
@@ -98,8 +89,7 @@ check_options (const json_t *opts, esbx_error_t *err)
         {
           if (esbx_has_prefix (key, LABEL_PREFIX) && key[strlen (LABEL_PREFIX)] != '\0')
             continue;
-          return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
-                                       "unknown option `%s` (known: " OPTIONS_HELP ")", key);
+          return bad_request (err, "unknown option `%s` (known: " OPTIONS_HELP ")", key);
         }
       if (strcmp (key, "project") == 0 && esbx_check_name ("project", value, err) < 0)
         return -1;
@@ -138,9 +128,8 @@ ensure_project (struct esbx_driver *d, const char *project, const char *from, es
   if (esbx_project_exists (d->store, project))
     return 0;
   if (from == NULL)
-    return esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
-                                 "project `%s` does not exist (add -o from=PATH to create it)",
-                                 project);
+    return bad_request (err, "project `%s` does not exist (add -o from=PATH to create it)",
+                        project);
   pthread_mutex_lock (&d->project_mutex);
   if (!esbx_project_exists (d->store, project))
     {
@@ -266,8 +255,7 @@ do_create (struct esbx_driver *d, const char *name, const json_t *req, esbx_erro
          "this volume", whatever it was made with.  */
       if (json_len (opts) == 0 || options_equal (opts, vol->opts))
         return json_new (JSON_OBJECT);
-      esbx_make_error_code (err, ESBX_EXIT_USAGE, 0,
-                            "volume `%s` already exists with other options", name);
+      bad_request (err, "volume `%s` already exists with other options", name);
       return NULL;
     }
 
@@ -599,8 +587,7 @@ dispatch (struct esbx_driver *d, const char *path, const json_t *req, char **sub
       break;
   if (i == ARRAY_SIZE (volume_endpoints))
     {
-      esbx_make_error (err, 0, "unknown endpoint `%s`", path);
-      (*err)->status = NOT_FOUND;
+      esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "unknown endpoint `%s`", path);
       return NULL;
     }
   if (req == NULL || req->type != JSON_OBJECT)
@@ -625,7 +612,6 @@ esbx_driver_serve (struct esbx_driver *d, const char *path, const char *body, si
   _cleanup_json_ json_t *req = NULL;
   _cleanup_json_ json_t *resp = NULL;
   esbx_error_t err = NULL;
-  unsigned status;
 
   if (len > 0)
     {
@@ -642,13 +628,7 @@ esbx_driver_serve (struct esbx_driver *d, const char *path, const char *body, si
   resp = dispatch (d, path, req, &reply->subject, &err);
   if (resp == NULL)
     {
-      if (err->status == NOT_FOUND)
-        status = 404;
-      else if (err->code == ESBX_EXIT_USAGE)
-        status = 400;
-      else
-        status = 500;
-      esbx_driver_reply_error (reply, status, err->msg);
+      esbx_driver_reply_error (reply, esbx_http_status_of_error (err), err->msg);
       esbx_error_free (&err);
       return;
     }

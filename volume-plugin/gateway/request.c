@@ -1,4 +1,5 @@
 #include "request.h"
+#include "http.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -43,26 +44,13 @@ esbx_gateway_reply_error (struct esbx_gateway_ctx *ctx, unsigned status, int cod
   esbx_gateway_reply_json (ctx, status, o);
 }
 
-/* Library errors to HTTP: usage 400, conflict 409, unknown objects 404,
-   other failures of the request 400, system failures 500.  */
+/* A library error: its HTTP status and its exit status both follow from
+   its kind.  */
 void
 esbx_gateway_reply_err (struct esbx_gateway_ctx *ctx, esbx_error_t *err)
 {
-  unsigned status;
-  int code = (*err)->code ? (*err)->code : ESBX_EXIT_ERROR;
-
-  if (code == ESBX_EXIT_USAGE)
-    status = MHD_HTTP_BAD_REQUEST;
-  else if (code == ESBX_EXIT_CONFLICT)
-    status = MHD_HTTP_CONFLICT;
-  else if ((*err)->status == ENOENT || strstr ((*err)->msg, "does not exist"))
-    status = MHD_HTTP_NOT_FOUND;
-  else if ((*err)->status == 0 || (*err)->status == EEXIST || (*err)->status == EBUSY
-           || (*err)->status == ELOOP || (*err)->status == EXDEV)
-    status = MHD_HTTP_BAD_REQUEST;
-  else
-    status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-  esbx_gateway_reply_error (ctx, status, code, "%s", (*err)->msg);
+  esbx_gateway_reply_error (ctx, esbx_http_status_of_error (*err), esbx_error_exit_status (*err),
+                            "%s", (*err)->msg);
   esbx_error_free (err);
 }
 

@@ -19,10 +19,10 @@
 #include "routes_exec.h"
 #include "exec.h"
 #include "fs.h"
+#include "sync.h"
 #include "text.h"
 #include "utils.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,7 +37,6 @@
 #define EXEC_CHUNK      (64u * 1024) /* bytes of output per piece */
 #define EXEC_KEEP       (1u << 20)   /* bytes per stream in a one-document answer */
 #define HANGUP_GRACE_MS 5000         /* a client went away: SIGHUP, then SIGKILL after this */
-#define REPORT_MAX      4096
 
 static const char *const stream_name[2] = { "stdout", "stderr" };
 
@@ -45,8 +44,12 @@ struct exec_run
 {
   pid_t pid; /* the child running esbx_exec_run; 0 once reaped */
   int pidfd;
-  int fd[2];  /* read ends of its stdout and stderr; -1 at their end */
-  int report; /* memfd: "CODE MESSAGE" when esbx_exec_run failed */
+  int fd[2]; /* read ends of its stdout and stderr; -1 at their end */
+  /* memfd: the error of esbx_exec_run when it failed (esbx_error_send),
+     read once the child is gone; not a pipe, whose end the monitor that
+     esbx_exec_run forks may hold long after.  */
+  int report;
+  esbx_error_t failure; /* what REPORT held, once the child has ended */
   int wstatus;
   bool stream; /* frames for the client, or KEEP for one document */
 
@@ -66,27 +69,6 @@ struct exec_run
 
 /* ---- the child ---------------------------------------------------------- */
 
-/* The child holds nothing of esbxd but what esbx_exec_run needs: the
-   monitor it forks outlives it and must not keep clients' connections or
-   listening sockets open.  */
-static void
-close_others (int keep1, int keep2)
-{
-  DIR *d = opendir ("/proc/self/fd");
-  struct dirent *de;
-  int fd;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)))
-    {
-      fd = atoi (de->d_name);
-      if (fd > 2 && fd != keep1 && fd != keep2 && fd != dirfd (d))
-        close (fd);
-    }
-  closedir (d);
-}
-
 /* esbx_exec_run joins the holder's pid namespace and redirects signals in
    the calling process, so it runs in a child of its own; the daemon's
    threads never see that.  */
@@ -102,11 +84,13 @@ child (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, int out, in
   sigprocmask (SIG_SETMASK, &none, NULL);
   if (devnull < 0 || dup2 (devnull, 0) < 0 || dup2 (out, 1) < 0 || dup2 (err_w, 2) < 0)
     _exit (125);
-  close_others (ctx->store->rootfd, report);
+  /* The child holds nothing of esbxd but what esbx_exec_run needs: the
+     monitor it forks outlives it and must not keep clients' connections or
+     listening sockets open.  */
+  esbx_close_fds_except (ctx->store->rootfd, report);
   if (esbx_exec_run (ctx->store, ctx->arg, o, &status, &err) < 0)
     {
-      _cleanup_free_ char *line = xasprintf ("%d %s", err->code, err->msg);
-      esbx_write_all (report, line, strlen (line));
+      esbx_error_send (report, &err);
       _exit (125);
     }
   _exit (status & 0xff);
@@ -283,21 +267,23 @@ read_stream (struct exec_run *r, int i, bool *got)
   r->fd[i] = -1;
 }
 
-/* "CODE MESSAGE" when esbx_exec_run failed; false when it ran.  */
-static bool
-read_report (struct exec_run *r, int *code, char **msg)
+/* The error esbx_exec_run sent, if it failed: the child has ended, so the
+   report holds all it ever will.  */
+static void
+read_failure (struct exec_run *r)
 {
-  char buf[REPORT_MAX + 1];
-  ssize_t n = pread (r->report, buf, REPORT_MAX, 0);
-  char *sp;
+  struct esbx_sync_msg msg;
 
-  if (n <= 0)
-    return false;
-  buf[n] = '\0';
-  *code = atoi (buf);
-  sp = strchr (buf, ' ');
-  *msg = xstrdup (sp ? sp + 1 : buf);
-  return true;
+  if (r->report < 0)
+    return;
+  if (lseek (r->report, 0, SEEK_SET) < 0)
+    {
+      esbx_make_error (&r->failure, errno, "exec: read the report of its child");
+      return;
+    }
+  /* FAILURE gets the child's error, or why it could not be read.  */
+  esbx_sync_recv (r->report, &msg, &r->failure, &r->failure);
+  esbx_sync_msg_clear (&msg);
 }
 
 static int
@@ -309,17 +295,17 @@ exit_status (int wstatus)
 static void
 add_end (struct exec_run *r)
 {
-  _cleanup_free_ char *msg = NULL;
-  json_t *o = json_new (JSON_OBJECT);
-  int code;
+  json_t *o;
 
   r->ended = true;
+  read_failure (r);
   if (!r->stream)
-    return json_free (o);
-  if (read_report (r, &code, &msg))
+    return;
+  o = json_new (JSON_OBJECT);
+  if (r->failure)
     {
-      json_set_string (o, "error", msg);
-      json_set_int (o, "code", code ? code : ESBX_EXIT_ERROR);
+      json_set_string (o, "error", r->failure->msg);
+      json_set_int (o, "code", esbx_error_exit_status (r->failure));
     }
   else
     json_set_int (o, "status", exit_status (r->wstatus));
@@ -392,6 +378,7 @@ run_free (struct exec_run *r)
     close (r->pidfd);
   if (r->report >= 0)
     close (r->report);
+  esbx_error_free (&r->failure);
   free (r->frames);
   free (r);
 }
@@ -424,20 +411,14 @@ stream_free (void *cls)
 }
 
 /* The command could not run at all: the HTTP status says so, as before
-   any output.  126/127: the command could not be started.  */
+   any output (esbx_http_status_of_error: 422 when it could not be
+   started).  */
 static bool
 reply_failure (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 {
-  _cleanup_free_ char *msg = NULL;
-  int code;
-
-  if (!read_report (r, &code, &msg))
+  if (r->failure == NULL)
     return false;
-  esbx_gateway_reply_error (ctx,
-                            code == ESBX_EXIT_USAGE ? MHD_HTTP_BAD_REQUEST
-                            : code >= 126           ? MHD_HTTP_UNPROCESSABLE_CONTENT
-                                                    : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                            code ? code : ESBX_EXIT_ERROR, "%s", msg);
+  esbx_gateway_reply_err (ctx, &r->failure);
   return true;
 }
 
