@@ -31,7 +31,7 @@ esbx_write_all (int fd, const void *data, size_t len)
 
 /* The kernels before close_range (5.9): one close per open descriptor.  */
 static void
-close_fds_walk (int keep1, int keep2)
+close_fds_walk (int from, int keep1, int keep2)
 {
   _cleanup_dir_ DIR *d = opendir ("/proc/self/fd");
   struct dirent *de;
@@ -42,7 +42,7 @@ close_fds_walk (int keep1, int keep2)
   while ((de = readdir (d)))
     {
       fd = atoi (de->d_name);
-      if (fd > 2 && fd != keep1 && fd != keep2 && fd != dirfd (d))
+      if (fd >= from && fd != keep1 && fd != keep2 && fd != dirfd (d))
         close (fd);
     }
 }
@@ -59,11 +59,18 @@ esbx_close_fds_except (int keep1, int keep2)
       if (keep[i] < (int)from)
         continue;
       if ((unsigned)keep[i] > from && syscall (SYS_close_range, from, keep[i] - 1, 0) < 0)
-        return close_fds_walk (keep1, keep2);
+        return close_fds_walk (3, keep1, keep2);
       from = (unsigned)keep[i] + 1;
     }
   if (syscall (SYS_close_range, from, ~0U, 0) < 0)
-    close_fds_walk (keep1, keep2);
+    close_fds_walk (3, keep1, keep2);
+}
+
+void
+esbx_close_fds_from (int first)
+{
+  if (syscall (SYS_close_range, (unsigned)first, ~0U, 0) < 0)
+    close_fds_walk (first, -1, -1);
 }
 
 static bool force_no_proc;

@@ -45,6 +45,8 @@ int esbx_write_all (int fd, const void *data, size_t len);
    (-1: none): what a daemon or a child inherited must not stay open in it
    (a starter waiting for the EOF of a pipe, a client's connection).  */
 void esbx_close_fds_except (int keep1, int keep2);
+/* Close every descriptor from FIRST up.  */
+void esbx_close_fds_from (int first);
 int esbx_fsync_at (int dirfd, const char *path, esbx_error_t *err);
 int esbx_mkdir_p (const char *path, mode_t mode, esbx_error_t *err);
 /* Remove NAME in DIRFD recursively, never following a symlink.  Missing is

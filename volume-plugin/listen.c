@@ -1,16 +1,126 @@
 #include "listen.h"
 #include "fs.h"
+#include "log.h"
 #include "utils.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+
+/* Sockets a service manager handed over (systemd's LISTEN_FDS protocol:
+   fds 3 .. 3+N-1, for the process LISTEN_PID), waiting to be claimed by
+   the listener whose address they are bound to.  -1: claimed.  */
+#define ADOPT_MAX 8
+static int adopted[ADOPT_MAX];
+static size_t n_adopted;
+/* The unix socket paths of claimed ones: they belong to the service
+   manager, which keeps them for the next start.  */
+static char *passed_paths[ADOPT_MAX];
+
+int
+esbx_listen_adopt (esbx_error_t *err)
+{
+  const char *pid_s = getenv ("LISTEN_PID"), *n_s = getenv ("LISTEN_FDS");
+  unsigned long pid, n;
+  char *end;
+  size_t i;
+
+  if (pid_s == NULL || n_s == NULL)
+    return 0;
+  errno = 0;
+  pid = strtoul (pid_s, &end, 10);
+  if (errno || *end || pid != (unsigned long)getpid ())
+    return 0; /* meant for another process */
+  n = strtoul (n_s, &end, 10);
+  if (errno || *end || n > ADOPT_MAX)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "LISTEN_FDS=`%s`: expected at most %d sockets", n_s, ADOPT_MAX);
+  /* Not for our children (gateway exec, holders).  */
+  unsetenv ("LISTEN_PID");
+  unsetenv ("LISTEN_FDS");
+  unsetenv ("LISTEN_FDNAMES");
+  for (i = 0; i < n; i++)
+    {
+      int fd = 3 + (int)i, type = 0, listening = 0;
+      socklen_t len = sizeof type;
+
+      if (getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM
+          || getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "socket %d passed by the service manager is not a listening "
+                                     "stream socket",
+                                     fd);
+      if (fcntl (fd, F_SETFD, FD_CLOEXEC) < 0
+          || fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) | O_NONBLOCK) < 0)
+        return esbx_make_error (err, errno, "socket %d passed by the service manager", fd);
+      adopted[n_adopted++] = fd;
+    }
+  return (int)n;
+}
+
+/* The adopted socket bound to ADDR (LEN bytes), taken out of the table; -1
+   when there is none.  */
+static int
+claim_adopted (const struct sockaddr *addr, socklen_t len)
+{
+  size_t i;
+
+  for (i = 0; i < n_adopted; i++)
+    {
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof ss;
+      int fd = adopted[i];
+
+      if (fd < 0 || getsockname (fd, (struct sockaddr *)&ss, &sl) < 0)
+        continue;
+      if (ss.ss_family != addr->sa_family)
+        continue;
+      if (addr->sa_family == AF_UNIX ? strcmp (((struct sockaddr_un *)&ss)->sun_path,
+                                               ((const struct sockaddr_un *)addr)->sun_path)
+                                           != 0
+                                     : sl != len || memcmp (&ss, addr, len) != 0)
+        continue;
+      adopted[i] = -1;
+      if (addr->sa_family == AF_UNIX)
+        passed_paths[i] = xstrdup (((const struct sockaddr_un *)addr)->sun_path);
+      return fd;
+    }
+  return -1;
+}
+
+void
+esbx_listen_adopted_leftovers (void)
+{
+  size_t i;
+
+  for (i = 0; i < n_adopted; i++)
+    if (adopted[i] >= 0)
+      {
+        esbx_warn ("socket %d passed by the service manager matches no listener: closed",
+                   adopted[i]);
+        close (adopted[i]);
+        adopted[i] = -1;
+      }
+}
+
+void
+esbx_listen_unlink (const char *path)
+{
+  size_t i;
+
+  for (i = 0; i < n_adopted; i++)
+    if (passed_paths[i] && strcmp (passed_paths[i], path) == 0)
+      return;
+  unlink (path);
+}
 
 /* Split "HOST:PORT" / "[V6]:PORT" and resolve HOST to a loopback address
    without DNS: only literal loopback addresses and "localhost" pass.  */
@@ -91,6 +201,9 @@ esbx_listen_loopback (const char *what, const char *spec, esbx_error_t *err)
 
   if (parse_loopback (what, spec, &ss, &sl, err) < 0)
     return -1;
+  fd = claim_adopted ((struct sockaddr *)&ss, sl);
+  if (fd >= 0)
+    return take_fd (&fd);
   fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return esbx_make_error (err, errno, "%s: socket", what);
@@ -160,6 +273,11 @@ esbx_listen_unix (const char *path, const char *group, esbx_error_t *err)
                             sizeof addr.sun_path - 1);
   if (group && lookup_group (group, &gid, err) < 0)
     return -1;
+  memcpy (addr.sun_path, path, strlen (path) + 1);
+  /* The service manager made it, with its owner and mode.  */
+  fd = claim_adopted ((struct sockaddr *)&addr, sizeof addr);
+  if (fd >= 0)
+    return take_fd (&fd);
   dir = xstrdup (path);
   slash = strrchr (dir, '/');
   if (slash && slash != dir)

@@ -189,6 +189,7 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
       esbx_plugin_stop (plugin);
       goto out;
     }
+  esbx_listen_adopted_leftovers ();
 
   for (;;)
     {
@@ -233,12 +234,17 @@ main (int argc, char **argv)
   struct listeners l
       = { .gateway = { .socket_path = ESBX_GATEWAY_DEFAULT_SOCKET }, .metrics = DEFAULT_METRICS };
   esbx_error_t err = NULL;
-  int c;
+  int c, passed;
 
   esbx_log_set_prog ("esbxd");
-  /* A daemon started from a shell or a test harness inherits its pipes;
-     held open, they keep the starter waiting for an EOF that never comes.  */
-  esbx_close_fds_except (-1, -1);
+  /* Sockets passed by systemd (esbxd.socket) are kept; every other
+     inherited descriptor goes: a daemon started from a shell or a test
+     harness inherits its pipes, and held open they keep the starter
+     waiting for an EOF that never comes.  */
+  passed = esbx_listen_adopt (&err);
+  if (passed < 0)
+    return esbx_error_report (&err, stderr, "esbxd");
+  esbx_close_fds_from (3 + passed);
   while ((c = getopt_long (argc, argv, "h", long_options, NULL)) != -1)
     switch (c)
       {

@@ -70,7 +70,7 @@ esbx_plugin_start (const char *socket_path, struct esbx_driver *driver, struct e
   p = xmalloc0 (sizeof *p);
   if (esbx_http_start (fd, &cfg, &p->http, err) < 0)
     {
-      unlink (socket_path);
+      esbx_listen_unlink (socket_path);
       free (p);
       return esbx_error_wrap (err, "start the HTTP server on `%s`", socket_path);
     }
@@ -85,7 +85,7 @@ esbx_plugin_stop (struct esbx_plugin *p)
   if (p == NULL)
     return;
   esbx_http_stop (p->http);
-  unlink (p->socket_path);
+  esbx_listen_unlink (p->socket_path);
   free (p->socket_path);
   free (p);
 }

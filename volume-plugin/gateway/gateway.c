@@ -314,7 +314,7 @@ esbx_gateway_stop (struct esbx_gateway *gw)
   esbx_http_stop (gw->unix_server);
   esbx_http_stop (gw->tcp_server);
   if (gw->socket_path)
-    unlink (gw->socket_path);
+    esbx_listen_unlink (gw->socket_path);
   free (gw->socket_path);
   free (gw);
 }
