@@ -1,4 +1,5 @@
 /* esbxd: serves Docker's volume plugin protocol for an esbx store.  */
+#include "config.h"
 #include "docker/driver.h"
 #include "docker/plugin.h"
 #include "docker/volumes.h"
@@ -33,15 +34,29 @@ struct listeners
   bool metrics_explicit;
 };
 
+/* The configuration file and what the command line fixes regardless of
+   it.  */
+struct settings
+{
+  const char *config_path;
+  bool config_explicit;        /* --config: the file must exist */
+  const char *default_project; /* --default-project, NULL: the file's */
+};
+
 static void
 usage (FILE *out)
 {
   fprintf (
       out,
       "usage: esbxd [--root DIR] [--plugin-socket PATH] [--gateway-socket PATH|none]\n"
+      "             [--config FILE] [--default-project NAME]\n"
       "             [--gateway-group GROUP] [--gateway-tcp ADDR:PORT] [--metrics "
       "ADDR:PORT|none]\n"
       "  --root DIR            store root (default $ESBX_ROOT or " ESBX_DEFAULT_ROOT ")\n"
+      "  --config FILE         settings read at start and on SIGHUP "
+      "(default " ESBX_CONFIG_DEFAULT_PATH ", if present)\n"
+      "  --default-project NAME  project of Docker volumes created without -o project=\n"
+      "                        (overrides default-project of the config file)\n"
       "  --plugin-socket PATH  Docker volume plugin socket (default " DEFAULT_PLUGIN_SOCKET ")\n"
       "  --gateway-socket PATH authenticated gateway socket (default " ESBX_GATEWAY_DEFAULT_SOCKET
       ")\n"
@@ -152,8 +167,28 @@ start_listeners (esbx_store_t *store, const struct listeners *l, struct esbx_met
   return 0;
 }
 
+/* Read the config file and hand the driver what it says, the command line
+   winning.  At start a bad file is an error; on SIGHUP it is logged and the
+   settings in force stay.  */
 static int
-serve (const char *root, const char *socket_path, const struct listeners *l, esbx_error_t *err)
+apply_settings (struct esbx_driver *driver, const struct settings *set, esbx_error_t *err)
+{
+  struct esbx_config c = { 0 };
+  const char *project;
+
+  if (esbx_config_load (set->config_path, set->config_explicit, &c, err) < 0)
+    return -1;
+  project = set->default_project ? set->default_project : c.default_project;
+  esbx_driver_set_default_project (driver, project);
+  if (project)
+    esbx_info ("default project `%s`", project);
+  esbx_config_clear (&c);
+  return 0;
+}
+
+static int
+serve (const char *root, const char *socket_path, const struct listeners *l,
+       const struct settings *set, esbx_error_t *err)
 {
   struct esbx_metrics *metrics = NULL;
   struct esbx_audit *audit = NULL;
@@ -162,15 +197,15 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
   struct esbx_volumes *vols = NULL;
   struct esbx_driver *driver = NULL;
   struct esbx_plugin *plugin = NULL;
-  sigset_t set;
+  sigset_t sigs;
   int sig = 0, ret = -1;
 
   /* Block before any thread starts so that only sigwait sees them.  */
-  sigemptyset (&set);
-  sigaddset (&set, SIGINT);
-  sigaddset (&set, SIGTERM);
-  sigaddset (&set, SIGHUP);
-  pthread_sigmask (SIG_BLOCK, &set, NULL);
+  sigemptyset (&sigs);
+  sigaddset (&sigs, SIGINT);
+  sigaddset (&sigs, SIGTERM);
+  sigaddset (&sigs, SIGHUP);
+  pthread_sigmask (SIG_BLOCK, &sigs, NULL);
   signal (SIGPIPE, SIG_IGN);
 
   raise_fd_limit (l);
@@ -179,6 +214,8 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
   if (esbx_volumes_open (store, &vols, err) < 0)
     return -1;
   driver = esbx_driver_new (store, vols);
+  if (apply_settings (driver, set, err) < 0)
+    goto out;
   if (esbx_plugin_start (socket_path, driver, &plugin, err) < 0)
     goto out;
   esbx_info ("serving store `%s` on `%s`", store->root, socket_path);
@@ -193,12 +230,20 @@ serve (const char *root, const char *socket_path, const struct listeners *l, esb
 
   for (;;)
     {
-      if (sigwait (&set, &sig) != 0)
+      esbx_error_t herr = NULL;
+
+      if (sigwait (&sigs, &sig) != 0)
         continue;
-      /* Nothing is cached: every request reads the store, so there is
-         nothing to reload.  */
       if (sig != SIGHUP)
         break;
+      /* Nothing of the store is cached: every request reads it.  The
+         config file is read again.  */
+      esbx_info ("SIGHUP: reading `%s` again", set->config_path);
+      if (apply_settings (driver, set, &herr) < 0)
+        {
+          esbx_warn ("%s; the settings in force stay", herr->msg);
+          esbx_error_free (&herr);
+        }
     }
   esbx_info ("signal %d: stopping", sig);
   esbx_plugin_stop (plugin);
@@ -226,6 +271,8 @@ main (int argc, char **argv)
     { "gateway-max-waiting", required_argument, NULL, 'W' },
     { "gateway-head-timeout", required_argument, NULL, 'H' },
     { "exec-log-limit", required_argument, NULL, 'L' },
+    { "config", required_argument, NULL, 'c' },
+    { "default-project", required_argument, NULL, 'P' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -233,6 +280,7 @@ main (int argc, char **argv)
   const char *socket_path = DEFAULT_PLUGIN_SOCKET;
   struct listeners l
       = { .gateway = { .socket_path = ESBX_GATEWAY_DEFAULT_SOCKET }, .metrics = DEFAULT_METRICS };
+  struct settings set = { .config_path = ESBX_CONFIG_DEFAULT_PATH };
   esbx_error_t err = NULL;
   int c, passed;
 
@@ -289,6 +337,15 @@ main (int argc, char **argv)
         if (parse_bytes ("--exec-log-limit", optarg, &l.gateway.exec_log_limit, &err) < 0)
           return esbx_error_report (&err, stderr, "esbxd");
         break;
+      case 'c':
+        set.config_path = optarg;
+        set.config_explicit = true;
+        break;
+      case 'P':
+        if (esbx_check_name ("project", optarg, &err) < 0)
+          return esbx_error_report (&err, stderr, "esbxd: --default-project");
+        set.default_project = optarg;
+        break;
       case 'h':
         usage (stdout);
         return ESBX_EXIT_OK;
@@ -321,7 +378,7 @@ main (int argc, char **argv)
       || (l.gateway.tcp && esbx_loopback_check ("--gateway-tcp", l.gateway.tcp, &err) < 0))
     return esbx_error_report (&err, stderr, "esbxd");
 
-  if (serve (root, socket_path, &l, &err) < 0)
+  if (serve (root, socket_path, &l, &set, &err) < 0)
     return esbx_error_report (&err, stderr, "esbxd");
   return ESBX_EXIT_OK;
 }

@@ -1,6 +1,7 @@
 #include "driver.h"
 #include "fs.h"
 #include "http.h"
+#include "config.h"
 #include "log.h"
 #include "sandbox.h"
 #include "text.h"
@@ -17,6 +18,10 @@ struct esbx_driver
   /* Create with from=PATH: two volumes of a new project arriving together
      must not both import it.  */
   pthread_mutex_t project_mutex;
+  /* Project of a volume created without one (esbxd --default-project, the
+     config file); changed on SIGHUP while requests run.  */
+  pthread_mutex_t default_mutex;
+  char *default_project;
 };
 
 struct esbx_driver *
@@ -27,7 +32,28 @@ esbx_driver_new (esbx_store_t *store, struct esbx_volumes *vols)
   d->store = store;
   d->vols = vols;
   pthread_mutex_init (&d->project_mutex, NULL);
+  pthread_mutex_init (&d->default_mutex, NULL);
   return d;
+}
+
+void
+esbx_driver_set_default_project (struct esbx_driver *d, const char *project)
+{
+  pthread_mutex_lock (&d->default_mutex);
+  free (d->default_project);
+  d->default_project = project ? xstrdup (project) : NULL;
+  pthread_mutex_unlock (&d->default_mutex);
+}
+
+static char *
+default_project (struct esbx_driver *d)
+{
+  char *p;
+
+  pthread_mutex_lock (&d->default_mutex);
+  p = d->default_project ? xstrdup (d->default_project) : NULL;
+  pthread_mutex_unlock (&d->default_mutex);
+  return p;
 }
 
 void
@@ -36,6 +62,8 @@ esbx_driver_free (struct esbx_driver *d)
   if (d == NULL)
     return;
   pthread_mutex_destroy (&d->project_mutex);
+  pthread_mutex_destroy (&d->default_mutex);
+  free (d->default_project);
   free (d);
 }
 
@@ -205,19 +233,61 @@ out:
   return ret;
 }
 
+/* The project a volume NAME without `-o project=` belongs to: PROJECT of
+   a name PROJECT.SESSION when PROJECT is an existing project (exactly one
+   such prefix), else the default project.  The session's name is the whole
+   volume name either way.  */
+static char *
+implied_project (struct esbx_driver *d, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *found = NULL;
+  const char *dot;
+
+  for (dot = strchr (name, '.'); dot; dot = strchr (dot + 1, '.'))
+    {
+      _cleanup_free_ char *prefix = xstrndup (name, (size_t)(dot - name));
+
+      if (dot[1] == '\0' || !esbx_name_valid (prefix) || !esbx_project_exists (d->store, prefix))
+        continue;
+      if (found)
+        {
+          bad_request (err,
+                       "volume `%s`: names both project `%s` and project `%s`; add -o project=NAME",
+                       name, found, prefix);
+          return NULL;
+        }
+      found = steal_pointer (&prefix);
+    }
+  if (found)
+    return steal_pointer (&found);
+  found = default_project (d);
+  if (found == NULL)
+    bad_request (err,
+                 "volume `%s`: no project: name it PROJECT.SESSION after an existing project, "
+                 "add -o project=NAME, or start esbxd with --default-project NAME (or "
+                 "`default-project = NAME` in " ESBX_CONFIG_DEFAULT_PATH ")",
+                 name);
+  return steal_pointer (&found);
+}
+
 static int
 create_session (struct esbx_driver *d, const char *name, const json_t *opts, esbx_error_t *err)
 {
   struct esbx_session_opts so = { .name = name };
   _cleanup_strv_ char **labels = NULL;
   _cleanup_free_ char *created = NULL;
+  _cleanup_free_ char *implied = NULL;
   const char *project = json_get_string (opts, "project"), *key;
   const json_t *v;
   size_t i, n = 0;
 
   if (project == NULL)
-    return bad_request (err, "option `project` is required (-o project=NAME) for volume `%s`",
-                        name);
+    {
+      implied = implied_project (d, name, err);
+      if (implied == NULL)
+        return -1;
+      project = implied;
+    }
   if (ensure_project (d, project, json_get_string (opts, "from"), err) < 0)
     return -1;
 

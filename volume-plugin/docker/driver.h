@@ -26,6 +26,10 @@ struct esbx_driver;
 struct esbx_driver *esbx_driver_new (esbx_store_t *store, struct esbx_volumes *vols);
 void esbx_driver_free (struct esbx_driver *d);
 
+/* The project of volumes created without `-o project=` and without a
+   PROJECT.SESSION name (NULL: none, such a Create is refused).  */
+void esbx_driver_set_default_project (struct esbx_driver *d, const char *project);
+
 /* Answer one plugin request: PATH names the endpoint, BODY (LEN bytes, not
    necessarily NUL-terminated) is its JSON.  */
 void esbx_driver_serve (struct esbx_driver *d, const char *path, const char *body, size_t len,

@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# Docker-first workflows: volumes made the way Docker's own external volume
+# driver tests make them (moby's TestExternalVolumeDriverNamed/Unnamed): no
+# driver options, anonymous volumes with --rm, and Mount errors that name
+# their cause.  Through a real dockerd.
+
+load ./docker_helpers.bash
+
+# Every test: a project `demo` and an esbxd whose default project it is.
+setup() {
+  setup_store
+  DRIVER=${ESBX_TEST_DRIVER:-esbxt${BATS_ROOT_PID:-$$}}
+  PLUGIN_SOCK=/run/docker/plugins/$DRIVER.sock
+  ESBXD_LOG=$BATS_TEST_TMPDIR/esbxd.log
+  ESBXD_PID=
+  export DRIVER PLUGIN_SOCK ESBXD_LOG
+  make_project demo
+  : >"$BATS_TEST_TMPDIR/esbxd.conf"
+  ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
+    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none \
+    --config "$BATS_TEST_TMPDIR/esbxd.conf" ${ESBXD_EXTRA:---default-project demo})
+}
+
+session_count() {
+  "$ESBX" session list --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
+}
+
+@test "docker run -v NAME:/work with no options: a session of the default project" {
+  drun -v agent1:/work "$ESBX_TEST_IMAGE" sh -c 'echo hello >/work/new'
+  esbx_ok session inspect agent1
+  assert_output --partial '"project": "demo"'
+  esbx_ok diff agent1
+  assert_output --partial "A /new"
+  # The same volume again: the session's files are there.
+  run drun -v agent1:/work "$ESBX_TEST_IMAGE" cat /work/new
+  assert_success
+  assert_output hello
+}
+
+@test "docker volume create -d esbx NAME with no options uses the default project" {
+  dvol plain
+  esbx_ok session inspect plain
+  assert_output --partial '"project": "demo"'
+}
+
+@test "a volume named PROJECT.SESSION belongs to that project, whatever the default" {
+  make_project web
+  drun -v web.agent2:/work "$ESBX_TEST_IMAGE" sh -c 'echo x >/work/y'
+  esbx_ok session inspect web.agent2
+  assert_output --partial '"project": "web"'
+  esbx_ok session list
+  assert_output --partial "web.agent2"
+  # A dot that names no project is part of the session's name.
+  dvol no.such.project
+  esbx_ok session inspect no.such.project
+  assert_output --partial '"project": "demo"'
+}
+
+@test "anonymous volume with --rm: a session while the container runs, nothing after" {
+  drun -v /work "$ESBX_TEST_IMAGE" sh -c 'echo x >/work/f; cat /proc/self/mountinfo' \
+    >"$BATS_TEST_TMPDIR/mounts"
+  grep -q " /work " "$BATS_TEST_TMPDIR/mounts"
+  # Docker removed the volume it made: no session, no record, no mount.
+  assert_equal "$(session_count)" 0
+  [ -z "$(plugin_volumes)" ]
+  run grep -F "$ESBX_ROOT/sessions" /proc/self/mountinfo
+  assert_failure
+  # --mount with the driver behaves the same.
+  docker run --rm --label "esbx-test=$DRIVER" \
+    --mount "type=volume,dst=/work,volume-driver=$DRIVER" "$ESBX_TEST_IMAGE" true
+  assert_equal "$(session_count)" 0
+}
+
+@test "without a default project the refusal says how to set one" {
+  stop_esbxd TERM
+  ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
+    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none \
+    --config "$BATS_TEST_TMPDIR/esbxd.conf")
+  run drun -v agent3:/work "$ESBX_TEST_IMAGE" true
+  assert_failure
+  assert_output --partial "--default-project"
+  run "$ESBX" session inspect agent3
+  assert_failure
+}
+
+@test "the config file names the default project and is read again on SIGHUP" {
+  stop_esbxd TERM
+  make_project other
+  echo "default-project = other  # agents' volumes" >"$BATS_TEST_TMPDIR/esbxd.conf"
+  ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
+    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none \
+    --config "$BATS_TEST_TMPDIR/esbxd.conf")
+  dvol c1
+  esbx_ok session inspect c1
+  assert_output --partial '"project": "other"'
+  echo "default-project = demo" >"$BATS_TEST_TMPDIR/esbxd.conf"
+  kill -HUP "$ESBXD_PID"
+  local i=0
+  until grep -q "default project \`demo\`" "$ESBXD_LOG"; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || fail "no reload in the log"
+    sleep 0.1
+  done
+  dvol c2
+  esbx_ok session inspect c2
+  assert_output --partial '"project": "demo"'
+  # A broken file on SIGHUP is logged and changes nothing.
+  echo "default-project = bad/name" >"$BATS_TEST_TMPDIR/esbxd.conf"
+  kill -HUP "$ESBXD_PID"
+  i=0
+  until grep -q "the settings in force stay" "$ESBXD_LOG"; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || fail "no refusal in the log"
+    sleep 0.1
+  done
+  dvol c3
+  esbx_ok session inspect c3
+  assert_output --partial '"project": "demo"'
+}
+
+@test "a Mount that fails names the kernel's cause and the directory" {
+  dvol broken
+  umount "$(merged_of broken)" 2>/dev/null || true
+  rm -rf "$ESBX_ROOT/sessions/broken/work"
+  run drun -v broken:/work "$ESBX_TEST_IMAGE" true
+  assert_failure
+  assert_output --partial "No such file or directory"
+  assert_output --partial "sessions/broken/work"
+  refute_output --partial "No data available"
+}
