@@ -1,4 +1,4 @@
-/* /etc/esbx/runtime.conf: "key=value" lines, '#' comments.
+/* /etc/esbx/runtime.conf: "key=value" lines, '#' comments (common/conffile.h).
  *
  *   runc=/usr/sbin/runc     the runc to exec ($ESBX_RUNC wins)
  *   root=/var/lib/esbx      an esbx store; repeat for several.  $ESBX_ROOT
@@ -8,6 +8,7 @@
  * containerd shim sits in between), so the file is how a host configures
  * the runtime; the variables are for tests and ad-hoc use.  */
 #include "runtime.h"
+#include "conffile.h"
 #include "layerstore.h"
 #include "utils.h"
 
@@ -15,63 +16,31 @@
 #include <fcntl.h>
 #include <string.h>
 
-static char *
-trim (char *s)
+static int
+set (const char *key, const char *value, const char *where, void *data, esbx_error_t *err)
 {
-  char *end;
+  struct runtime_conf *conf = data;
 
-  while (*s == ' ' || *s == '\t')
-    s++;
-  end = s + strlen (s);
-  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r'))
-    *--end = '\0';
-  return s;
+  if (strcmp (key, "runc") == 0)
+    {
+      free (conf->runc);
+      conf->runc = xstrdup (value);
+    }
+  else if (strcmp (key, "root") == 0)
+    strv_push (&conf->roots, xstrdup (value));
+  else
+    return esbx_make_error (err, 0, "%s: unknown key `%s`", where, key);
+  return 0;
 }
 
 int
 runtime_conf_load (struct runtime_conf *conf, esbx_error_t *err)
 {
   const char *path = getenv ("ESBX_RUNTIME_CONF");
-  _cleanup_file_ FILE *f = NULL;
-  _cleanup_free_ char *line = NULL;
-  size_t cap = 0;
-  unsigned lineno = 0;
 
   if (path == NULL || *path == '\0')
     path = ESBX_RUNTIME_CONF;
-  f = fopen (path, "re");
-  if (f == NULL)
-    {
-      if (errno == ENOENT)
-        return 0;
-      return esbx_make_error (err, errno, "open `%s`", path);
-    }
-  while (getline (&line, &cap, f) >= 0)
-    {
-      char *key = trim (line), *value, *eq;
-
-      lineno++;
-      if (*key == '\0' || *key == '#')
-        continue;
-      eq = strchr (key, '=');
-      if (eq == NULL)
-        return esbx_make_error (err, 0, "%s:%u: expected key=value", path, lineno);
-      *eq = '\0';
-      key = trim (key);
-      value = trim (eq + 1);
-      if (strcmp (key, "runc") == 0)
-        {
-          free (conf->runc);
-          conf->runc = xstrdup (value);
-        }
-      else if (strcmp (key, "root") == 0)
-        {
-          strv_push (&conf->roots, xstrdup (value));
-        }
-      else
-        return esbx_make_error (err, 0, "%s:%u: unknown key `%s`", path, lineno, key);
-    }
-  return 0;
+  return esbx_conf_read (path, false, set, conf, err);
 }
 
 void

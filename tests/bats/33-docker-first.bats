@@ -6,19 +6,28 @@
 
 load ./docker_helpers.bash
 
-# Every test: a project `demo` and an esbxd whose default project it is.
+# Every test: a project `demo` and an esbxd whose default project it is,
+# with a config file of its own (empty).
 setup() {
-  setup_store
-  DRIVER=${ESBX_TEST_DRIVER:-esbxt${BATS_ROOT_PID:-$$}}
-  PLUGIN_SOCK=/run/docker/plugins/$DRIVER.sock
-  ESBXD_LOG=$BATS_TEST_TMPDIR/esbxd.log
-  ESBXD_PID=
-  export DRIVER PLUGIN_SOCK ESBXD_LOG
+  touch "$BATS_TEST_TMPDIR/esbxd.conf"
+  setup_docker --config "$BATS_TEST_TMPDIR/esbxd.conf" --default-project demo
   make_project demo
-  : >"$BATS_TEST_TMPDIR/esbxd.conf"
-  ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
-    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none \
-    --config "$BATS_TEST_TMPDIR/esbxd.conf" ${ESBXD_EXTRA:---default-project demo})
+}
+
+# Start esbxd again with only the config file (no --default-project).
+restart_with_config() {
+  stop_esbxd TERM
+  start_esbxd --config "$BATS_TEST_TMPDIR/esbxd.conf"
+}
+
+# `wait_for_log TEXT`: until esbxd's log has TEXT (5 s at most).
+wait_for_log() {
+  local i=0
+  until grep -qF "$1" "$ESBXD_LOG"; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || fail "no \`$1\` in esbxd's log"
+    sleep 0.1
+  done
 }
 
 session_count() {
@@ -72,10 +81,7 @@ session_count() {
 }
 
 @test "without a default project the refusal says how to set one" {
-  stop_esbxd TERM
-  ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
-    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none \
-    --config "$BATS_TEST_TMPDIR/esbxd.conf")
+  restart_with_config
   run drun -v agent3:/work "$ESBX_TEST_IMAGE" true
   assert_failure
   assert_output --partial "--default-project"
@@ -84,35 +90,22 @@ session_count() {
 }
 
 @test "the config file names the default project and is read again on SIGHUP" {
-  stop_esbxd TERM
   make_project other
   echo "default-project = other  # agents' volumes" >"$BATS_TEST_TMPDIR/esbxd.conf"
-  ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
-    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none \
-    --config "$BATS_TEST_TMPDIR/esbxd.conf")
+  restart_with_config
   dvol c1
   esbx_ok session inspect c1
   assert_output --partial '"project": "other"'
   echo "default-project = demo" >"$BATS_TEST_TMPDIR/esbxd.conf"
   kill -HUP "$ESBXD_PID"
-  local i=0
-  until grep -q "default project \`demo\`" "$ESBXD_LOG"; do
-    i=$((i + 1))
-    [ $i -lt 50 ] || fail "no reload in the log"
-    sleep 0.1
-  done
+  wait_for_log "default project \`demo\`"
   dvol c2
   esbx_ok session inspect c2
   assert_output --partial '"project": "demo"'
   # A broken file on SIGHUP is logged and changes nothing.
   echo "default-project = bad/name" >"$BATS_TEST_TMPDIR/esbxd.conf"
   kill -HUP "$ESBXD_PID"
-  i=0
-  until grep -q "the settings in force stay" "$ESBXD_LOG"; do
-    i=$((i + 1))
-    [ $i -lt 50 ] || fail "no refusal in the log"
-    sleep 0.1
-  done
+  wait_for_log "the settings in force stay"
   dvol c3
   esbx_ok session inspect c3
   assert_output --partial '"project": "demo"'

@@ -22,6 +22,7 @@ setup_docker_file() {
   "$ESBX_SRC/hack/docker-test-image" "$ESBX_TEST_IMAGE" >/dev/null
 }
 
+# `setup_docker [ESBXD OPTIONS]`: a store and its esbxd.
 setup_docker() {
   setup_store
   DRIVER=${ESBX_TEST_DRIVER:-esbxt${BATS_ROOT_PID:-$$}}
@@ -29,12 +30,13 @@ setup_docker() {
   ESBXD_LOG=$BATS_TEST_TMPDIR/esbxd.log
   ESBXD_PID=
   export DRIVER PLUGIN_SOCK ESBXD_LOG
-  start_esbxd
+  start_esbxd "$@"
 }
 
+# `start_esbxd [ESBXD OPTIONS]`
 start_esbxd() {
   ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
-    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none)
+    --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none "$@")
 }
 
 # SIG defaults to TERM; waits until the process is gone.
