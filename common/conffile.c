@@ -48,9 +48,10 @@ esbx_conf_read (const char *path, bool must_exist, esbx_conf_fn fn, void *data, 
         continue;
       where = xasprintf ("%s:%u", path, lineno);
       eq = strchr (key, '=');
-      if (eq == NULL)
+      if (eq)
+        *eq = '\0';
+      if (eq == NULL || *trim (key) == '\0')
         return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "%s: expected `key = value`", where);
-      *eq = '\0';
       if (fn (trim (key), trim (eq + 1), where, data, err) < 0)
         return -1;
     }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conffile.h"
 #include "error.h"
 #include "fs.h"
 #include "json.h"
@@ -339,6 +340,64 @@ test_close_fds_except (void **state)
   assert_true (fcntl (fd[4], F_GETFD) < 0);
 }
 
+struct settings
+{
+  char seen[256];
+};
+
+static int
+collect (const char *key, const char *value, const char *where, void *data, esbx_error_t *err)
+{
+  struct settings *st = data;
+  size_t len = strlen (st->seen);
+
+  if (strcmp (key, "bad") == 0)
+    return esbx_make_error (err, 0, "%s: refused", where);
+  snprintf (st->seen + len, sizeof st->seen - len, "[%s=%s]", key, value);
+  return 0;
+}
+
+static void
+test_conffile (void **state)
+{
+  char path[] = "/tmp/esbx-unit-conf-XXXXXX";
+  int fd = mkstemp (path);
+  struct settings st = { { 0 } };
+  esbx_error_t err = NULL;
+  const char *text = "# comment\n\n  a = 1  \nb=two words # trailing\nc =\n";
+
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, text, strlen (text)), (ssize_t)strlen (text));
+  close (fd);
+  assert_int_equal (esbx_conf_read (path, true, collect, &st, &err), 0);
+  assert_string_equal (st.seen, "[a=1][b=two words][c=]");
+
+  /* A line without `=` names the file and the line.  */
+  fd = open (path, O_WRONLY | O_APPEND);
+  assert_int_equal (write (fd, " = no key\n", 10), 10);
+  close (fd);
+  st.seen[0] = '\0';
+  assert_int_equal (esbx_conf_read (path, true, collect, &st, &err), -1);
+  assert_non_null (strstr (err->msg, ":6: expected `key = value`"));
+  assert_int_equal (err->kind, ESBX_ERR_USAGE);
+  esbx_error_free (&err);
+
+  /* The callback's refusal ends the read.  */
+  fd = open (path, O_WRONLY | O_TRUNC);
+  assert_int_equal (write (fd, "bad = 1\n", 8), 8);
+  close (fd);
+  assert_int_equal (esbx_conf_read (path, true, collect, &st, &err), -1);
+  assert_non_null (strstr (err->msg, ":1: refused"));
+  esbx_error_free (&err);
+  unlink (path);
+
+  /* Missing: nothing unless it must exist.  */
+  assert_int_equal (esbx_conf_read (path, false, collect, &st, &err), 0);
+  assert_int_equal (esbx_conf_read (path, true, collect, &st, &err), -1);
+  assert_non_null (strstr (err->msg, "No such file"));
+  esbx_error_free (&err);
+}
+
 int
 main (void)
 {
@@ -356,6 +415,7 @@ main (void)
     cmocka_unit_test (test_deep_tree),
     cmocka_unit_test (test_walk_moved),
     cmocka_unit_test (test_close_fds_except),
+    cmocka_unit_test (test_conffile),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
