@@ -2,7 +2,8 @@
 # Ignore rules: build outputs stay in the session (never in a layer, never
 # in the conflict check), the rules are git's (compared with git
 # check-ignore), .esbxignore adds project rules, --include-ignored
-# publishes them anyway.
+# publishes them anyway; published files get the publish time, so make
+# rebuilds what an older-looking edit changed.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -156,6 +157,27 @@ build_in() {
   # With the rules off, it is a change like any other.
   esbx_fails 3 publish --include-ignored s3
   assert_output --partial "/out.o"
+}
+
+@test "a source edited earlier than another session's published build is rebuilt" {
+  make_sessions p a b
+  ma=$(path_of a) mb=$(path_of b)
+  # b edits main.c, and the edit looks older than a's build.
+  printf '#include "util.h"\nint main (void) { return util () + 0; }\n' >"$mb/main.c"
+  touch -d '-10 minutes' "$mb/main.c"
+  build_in a
+  esbx_ok publish --include-ignored a
+  before=$(date +%s)
+  esbx_ok publish b
+  make_session p c
+  [ "$(stat -c %Y "$m/main.c")" -ge "$before" ]
+  run "$ESBX" exec c -- make
+  if [ "$status" -ne 0 ]; then
+    run make -C "$m"
+  fi
+  assert_success
+  assert_output --partial "-o main.o main.c"
+  refute_output --partial "-o util.o"
 }
 
 @test "diff --ignored and --include-ignored exclude each other; --patch takes neither" {
