@@ -64,16 +64,21 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   struct diff_opts o = { 0 };
   struct esbx_changeset cs = { 0 }, ignored = { 0 };
   esbx_store_t *store;
-  const char *query;
 
   if (parse_diff_opts (cli, argc, argv, &o, err) < 0)
     return -1;
   if (cli_remote_mode (cli) && o.patch)
     return patch_remote (cli, o.session, err);
-  query = o.ignored ? "?ignored=1" : o.include_ignored ? "?include_ignored=1" : "";
-  if (cli_remote_mode (cli))
+  /* The query is literal: every %s argument of a remote URL is escaped.  */
+  if (cli_remote_mode (cli) && o.ignored)
     return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err,
-                             "/v1/sessions/%s/diff%s", o.session, query);
+                             "/v1/sessions/%s/diff?ignored=1", o.session);
+  if (cli_remote_mode (cli) && o.include_ignored)
+    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err,
+                             "/v1/sessions/%s/diff?include_ignored=1", o.session);
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err, "/v1/sessions/%s/diff",
+                             o.session);
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;
