@@ -1,4 +1,4 @@
-/* esbx diff S [--json | --patch] */
+/* esbx diff S [--json | --patch] [--ignored | --include-ignored] */
 #include "cli.h"
 #include "utils.h"
 
@@ -8,6 +8,8 @@ struct diff_opts
 {
   const char *session;
   bool patch;
+  bool ignored;         /* list what the ignore rules leave out, only that */
+  bool include_ignored; /* list everything, as publish --include-ignored */
 };
 
 static int
@@ -16,6 +18,8 @@ parse_diff_opts (struct esbx_cli *cli, int argc, char **argv, struct diff_opts *
 {
   static const struct option opts[] = { { "json", no_argument, NULL, 'J' },
                                         { "patch", no_argument, NULL, 'p' },
+                                        { "ignored", no_argument, NULL, 'i' },
+                                        { "include-ignored", no_argument, NULL, 'I' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -23,6 +27,10 @@ parse_diff_opts (struct esbx_cli *cli, int argc, char **argv, struct diff_opts *
     {
       if (c == 'p')
         o->patch = true;
+      else if (c == 'i')
+        o->ignored = true;
+      else if (c == 'I')
+        o->include_ignored = true;
       else if (c != 'J')
         return cli_usage (err, "diff: unknown option `%s`", argv[optind - 1]);
     }
@@ -30,6 +38,10 @@ parse_diff_opts (struct esbx_cli *cli, int argc, char **argv, struct diff_opts *
     return cli_usage (err, "diff: expected a session name");
   if (o->patch && cli->json)
     return cli_usage (err, "diff: --json and --patch exclude each other");
+  if (o->ignored && o->include_ignored)
+    return cli_usage (err, "diff: --ignored and --include-ignored exclude each other");
+  if (o->patch && (o->ignored || o->include_ignored))
+    return cli_usage (err, "diff: --patch shows the changes publish carries: no --ignored");
   o->session = argv[optind];
   return 0;
 }
@@ -50,13 +62,20 @@ int
 cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   struct diff_opts o = { 0 };
-  struct esbx_changeset cs = { 0 };
+  struct esbx_changeset cs = { 0 }, ignored = { 0 };
   esbx_store_t *store;
 
   if (parse_diff_opts (cli, argc, argv, &o, err) < 0)
     return -1;
   if (cli_remote_mode (cli) && o.patch)
     return patch_remote (cli, o.session, err);
+  /* The query is literal: every %s argument of a remote URL is escaped.  */
+  if (cli_remote_mode (cli) && o.ignored)
+    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err,
+                             "/v1/sessions/%s/diff?ignored=1", o.session);
+  if (cli_remote_mode (cli) && o.include_ignored)
+    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err,
+                             "/v1/sessions/%s/diff?include_ignored=1", o.session);
   if (cli_remote_mode (cli))
     return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err, "/v1/sessions/%s/diff",
                              o.session);
@@ -65,12 +84,15 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (o.patch)
     return esbx_session_patch (store, o.session, stdout, err) < 0 ? -1 : 0;
-  if (esbx_session_changes (store, o.session, &cs, err) < 0)
+  if (esbx_session_diff (store, o.session, o.include_ignored ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
+                         &cs, o.ignored ? &ignored : NULL, err)
+      < 0)
     return -1;
   {
-    _cleanup_json_ json_t *arr = esbx_changeset_json (&cs);
+    _cleanup_json_ json_t *arr = esbx_changeset_json (o.ignored ? &ignored : &cs);
     cli_print_changes (cli, arr);
   }
   esbx_changeset_free (&cs);
+  esbx_changeset_free (&ignored);
   return 0;
 }

@@ -1,4 +1,4 @@
-/* esbx publish S [-m MESSAGE] [--discard] */
+/* esbx publish S [-m MESSAGE] [--discard] [--include-ignored] */
 #include "cli.h"
 #include "sandbox.h"
 #include "utils.h"
@@ -9,7 +9,8 @@ struct publish_opts
 {
   const char *session;
   const char *message;
-  bool discard; /* the final publish of a session ends it */
+  bool discard;         /* the final publish of a session ends it */
+  bool include_ignored; /* ignore rules do not apply */
 };
 
 static int
@@ -17,6 +18,7 @@ parse_publish_opts (int argc, char **argv, struct publish_opts *o, esbx_error_t 
 {
   static const struct option opts[] = { { "message", required_argument, NULL, 'm' },
                                         { "discard", no_argument, NULL, 'd' },
+                                        { "include-ignored", no_argument, NULL, 'I' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   int c;
@@ -27,6 +29,8 @@ parse_publish_opts (int argc, char **argv, struct publish_opts *o, esbx_error_t 
         o->message = optarg;
       else if (c == 'd')
         o->discard = true;
+      else if (c == 'I')
+        o->include_ignored = true;
       else if (c != 'J')
         return cli_usage (err, "publish: unknown option `%s`", argv[optind - 1]);
     }
@@ -45,6 +49,8 @@ publish_remote (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t
     json_set_string (body, "message", o->message);
   if (o->discard)
     json_set (body, "discard", json_new_bool (true));
+  if (o->include_ignored)
+    json_set (body, "include_ignored", json_new_bool (true));
   if (cli_remote_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/publish", o->session) < 0)
     return -1;
   cli_print_published (cli, o->session, answer);
@@ -66,8 +72,10 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;
-  if (esbx_sandbox_publish (store, o.session, o.message, o.discard ? ESBX_PUBLISH_DISCARD : 0, &r,
-                            err)
+  if (esbx_sandbox_publish_ext (store, o.session, o.message,
+                                (o.discard ? ESBX_PUBLISH_DISCARD : 0)
+                                    | (o.include_ignored ? ESBX_PUBLISH_INCLUDE_IGNORED : 0),
+                                &r, err)
       < 0)
     {
       if (!r.published)

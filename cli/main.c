@@ -24,8 +24,8 @@ static const struct verb verbs[] = {
     "[--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar] | list "
     "[--project P] | inspect S | path S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
-  { "diff", cmd_diff, "diff S [--json | --patch]" },
-  { "publish", cmd_publish, "publish S [-m MESSAGE]" },
+  { "diff", cmd_diff, "diff S [--json | --patch] [--ignored | --include-ignored]" },
+  { "publish", cmd_publish, "publish S [-m MESSAGE] [--include-ignored]" },
   { "rebase", cmd_rebase, "rebase S" },
   { "discard", cmd_discard, "discard S" },
   { "export", cmd_export, "export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer]" },

@@ -79,14 +79,18 @@ int esbx_session_save (esbx_store_t *store, const char *name, const json_t *reco
                        esbx_error_t *err);
 
 /* Change set of an upper directory against BASE (scan.c).  SAME, when not
-   NULL, receives the copy-ups identical to the base.  */
-int esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session,
-                     struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err);
+   NULL, receives the copy-ups identical to the base.  Unless FLAGS has
+   ESBX_CHANGES_INCLUDE_IGNORED, the ignore rules of the merged view
+   (ignore.h) leave changes out; IGNORED, when not NULL, receives them.  */
+int esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsigned flags,
+                     struct esbx_changeset *out, struct esbx_changeset *same,
+                     struct esbx_changeset *ignored, esbx_error_t *err);
 /* Scan session S against its base and the layers it published.  Returns
    the fd of its upper directory; KEEP, when not NULL, receives the opened
    base stack (the caller closes it).  */
 int esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esbx_stack *keep,
-                       struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err);
+                       unsigned flags, struct esbx_changeset *out, struct esbx_changeset *same,
+                       struct esbx_changeset *ignored, esbx_error_t *err);
 /* Refuse names that are not UTF-8, hold control characters or look like
    whiteouts; REL is the path shown in the message.  */
 int esbx_check_entry_name (const char *session, const char *rel, const char *name,

@@ -186,7 +186,18 @@ int esbx_session_discard (esbx_store_t *store, const char *name, esbx_error_t *e
 /* Take the session's lock (exclusive); returns the fd holding it.  */
 int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err);
 
-/* The change set of a session against its base (and what it published).  */
+/* Flags of a change set (diff, publish).  */
+/* Ignore rules do not apply: build outputs and the like count too.  */
+#define ESBX_CHANGES_INCLUDE_IGNORED 1u
+
+/* The change set of a session against its base (and what it published),
+   without the paths its ignore rules exclude (README, "Ignore rules"):
+   .gitignore files of its merged view, then the root's .esbxignore.
+   Those stay in the session; IGNORED, when not NULL, receives them.  */
+int esbx_session_diff (esbx_store_t *store, const char *name, unsigned flags,
+                       struct esbx_changeset *out, struct esbx_changeset *ignored,
+                       esbx_error_t *err);
+/* esbx_session_diff without flags or the ignored list.  */
 int esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
                           esbx_error_t *err);
 
@@ -215,6 +226,10 @@ void esbx_publish_result_free (struct esbx_publish_result *r);
    publishes nothing (r->layer NULL, return 0).  */
 int esbx_session_publish (esbx_store_t *store, const char *name, const char *message,
                           struct esbx_publish_result *r, esbx_error_t *err);
+/* The same with FLAGS (ESBX_CHANGES_INCLUDE_IGNORED).  Ignored paths never
+   reach the layer nor the conflict check otherwise.  */
+int esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
+                                unsigned flags, struct esbx_publish_result *r, esbx_error_t *err);
 /* Move the session's base to the head (remounting it); conflicts as above.  */
 int esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                          esbx_error_t *err);

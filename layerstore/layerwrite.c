@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 
 /* Make the parents of REL in the layer, copying mode and owner from SRC (the
    session's upper, which holds every parent of a change).  */
@@ -59,8 +60,13 @@ make_parents (int srcfd, int dstfd, const char *rel, esbx_error_t *err)
   return 0;
 }
 
+/* Every entry of a published layer gets the time of the publish as its
+   mtime (README, "Ignore rules and file times"): a source edited in a
+   session before another session built and published its object file
+   must still look newer than that object file to make.  */
 static int
-write_entry (int srcfd, int dstfd, struct esbx_change *c, esbx_error_t *err)
+write_entry (int srcfd, int dstfd, struct esbx_change *c, const struct timespec *now,
+             esbx_error_t *err)
 {
   const char *rel = c->path + 1;
   _cleanup_close_ int in = -1;
@@ -122,11 +128,10 @@ write_entry (int srcfd, int dstfd, struct esbx_change *c, esbx_error_t *err)
       return esbx_make_error (err, 0, "`%s`: unknown type", c->path);
     }
   fchownat (dstfd, rel, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
-  if (c->type != ESBX_TYPE_SYMLINK)
-    {
-      struct timespec ts[2] = { st.st_atim, st.st_mtim };
-      utimensat (dstfd, rel, ts, AT_SYMLINK_NOFOLLOW);
-    }
+  {
+    struct timespec ts[2] = { *now, *now };
+    utimensat (dstfd, rel, ts, AT_SYMLINK_NOFOLLOW);
+  }
   return 0;
 }
 
@@ -177,6 +182,7 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   _cleanup_free_ char *tmpdir = xasprintf ("projects/%s/tmp", project);
   _cleanup_close_ int fd = -1;
   _cleanup_close_ int diff = -1;
+  struct timespec now;
   size_t i;
 
   memset (out, 0, sizeof *out);
@@ -196,8 +202,9 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   diff = esbx_open_dir_at (fd, "diff", err);
   if (diff < 0)
     goto fail;
+  clock_gettime (CLOCK_REALTIME, &now);
   for (i = 0; srcfd >= 0 && i < cs->n; i++)
-    if (write_entry (srcfd, diff, &cs->v[i], err) < 0)
+    if (write_entry (srcfd, diff, &cs->v[i], &now, err) < 0)
       goto fail;
   if (sync_tree (&diff, 0, false, err) < 0)
     goto fail;

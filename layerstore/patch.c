@@ -67,7 +67,7 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
 
   if (esbx_session_load (store, name, &s, err) < 0)
     return -1;
-  ufd = esbx_session_scan (store, s, &base, &cs, NULL, err);
+  ufd = esbx_session_scan (store, s, &base, 0, &cs, NULL, NULL, err);
   if (ufd < 0)
     {
       esbx_session_free (s);

@@ -38,8 +38,11 @@ import_layer (esbx_store_t *store, const char *project, const char *from, const 
     goto out;
   esbx_failpoint ("import-extracted");
   /* The record lists everything of the base as added, with hashes: later
-     scans take base hashes from it instead of reading the files again.  */
-  if (esbx_scan_upper (&empty, diff, project, &layer.changes, NULL, err) < 0)
+     scans take base hashes from it instead of reading the files again.
+     An import is the tree as it is: ignore rules do not apply.  */
+  if (esbx_scan_upper (&empty, diff, project, ESBX_CHANGES_INCLUDE_IGNORED, &layer.changes, NULL,
+                       NULL, err)
+      < 0)
     goto out;
   layer.message = xstrdup (message);
   layer.labels = json_new (JSON_OBJECT);

@@ -45,6 +45,13 @@ int
 esbx_session_publish (esbx_store_t *store, const char *name, const char *message,
                       struct esbx_publish_result *r, esbx_error_t *err)
 {
+  return esbx_session_publish_flags (store, name, message, 0, r, err);
+}
+
+int
+esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
+                            unsigned flags, struct esbx_publish_result *r, esbx_error_t *err)
+{
   struct esbx_session *s = NULL;
   struct esbx_staged staged = { .lockfd = -1 };
   struct esbx_layer layer = { 0 };
@@ -66,7 +73,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
     return esbx_error_wrap (err, "publish");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "publish");
-  ufd = esbx_session_scan (store, s, NULL, &layer.changes, NULL, err);
+  ufd = esbx_session_scan (store, s, NULL, flags, &layer.changes, NULL, NULL, err);
   if (ufd < 0)
     goto out;
   r->n_changes = layer.changes.n;
@@ -153,7 +160,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
     return esbx_error_wrap (err, "rebase");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "rebase");
-  ufd = esbx_session_scan (store, s, NULL, &cs, &same, err);
+  ufd = esbx_session_scan (store, s, NULL, 0, &cs, &same, NULL, err);
   if (ufd < 0)
     goto out;
   r->n_changes = cs.n;

@@ -2,6 +2,7 @@
    view of its base.  Upper content is untrusted: every walk is by dirfd with
    O_NOFOLLOW, and names outside the rule stop the scan with an error.  */
 #include "internal.h"
+#include "ignore.h"
 #include "fs.h"
 #include "path.h"
 #include "hash.h"
@@ -19,7 +20,9 @@ struct scan
 {
   struct esbx_stack *base;
   struct esbx_changeset *out;
-  struct esbx_changeset *same; /* copy-ups identical to the base, or NULL */
+  struct esbx_changeset *same;    /* copy-ups identical to the base, or NULL */
+  struct esbx_changeset *ignored; /* changes the ignore rules exclude, or NULL */
+  struct esbx_ignore *ig;         /* NULL: every change counts */
   const char *session;
 };
 
@@ -109,12 +112,26 @@ read_failed (struct scan *sc, const char *rel, esbx_error_t *err)
   return esbx_error_wrap (err, "session `%s`: reading `/%s`", sc->session, shown);
 }
 
-static int scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, esbx_error_t *err);
+static int scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, bool ign,
+                     esbx_error_t *err);
+
+/* Where a change of REL (a directory when IS_DIR) goes: the change set,
+   the ignored ones (an ignored directory IGN above, or the rules say so),
+   or nowhere when ignored changes are not asked for.  */
+static struct esbx_changeset *
+target (struct scan *sc, const char *rel, bool is_dir, bool *ign)
+{
+  if (!*ign && sc->ig)
+    *ign = esbx_ignore_match (sc->ig, rel, is_dir);
+  if (!*ign)
+    return sc->out;
+  return sc->ignored;
+}
 
 /* Deletions implied by an opaque directory: what the base had there and the
    upper does not.  */
 static int
-opaque_deletions (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
+opaque_deletions (struct scan *sc, int dfd, const char *rel, bool ign, esbx_error_t *err)
 {
   _cleanup_strv_ char **names = esbx_stack_readdir (sc->base, rel, err);
   size_t i;
@@ -130,7 +147,12 @@ opaque_deletions (struct scan *sc, int dfd, const char *rel, esbx_error_t *err)
       if (esbx_exists_at (dfd, names[i]))
         continue;
       if (esbx_stack_lookup (sc->base, child, &layer, &bst) == 1)
-        push (sc->out, child, ESBX_DELETED, file_type (bst.st_mode), NULL);
+        {
+          bool child_ign = ign;
+          struct esbx_changeset *cs = target (sc, child, S_ISDIR (bst.st_mode), &child_ign);
+          if (cs)
+            push (cs, child, ESBX_DELETED, file_type (bst.st_mode), NULL);
+        }
     }
   return 0;
 }
@@ -225,8 +247,9 @@ fill_content (struct scan *sc, struct esbx_change *c, int dfd, const char *name,
    its buffers must not sit in every frame of the recursion of deep
    trees.  */
 static __attribute__ ((noinline)) int
-scan_leaf (struct scan *sc, int dfd, const char *name, const char *rel, const struct stat *st,
-           bool found, size_t layer, const struct stat *bst, esbx_error_t *err)
+scan_leaf (struct scan *sc, struct esbx_changeset *cs, int dfd, const char *name, const char *rel,
+           const struct stat *st, bool found, size_t layer, const struct stat *bst,
+           esbx_error_t *err)
 {
   enum esbx_file_type type = file_type (st->st_mode);
   char usha[65] = "";
@@ -239,12 +262,12 @@ scan_leaf (struct scan *sc, int dfd, const char *name, const char *rel, const st
     return -1;
   if (same)
     {
-      if (sc->same)
+      if (sc->same && cs == sc->out)
         push (sc->same, rel, ESBX_MODIFIED, type, st);
       return 0;
     }
-  push (sc->out, rel, found ? ESBX_MODIFIED : ESBX_ADDED, type, st);
-  c = &sc->out->v[sc->out->n - 1];
+  push (cs, rel, found ? ESBX_MODIFIED : ESBX_ADDED, type, st);
+  c = &cs->v[cs->n - 1];
   if (usha[0])
     memcpy (c->sha256, usha, 65);
   return fill_content (sc, c, dfd, name, rel, err);
@@ -254,26 +277,40 @@ scan_leaf (struct scan *sc, int dfd, const char *name, const char *rel, const st
    back while the walk is below (fs.h, esbx_dir_release).  */
 static int
 scan_subdir (struct scan *sc, int *dfd, const char *name, const char *rel, size_t depth,
-             const struct stat *st, bool found, const struct stat *bst, esbx_error_t *err)
+             const struct stat *st, bool found, const struct stat *bst, bool ign, esbx_error_t *err)
 {
   _cleanup_close_ int sub = -1;
   struct esbx_held_dir held;
   mode_t mode = published_mode (st);
+  struct esbx_changeset *cs = target (sc, rel, true, &ign);
   bool opaque;
+  int r;
 
+  /* Nothing below an ignored directory counts: unless the ignored changes
+     are asked for, the walk does not go there (nor does git).  */
+  if (cs == NULL)
+    return 0;
   sub = TEMP_FAILURE_RETRY (openat (*dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (sub < 0)
     return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
   opaque = esbx_is_opaque_at (*dfd, name);
   if (!found)
-    push (sc->out, rel, ESBX_ADDED, ESBX_TYPE_DIR, st);
+    push (cs, rel, ESBX_ADDED, ESBX_TYPE_DIR, st);
   else if (!S_ISDIR (bst->st_mode) || (bst->st_mode & 07777) != mode)
-    push (sc->out, rel, ESBX_MODIFIED, ESBX_TYPE_DIR, st);
-  if (found && S_ISDIR (bst->st_mode) && opaque && opaque_deletions (sc, sub, rel, err) < 0)
+    push (cs, rel, ESBX_MODIFIED, ESBX_TYPE_DIR, st);
+  if (found && S_ISDIR (bst->st_mode) && opaque && opaque_deletions (sc, sub, rel, ign, err) < 0)
+    return -1;
+  if (sc->ig && !ign
+      && esbx_ignore_enter (sc->ig, sc->base, sub, opaque || !found || !S_ISDIR (bst->st_mode), rel,
+                            sc->session, err)
+             < 0)
     return -1;
   if (esbx_dir_release (dfd, depth, &held, err) < 0)
     return esbx_error_wrap (err, "session `%s`: `/%s`", sc->session, rel);
-  if (scan_dir (sc, &sub, rel, depth + 1, err) < 0)
+  r = scan_dir (sc, &sub, rel, depth + 1, ign, err);
+  if (sc->ig && !ign)
+    esbx_ignore_leave (sc->ig);
+  if (r < 0)
     return -1;
   if (esbx_dir_retake (dfd, sub, &held, err) < 0)
     return esbx_error_wrap (err, "session `%s`: `/%s`", sc->session, rel);
@@ -281,10 +318,11 @@ scan_subdir (struct scan *sc, int *dfd, const char *name, const char *rel, size_
 }
 
 static int
-scan_entry (struct scan *sc, int *dfd, const char *name, const char *rel, size_t depth,
+scan_entry (struct scan *sc, int *dfd, const char *name, const char *rel, size_t depth, bool ign,
             esbx_error_t *err)
 {
   struct stat st, bst;
+  struct esbx_changeset *cs;
   size_t layer = 0;
   int found;
 
@@ -300,10 +338,15 @@ scan_entry (struct scan *sc, int *dfd, const char *name, const char *rel, size_t
 
   if (esbx_is_whiteout (&st))
     {
-      if (found)
-        push (sc->out, rel, ESBX_DELETED, file_type (bst.st_mode), NULL);
+      if (found && (cs = target (sc, rel, S_ISDIR (bst.st_mode), &ign)) != NULL)
+        push (cs, rel, ESBX_DELETED, file_type (bst.st_mode), NULL);
       return 0;
     }
+  if (S_ISDIR (st.st_mode))
+    return scan_subdir (sc, dfd, name, rel, depth, &st, found, &bst, ign, err);
+  cs = target (sc, rel, false, &ign);
+  if (cs == NULL || (ign && file_type (st.st_mode) == ESBX_TYPE_NONE))
+    return 0; /* stays in the session: not looked at */
   if (S_ISSOCK (st.st_mode))
     {
       esbx_warn ("session `%s`: `/%s` is a socket: not part of the change set", sc->session, rel);
@@ -312,9 +355,7 @@ scan_entry (struct scan *sc, int *dfd, const char *name, const char *rel, size_t
   if (file_type (st.st_mode) == ESBX_TYPE_NONE)
     return esbx_make_error (err, 0, "session `%s`: `/%s` is a device node: refused", sc->session,
                             rel);
-  if (S_ISDIR (st.st_mode))
-    return scan_subdir (sc, dfd, name, rel, depth, &st, found, &bst, err);
-  return scan_leaf (sc, *dfd, name, rel, &st, found, layer, &bst, err);
+  return scan_leaf (sc, cs, *dfd, name, rel, &st, found, layer, &bst, err);
 }
 
 /* Paths are at most 4,095 bytes (a record, a tar header, openat2 take
@@ -332,7 +373,7 @@ path_too_long (struct scan *sc, const char *child, size_t depth, esbx_error_t *e
 }
 
 static int
-scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, esbx_error_t *err)
+scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, bool ign, esbx_error_t *err)
 {
   _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", err);
   size_t i;
@@ -344,35 +385,59 @@ scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, esbx_error_t
       _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i]) : xstrdup (names[i]);
       if (strlen (child) >= 4095)
         return path_too_long (sc, child, depth + 1, err);
-      if (scan_entry (sc, dfd, names[i], child, depth, err) < 0)
+      if (scan_entry (sc, dfd, names[i], child, depth, ign, err) < 0)
         return -1;
     }
   return 0;
 }
 
 int
-esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session,
-                 struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err)
+esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsigned flags,
+                 struct esbx_changeset *out, struct esbx_changeset *same,
+                 struct esbx_changeset *ignored, esbx_error_t *err)
 {
-  struct scan sc = { .base = base, .out = out, .same = same, .session = session };
+  struct scan sc
+      = { .base = base, .out = out, .same = same, .ignored = ignored, .session = session };
   int fd = upperfd; /* depth 0: never given back */
+  int r = -1;
 
-  if (scan_dir (&sc, &fd, "", 0, err) < 0)
+  memset (out, 0, sizeof *out);
+  if (ignored)
+    memset (ignored, 0, sizeof *ignored);
+  if (!(flags & ESBX_CHANGES_INCLUDE_IGNORED))
+    {
+      sc.ig = esbx_ignore_new ();
+      if (esbx_ignore_enter (sc.ig, base, upperfd, esbx_is_opaque_at (upperfd, "."), "", session,
+                             err)
+          < 0)
+        goto out;
+    }
+  if (scan_dir (&sc, &fd, "", 0, false, err) < 0)
+    goto out;
+  esbx_changeset_sort (out);
+  if (same)
+    esbx_changeset_sort (same);
+  if (ignored)
+    esbx_changeset_sort (ignored);
+  r = 0;
+
+out:
+  esbx_ignore_free (sc.ig);
+  if (r < 0)
     {
       esbx_changeset_free (out);
       if (same)
         esbx_changeset_free (same);
-      return -1;
+      if (ignored)
+        esbx_changeset_free (ignored);
     }
-  esbx_changeset_sort (out);
-  if (same)
-    esbx_changeset_sort (same);
-  return 0;
+  return r;
 }
 
 int
 esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esbx_stack *keep,
-                   struct esbx_changeset *out, struct esbx_changeset *same, esbx_error_t *err)
+                   unsigned flags, struct esbx_changeset *out, struct esbx_changeset *same,
+                   struct esbx_changeset *ignored, esbx_error_t *err)
 {
   struct esbx_stack base;
   _cleanup_free_ char *upper = NULL;
@@ -385,7 +450,7 @@ esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esb
     return esbx_error_wrap (err, "session `%s`", s->name);
   upper = esbx_session_upper (store, s->name);
   ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
-  if (ufd < 0 || esbx_scan_upper (&base, ufd, s->name, out, same, err) < 0)
+  if (ufd < 0 || esbx_scan_upper (&base, ufd, s->name, flags, out, same, ignored, err) < 0)
     {
       esbx_stack_close (&base);
       return -1;
@@ -398,8 +463,8 @@ esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esb
 }
 
 int
-esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
-                      esbx_error_t *err)
+esbx_session_diff (esbx_store_t *store, const char *name, unsigned flags,
+                   struct esbx_changeset *out, struct esbx_changeset *ignored, esbx_error_t *err)
 {
   struct esbx_session *s = NULL;
   int ufd;
@@ -407,10 +472,17 @@ esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changes
   memset (out, 0, sizeof *out);
   if (esbx_session_load (store, name, &s, err) < 0)
     return -1;
-  ufd = esbx_session_scan (store, s, NULL, out, NULL, err);
+  ufd = esbx_session_scan (store, s, NULL, flags, out, NULL, ignored, err);
   esbx_session_free (s);
   if (ufd < 0)
     return -1;
   close (ufd);
   return 0;
+}
+
+int
+esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
+                      esbx_error_t *err)
+{
+  return esbx_session_diff (store, name, 0, out, NULL, err);
 }

@@ -49,6 +49,27 @@ remote() {
   assert_output --partial "nosuch"
 }
 
+@test "remote CLI: diff --ignored and --include-ignored, publish --include-ignored through the gateway" {
+  make_demo
+  m=$ESBX_ROOT/sessions/s1/merged
+  printf '*.o\n' >"$m/.gitignore"
+  echo obj >"$m/main.o"
+  same diff s1
+  refute_output --partial "main.o"
+  same diff s1 --ignored
+  assert_output "A /main.o"
+  same --json diff s1 --include-ignored
+  assert_output --partial '"/main.o"'
+  run remote publish s1
+  assert_success
+  run remote diff s1 --ignored
+  assert_output "A /main.o"
+  run remote publish --include-ignored s1
+  assert_success
+  run remote diff s1 --include-ignored
+  assert_output ""
+}
+
 @test "remote CLI: the lifecycle through the gateway, publish conflicts exit 3 with the same lines" {
   make_tree "$BATS_TEST_TMPDIR/tree"
   esbx_ok project create demo --from "$BATS_TEST_TMPDIR/tree"

@@ -110,7 +110,7 @@ test_changeset (void **state)
   free (p);
   p = xasprintf ("%s/upper", tmp);
   ufd = esbx_open_dir_at (AT_FDCWD, p, &err);
-  assert_int_equal (esbx_scan_upper (&st, ufd, "unit", &cs, &same, &err), 0);
+  assert_int_equal (esbx_scan_upper (&st, ufd, "unit", 0, &cs, &same, NULL, &err), 0);
   close (lfd);
 
   assert_null (find (&cs, "/same"));

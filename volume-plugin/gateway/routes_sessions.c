@@ -101,7 +101,8 @@ esbx_gateway_session_discard (struct esbx_gateway_ctx *ctx)
 void
 esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
 {
-  struct esbx_changeset cs = { 0 };
+  struct esbx_changeset cs = { 0 }, ignored = { 0 };
+  bool want_ignored;
   esbx_error_t err = NULL;
   json_t *arr;
 
@@ -118,10 +119,16 @@ esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
       fflush (f);
       return esbx_gateway_reply_file (ctx, fd, "text/x-diff; charset=utf-8");
     }
-  if (esbx_session_changes (ctx->store, ctx->arg, &cs, &err) < 0)
+  want_ignored = esbx_gateway_query_flag (ctx->conn, "ignored");
+  if (esbx_session_diff (
+          ctx->store, ctx->arg,
+          esbx_gateway_query_flag (ctx->conn, "include_ignored") ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
+          &cs, want_ignored ? &ignored : NULL, &err)
+      < 0)
     return esbx_gateway_reply_err (ctx, &err);
-  arr = esbx_changeset_json (&cs);
+  arr = esbx_changeset_json (want_ignored ? &ignored : &cs);
   esbx_changeset_free (&cs);
+  esbx_changeset_free (&ignored);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, arr);
 }
 
@@ -268,17 +275,19 @@ reply_conflict (struct esbx_gateway_ctx *ctx, esbx_error_t *err,
 void
 esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { "message", "discard", NULL };
+  static const char *const fields[] = { "message", "discard", "include_ignored", NULL };
   struct esbx_publish_result r = { 0 };
   esbx_error_t err = NULL;
   unsigned int flags;
   json_t *o;
 
-  if (esbx_gateway_check_body (ctx, fields, "sb") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sbb") < 0)
     return;
   flags = json_get_bool (ctx->json, "discard", false) ? ESBX_PUBLISH_DISCARD : 0;
-  if (esbx_sandbox_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags, &r,
-                            &err)
+  if (json_get_bool (ctx->json, "include_ignored", false))
+    flags |= ESBX_PUBLISH_INCLUDE_IGNORED;
+  if (esbx_sandbox_publish_ext (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags,
+                                &r, &err)
       < 0)
     {
       if (r.published)
