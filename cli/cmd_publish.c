@@ -72,10 +72,10 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;
-  if (esbx_sandbox_publish_ext (store, o.session, o.message,
-                                (o.discard ? ESBX_PUBLISH_DISCARD : 0)
-                                    | (o.include_ignored ? ESBX_PUBLISH_INCLUDE_IGNORED : 0),
-                                &r, err)
+  if (esbx_sandbox_publish (store, o.session, o.message,
+                            (o.discard ? ESBX_PUBLISH_DISCARD : 0)
+                                | (o.include_ignored ? ESBX_PUBLISH_INCLUDE_IGNORED : 0),
+                            &r, err)
       < 0)
     {
       if (!r.published)

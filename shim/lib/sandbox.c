@@ -20,7 +20,9 @@ int
 esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
                       unsigned int flags, struct esbx_publish_result *result, esbx_error_t *err)
 {
-  if (esbx_session_publish (store, name, message, result, err) < 0)
+  unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
+
+  if (esbx_session_publish_flags (store, name, message, changes, result, err) < 0)
     return -1;
   if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, err) < 0)
     return -1;

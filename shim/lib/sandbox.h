@@ -18,6 +18,9 @@ int esbx_sandbox_create (esbx_store_t *store, const char *project,
 /* The final publish of a session ends it: discarded once its layer is in
    the stack (or when it had nothing to publish).  */
 #define ESBX_PUBLISH_DISCARD 1u
+/* Publish build outputs and whatever else the session's ignore rules leave
+   out (ESBX_CHANGES_INCLUDE_IGNORED).  */
+#define ESBX_PUBLISH_INCLUDE_IGNORED 2u
 
 /* esbx_session_publish, then what FLAGS ask.  On a conflict nothing else
    happens: the session stays as it was.  When the publish took place but
@@ -26,14 +29,6 @@ int esbx_sandbox_create (esbx_store_t *store, const char *project,
 int esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
                           unsigned int flags, struct esbx_publish_result *result,
                           esbx_error_t *err);
-/* Publish build outputs and whatever else the session's ignore rules leave
-   out (esbx_session_publish_flags, ESBX_CHANGES_INCLUDE_IGNORED).  */
-#define ESBX_PUBLISH_INCLUDE_IGNORED 2u
-/* esbx_sandbox_publish that also takes ESBX_PUBLISH_INCLUDE_IGNORED
-   (publish_ignored.c, until esbx_sandbox_publish takes it itself).  */
-int esbx_sandbox_publish_ext (esbx_store_t *store, const char *name, const char *message,
-                              unsigned int flags, struct esbx_publish_result *result,
-                              esbx_error_t *err);
 
 /* esbx_session_rebase, refused (EBUSY) while the session's holder runs:
    rebase remounts the session, and the holder's mount namespace would keep

@@ -286,8 +286,8 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
   flags = json_get_bool (ctx->json, "discard", false) ? ESBX_PUBLISH_DISCARD : 0;
   if (json_get_bool (ctx->json, "include_ignored", false))
     flags |= ESBX_PUBLISH_INCLUDE_IGNORED;
-  if (esbx_sandbox_publish_ext (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags,
-                                &r, &err)
+  if (esbx_sandbox_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags, &r,
+                            &err)
       < 0)
     {
       if (r.published)
