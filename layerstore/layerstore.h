@@ -123,8 +123,9 @@ char **esbx_project_list (esbx_store_t *store, esbx_error_t *err);
 int esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* Flatten the stack into one layer; refused while sessions of it exist.  */
 int esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_error_t *err);
-/* The newest layer whose change list names PATH (or a directory above it
-   that it deleted or replaced).  */
+/* The layer that first produced PATH's current state: of the newest
+   layers whose records leave PATH in that same state (content and mode,
+   symlink target, or absence), the lowest (blame.c says exactly).  */
 int esbx_blame (esbx_store_t *store, const char *project, const char *path, struct esbx_layer **out,
                 esbx_error_t *err);
 
