@@ -89,9 +89,10 @@ path_cmp (const char *a, const char *b)
     ;
   if (*a == *b)
     return 0;
-  if (*a == '/')
+  /* The end of a path, then '/', sort before any other byte.  */
+  if (*a == '\0' || (*a == '/' && *b != '\0'))
     return -1;
-  if (*b == '/')
+  if (*b == '\0' || *b == '/')
     return 1;
   return (unsigned char)*a - (unsigned char)*b;
 }

@@ -191,7 +191,9 @@ int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 int esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
                           esbx_error_t *err);
 
-/* Unified diffs of the session's changed text files (diff --patch).  */
+/* Unified diffs of the session's changed text files (diff --patch),
+   written to OUT file by file as they are made.  A reader that closed OUT
+   fails it with an error whose status is EPIPE.  */
 int esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error_t *err);
 
 struct esbx_conflict
