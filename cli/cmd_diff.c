@@ -2,7 +2,9 @@
 #include "cli.h"
 #include "utils.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 
 struct diff_opts
 {
@@ -58,6 +60,22 @@ patch_remote (struct esbx_cli *cli, const char *session, esbx_error_t *err)
   return 0;
 }
 
+/* A reader that stops early (`esbx diff --patch S | head`) is no error:
+   end the way diff(1) and git do, killed by SIGPIPE (exit status 141 in
+   the shell), with no message.  */
+static int
+patch_local (esbx_store_t *store, const char *session, esbx_error_t *err)
+{
+  if (esbx_session_patch (store, session, stdout, err) == 0)
+    return 0;
+  if ((*err)->status != EPIPE)
+    return -1;
+  esbx_error_free (err);
+  signal (SIGPIPE, SIG_DFL);
+  raise (SIGPIPE);
+  return 0; /* SIGPIPE was blocked: a quiet success then */
+}
+
 int
 cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -83,7 +101,7 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   if (store == NULL)
     return -1;
   if (o.patch)
-    return esbx_session_patch (store, o.session, stdout, err) < 0 ? -1 : 0;
+    return patch_local (store, o.session, err);
   if (esbx_session_diff (store, o.session, o.include_ignored ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
                          &cs, o.ignored ? &ignored : NULL, err)
       < 0)

@@ -16,30 +16,41 @@ struct verb
   const char *usage;
 };
 
+/* USAGE: one line per form, each without the leading "esbx ".  */
 static const struct verb verbs[] = {
   { "project", cmd_project,
-    "project create NAME [--from SRC] | list | log NAME | rm NAME | squash NAME" },
+    "project create NAME [--from SRC]\n"
+    "project list\n"
+    "project log NAME\n"
+    "project rm NAME\n"
+    "project squash NAME" },
   { "session", cmd_session,
-    "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host] "
-    "[--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar] | list "
-    "[--project P] | inspect S | path S" },
+    "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host]\n"
+    "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
+    "session list [--project P]\n"
+    "session inspect S\n"
+    "session path S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
   { "diff", cmd_diff, "diff S [--json | --patch] [--ignored | --include-ignored]" },
-  { "publish", cmd_publish, "publish S [-m MESSAGE] [--include-ignored]" },
+  { "publish", cmd_publish, "publish S [-m|--message MESSAGE] [--discard] [--include-ignored]" },
   { "rebase", cmd_rebase, "rebase S" },
   { "discard", cmd_discard, "discard S" },
-  { "export", cmd_export, "export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer]" },
+  { "export", cmd_export, "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
   { "gc", cmd_gc, "gc" },
   { "exec", cmd_exec,
-    "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty] "
-    "[--log-limit SIZE] -- CMD [ARG...]" },
+    "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty]\n"
+    "    [--log-limit SIZE] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
   { "token", cmd_token,
-    "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION] | list | "
-    "revoke ID" },
+    "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION]\n"
+    "token list\n"
+    "token revoke ID" },
 };
+
+static const char global_usage[]
+    = "esbx [--root DIR] [--host unix:///PATH|tcp://HOST:PORT] [--json] COMMAND ...";
 
 esbx_store_t *
 cli_store (struct esbx_cli *cli, esbx_error_t *err)
@@ -83,14 +94,57 @@ cli_print_json (const json_t *j)
   printf ("%s\n", s);
 }
 
+/* The forms of VERB, the first after FIRST ("usage: " or "  "), the others
+   aligned beneath it; continuation lines (starting with a space) further
+   in.  */
+static void
+print_forms (FILE *out, const struct verb *verb, const char *first)
+{
+  const char *line = verb->usage, *nl;
+  size_t indent = strlen (first);
+
+  for (; line; line = nl ? nl + 1 : NULL)
+    {
+      nl = strchr (line, '\n');
+      fprintf (out, "%*s%s%.*s\n", (int)(line == verb->usage ? 0 : indent),
+               line == verb->usage ? first : "", line[0] == ' ' ? "     " : "esbx ",
+               nl ? (int)(nl - line) : (int)strlen (line), line);
+    }
+}
+
 static void
 usage (FILE *out)
 {
   size_t i;
 
-  fprintf (out, "usage: esbx [--root DIR] [--host unix:///PATH] [--json] COMMAND ...\n");
+  fprintf (out, "usage: %s\n", global_usage);
   for (i = 0; i < ARRAY_SIZE (verbs); i++)
-    fprintf (out, "  esbx %s\n", verbs[i].usage);
+    print_forms (out, &verbs[i], "  ");
+}
+
+/* `esbx VERB --help` (or -h): among the verb's options, before a `--`;
+   for exec only before its session name, so that the command's own
+   --help is left to it.  */
+static bool
+help_asked (const struct verb *verb, int argc, char **argv)
+{
+  int k;
+
+  for (k = 1; k < argc && strcmp (argv[k], "--") != 0; k++)
+    {
+      if (strcmp (argv[k], "--help") == 0 || strcmp (argv[k], "-h") == 0)
+        return true;
+      if (verb->fn == cmd_exec && argv[k][0] != '-')
+        break;
+    }
+  return false;
+}
+
+static void
+verb_help (const struct verb *verb)
+{
+  print_forms (stdout, verb, "usage: ");
+  printf ("global options: --root DIR, --host URL (before COMMAND), --json (before or after it)\n");
 }
 
 int
@@ -144,6 +198,11 @@ main (int argc, char **argv)
     {
       if (strcmp (verbs[v].name, argv[i]) != 0)
         continue;
+      if (help_asked (&verbs[v], argc - i, argv + i))
+        {
+          verb_help (&verbs[v]);
+          return ESBX_EXIT_OK;
+        }
       /* Verbs accept --json after their own name too.  */
       for (int k = i + 1; k < argc; k++)
         {
@@ -160,7 +219,7 @@ main (int argc, char **argv)
           if (err && err->kind == ESBX_ERR_USAGE)
             {
               ret = esbx_error_report (&err, stderr, "esbx");
-              fprintf (stderr, "usage: esbx %s\n", verbs[v].usage);
+              print_forms (stderr, &verbs[v], "usage: ");
             }
           else
             ret = esbx_error_report (&err, stderr, "esbx");

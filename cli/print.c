@@ -35,6 +35,7 @@ cli_print_projects (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
+  printf ("NAME\tLAYERS\tHEAD\n");
   json_array_foreach (arr, i, p)
     printf ("%s\t%" PRId64 "\t%s\n", str_or (p, "name", ""), int_of (p, "layers"),
             str_or (p, "head", ""));
@@ -51,6 +52,10 @@ cli_print_log (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
+  /* The columns of the lines below, for layer indexes under 1000, times
+     with nanoseconds and fewer than 10 changes.  */
+  printf ("%-16s %3s %-30s %-20s %-9s  %s\n", "LAYER", "#", "CREATED", "SESSION", "CHANGES",
+          "MESSAGE");
   json_array_foreach (arr, i, l)
     {
       int64_t n = int_of (l, "changes");
@@ -94,6 +99,7 @@ cli_print_sessions (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
+  printf ("NAME\tPROJECT\tBASE\tSTATE\n");
   json_array_foreach (arr, i, s)
     printf ("%s\t%s\t%s\t%s\n", str_or (s, "name", ""), str_or (s, "project", ""),
             str_or (s, "base", ""), json_get_bool (s, "mounted", false) ? "mounted" : "unmounted");

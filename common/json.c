@@ -325,6 +325,13 @@ gen (yajl_gen g, const json_t *j)
 {
   size_t i;
 
+  /* yajl's beautifier opens a line even inside an empty container ("[",
+     "", "]"): written as a raw atom it stays "[]" or "{}".  */
+  if ((j->type == JSON_ARRAY || j->type == JSON_OBJECT) && j->n == 0)
+    {
+      yajl_gen_number (g, j->type == JSON_ARRAY ? "[]" : "{}", 2);
+      return;
+    }
   switch (j->type)
     {
     case JSON_NULL:

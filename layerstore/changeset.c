@@ -7,6 +7,22 @@
 static const char *const kind_names[] = { "added", "modified", "deleted" };
 static const char *const type_names[] = { "none", "file", "dir", "symlink", "fifo" };
 
+bool
+esbx_change_same_state (const struct esbx_change *a, const struct esbx_change *b)
+{
+  if ((a->kind == ESBX_DELETED) != (b->kind == ESBX_DELETED))
+    return false;
+  if (a->kind == ESBX_DELETED)
+    return true;
+  if (a->type != b->type || a->mode != b->mode)
+    return false;
+  if (a->type == ESBX_TYPE_FILE)
+    return strcmp (a->sha256, b->sha256) == 0;
+  if (a->type == ESBX_TYPE_SYMLINK)
+    return a->target && b->target && strcmp (a->target, b->target) == 0;
+  return true;
+}
+
 const char *
 esbx_change_kind_name (enum esbx_change_kind k)
 {
@@ -73,9 +89,10 @@ path_cmp (const char *a, const char *b)
     ;
   if (*a == *b)
     return 0;
-  if (*a == '/')
+  /* The end of a path, then '/', sort before any other byte.  */
+  if (*a == '\0' || (*a == '/' && *b != '\0'))
     return -1;
-  if (*b == '/')
+  if (*b == '\0' || *b == '/')
     return 1;
   return (unsigned char)*a - (unsigned char)*b;
 }

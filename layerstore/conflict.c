@@ -105,22 +105,6 @@ upstream_find (const struct esbx_upstream *u, const char *path)
   return bsearch (&key, u->v, u->n, sizeof *u->v, entry_cmp);
 }
 
-static bool
-same_state (const struct esbx_change *a, const struct esbx_change *b)
-{
-  if ((a->kind == ESBX_DELETED) != (b->kind == ESBX_DELETED))
-    return false;
-  if (a->kind == ESBX_DELETED)
-    return true;
-  if (a->type != b->type || a->mode != b->mode)
-    return false;
-  if (a->type == ESBX_TYPE_FILE)
-    return strcmp (a->sha256, b->sha256) == 0;
-  if (a->type == ESBX_TYPE_SYMLINK)
-    return a->target && b->target && strcmp (a->target, b->target) == 0;
-  return true;
-}
-
 /* Does the change remove or replace what lies beneath its path?  */
 static bool
 hides_below (const struct esbx_change *c)
@@ -157,7 +141,7 @@ esbx_conflicts_find (const struct esbx_changeset *cs, const struct esbx_upstream
       char *slash;
       size_t plen = strlen (c->path);
 
-      if (e && !same_state (c, e->change))
+      if (e && !esbx_change_same_state (c, e->change))
         add_conflict (r, c->path, e->layer);
       /* Upstream removed or replaced a directory above this path.  */
       while ((slash = strrchr (prefix, '/')) != NULL && slash != prefix)

@@ -39,6 +39,10 @@ int esbx_mkdir_locked (esbx_store_t *store, const char *rel, esbx_error_t *err);
 void esbx_changeset_push (struct esbx_changeset *cs, struct esbx_change *c);
 void esbx_changeset_sort (struct esbx_changeset *cs);
 const struct esbx_change *esbx_changeset_find (const struct esbx_changeset *cs, const char *path);
+/* Do A and B leave their path in the same state: both absent, or the same
+   type and mode with the same content (files: sha256) or target
+   (symlinks)?  */
+bool esbx_change_same_state (const struct esbx_change *a, const struct esbx_change *b);
 
 /* Layer records (layer.c).  */
 int esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *err);

@@ -123,8 +123,9 @@ char **esbx_project_list (esbx_store_t *store, esbx_error_t *err);
 int esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* Flatten the stack into one layer; refused while sessions of it exist.  */
 int esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_error_t *err);
-/* The newest layer whose change list names PATH (or a directory above it
-   that it deleted or replaced).  */
+/* The layer that first produced PATH's current state: of the newest
+   layers whose records leave PATH in that same state (content and mode,
+   symlink target, or absence), the lowest (blame.c says exactly).  */
 int esbx_blame (esbx_store_t *store, const char *project, const char *path, struct esbx_layer **out,
                 esbx_error_t *err);
 
@@ -201,7 +202,9 @@ int esbx_session_diff (esbx_store_t *store, const char *name, unsigned flags,
 int esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
                           esbx_error_t *err);
 
-/* Unified diffs of the session's changed text files (diff --patch).  */
+/* Unified diffs of the session's changed text files (diff --patch),
+   written to OUT file by file as they are made.  A reader that closed OUT
+   fails it with an error whose status is EPIPE.  */
 int esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error_t *err);
 
 struct esbx_conflict

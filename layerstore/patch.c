@@ -1,13 +1,17 @@
 /* esbx diff --patch: unified diffs of a session's text files.  The line
    diff itself is diff(1) from diffutils (Essential on Debian), fed file
    descriptors that were opened beneath the session and base roots, so it
-   never resolves a path of the session itself.  */
+   never resolves a path of the session itself.  The patch is streamed: one
+   file at a time, each written to OUT as soon as it is made, nothing of it
+   kept in memory.  A reader that goes away early (`| head`) ends it with
+   an EPIPE error, which the caller may take as the quiet end it is.  */
 #include "internal.h"
 #include "fs.h"
 #include "path.h"
 #include "utils.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,12 +35,16 @@ run_diff (int oldfd, int newfd, const char *path, FILE *out, esbx_error_t *err)
   int status;
   pid_t pid;
 
-  fflush (out);
+  if (fflush (out) != 0)
+    return esbx_make_error (err, errno, "diff `%s`: write", path);
   pid = fork ();
   if (pid < 0)
     return esbx_make_error (err, errno, "fork");
   if (pid == 0)
     {
+      /* A reader that closed the pipe ends diff(1) quietly, even when
+         esbx was started with SIGPIPE ignored.  */
+      signal (SIGPIPE, SIG_DFL);
       /* The fds were opened O_CLOEXEC: let these two through.  */
       if (oldfd >= 0)
         fcntl (oldfd, F_SETFD, 0);
@@ -50,6 +58,8 @@ run_diff (int oldfd, int newfd, const char *path, FILE *out, esbx_error_t *err)
     }
   if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
     return esbx_make_error (err, errno, "waitpid");
+  if (WIFSIGNALED (status) && WTERMSIG (status) == SIGPIPE)
+    return esbx_make_error (err, EPIPE, "diff `%s`: write", path);
   if (!WIFEXITED (status) || WEXITSTATUS (status) > 1)
     return esbx_make_error (err, 0, "diff `%s`: diff(1) failed", path);
   return 0;
@@ -98,11 +108,20 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
         }
       if ((oldfd >= 0 && !is_text (oldfd)) || (newfd >= 0 && !is_text (newfd)))
         {
-          fprintf (out, "Binary files a%s and b%s differ\n", c->path, c->path);
+          _cleanup_free_ char *a = oldfd >= 0 ? xasprintf ("a%s", c->path) : NULL;
+          _cleanup_free_ char *b = newfd >= 0 ? xasprintf ("b%s", c->path) : NULL;
+
+          fprintf (out, "Binary files %s and %s differ\n", a ? a : "/dev/null",
+                   b ? b : "/dev/null");
           continue;
         }
       if (run_diff (oldfd, newfd, c->path, out, err) < 0)
         goto out;
+    }
+  if (fflush (out) != 0)
+    {
+      esbx_make_error (err, errno, "write");
+      goto out;
     }
   ret = 0;
 out:

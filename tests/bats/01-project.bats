@@ -64,3 +64,52 @@ load helpers
   esbx_fails 2 session create
   esbx_fails 2 --nope project list
 }
+
+@test "listings and the log have column headers; --json has none, and an empty list is []" {
+  esbx_ok project list
+  assert_output "$(printf 'NAME\tLAYERS\tHEAD')"
+  esbx_ok session list
+  assert_output "$(printf 'NAME\tPROJECT\tBASE\tSTATE')"
+  esbx_ok --json project list
+  assert_output "[]"
+  esbx_ok --json session list
+  assert_output "[]"
+  esbx_ok project create p
+  head=$(cat "$ESBX_ROOT/projects/p/stack")
+  esbx_ok project list
+  assert_output "$(printf 'NAME\tLAYERS\tHEAD\np\t1\t%s' "$head")"
+  esbx_ok project log p
+  assert_line --index 0 --regexp '^LAYER +# CREATED +SESSION +CHANGES +MESSAGE$'
+  assert_line --index 1 --regexp "^$head +0 "
+  esbx_ok session create p --name s1
+  esbx_ok session list
+  assert_line --index 0 "$(printf 'NAME\tPROJECT\tBASE\tSTATE')"
+  assert_line --index 1 "$(printf 's1\tp\t%s\tmounted' "$head")"
+  esbx_ok --json session list
+  echo "$output" | jq -e 'length == 1'
+  esbx_ok --json project log p
+  echo "$output" | jq -e 'length == 1'
+  esbx_ok --json diff s1
+  assert_output "[]"
+}
+
+@test "VERB --help lists every long option of the verb's getopt tables" {
+  local f verb opt
+  for f in "$ESBX_SRC"/cli/cmd_*.c; do
+    verb=$(basename "$f" .c)
+    verb=${verb#cmd_}
+    esbx_ok "$verb" --help
+    assert_line --index 0 --partial "usage: esbx $verb"
+    for opt in $(grep -oE '\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$f" | cut -d'"' -f2); do
+      if ! grep -qE -- "--$opt([^a-z-]|$)" <<<"$output"; then
+        echo "esbx $verb --help does not list --$opt" >&2
+        return 1
+      fi
+    done
+  done
+  esbx_ok -h
+  assert_output --partial "esbx publish S [-m|--message MESSAGE] [--discard]"
+  # The command's own --help is left to it (here: there is no session s1).
+  esbx_fails 1 exec s1 ls --help
+  assert_output --partial "s1"
+}

@@ -65,7 +65,54 @@ A /new"
   assert_line -- "+++ b/docs/guide.txt"
   assert_line -- "-line2"
   assert_line -- "+line two"
-  assert_line "Binary files a/bin and b/bin differ"
+  # like git: an added file has no a/ side, a deleted one no b/ side
+  assert_line "Binary files /dev/null and b/bin differ"
+}
+
+@test "diff --patch names both sides of a file that became binary, and /dev/null for a deleted one" {
+  make_session p s1
+  printf '\0\1\2' >"$m/README"
+  printf '\0\1\2' >"$m/bin"
+  esbx_ok publish s1
+  make_session p s2
+  printf '\0\3' >"$m/README"
+  rm "$m/bin"
+  esbx_ok diff s2 --patch
+  assert_output "Binary files a/README and b/README differ
+Binary files a/bin and /dev/null differ"
+}
+
+@test "diff --patch into a reader that stops early: its lines, no message, ended by SIGPIPE like git" {
+  make_session p s1
+  for i in $(seq 1 40); do seq 1 3000 >"$m/f$i"; done
+  printf '\0' >"$m/bin"
+  run bash -c 'set -o pipefail; "$ESBX" diff --patch s1 2>"$1" | head -n 1' _ "$BATS_TEST_TMPDIR/err"
+  assert_equal "$status" 141
+  assert_output -- "Binary files /dev/null and b/bin differ"
+  run cat "$BATS_TEST_TMPDIR/err"
+  assert_output ""
+  # the same where diff(1) is the writer that meets the closed pipe
+  rm "$m/bin"
+  run bash -c 'set -o pipefail; "$ESBX" diff --patch s1 2>"$1" | head -n 1' _ "$BATS_TEST_TMPDIR/err"
+  assert_equal "$status" 141
+  assert_output -- "--- /dev/null"
+  run cat "$BATS_TEST_TMPDIR/err"
+  assert_output ""
+}
+
+@test "diff lists a directory before its contents, in the order of a sorted walk" {
+  make_session p s1
+  mkdir -p "$m/new/sub" "$m/new-b"
+  echo x >"$m/new/sub/f"
+  echo y >"$m/new-b/g"
+  esbx_ok diff s1
+  assert_output "A /new
+A /new/sub
+A /new/sub/f
+A /new-b
+A /new-b/g"
+  esbx_ok diff s1 --json
+  [ "$(echo "$output" | jq -r '.[].path' | paste -sd' ')" = "/new /new/sub /new/sub/f /new-b /new-b/g" ]
 }
 
 @test "symlink, type and mode changes are changes" {

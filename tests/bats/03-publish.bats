@@ -145,6 +145,37 @@ more"
   esbx_fails 1 blame p /nope
 }
 
+@test "blame names the first layer of an identical run: the first identical write, the first deletion" {
+  make_sessions p a b c
+  echo same >"$(path_of a)/README"
+  echo same >"$(path_of b)/README"
+  rm "$(path_of a)/docs/guide.txt" "$(path_of b)/docs/guide.txt"
+  esbx_ok publish a -m first
+  first=$output
+  # b's identical write and deletion are no conflict: b accepted them
+  esbx_ok publish b -m second
+  esbx_ok blame p /README
+  assert_line "layer:   $first (1)"
+  assert_line "session: a"
+  esbx_ok blame p /docs/guide.txt
+  assert_line "session: a"
+  # a different state in between: the write back is new again
+  esbx_ok rebase c
+  echo other >"$(path_of c)/README"
+  esbx_ok publish c
+  esbx_ok session create p --name d
+  echo same >"$(path_of d)/README"
+  esbx_ok publish d
+  esbx_ok blame p /README
+  assert_line "session: d"
+  # the mode is part of a file's state
+  esbx_ok session create p --name e
+  chmod 755 "$(path_of e)/README"
+  esbx_ok publish e
+  esbx_ok blame p /README
+  assert_line "session: e"
+}
+
 @test "concurrent publishers from separate processes: every disjoint change lands once" {
   for i in $(seq 1 16); do
     esbx_ok session create p --name w$i

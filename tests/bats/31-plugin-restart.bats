@@ -43,8 +43,8 @@ mount_total() {
   assert_output --partial /log
   run docker volume rm v1 v2
   assert_success
-  esbx_ok session list
-  assert_output ""
+  esbx_ok --json session list
+  assert_output "[]"
 }
 
 @test "kill -9 esbxd between two mounts keeps the counts per mount ID" {
@@ -116,6 +116,6 @@ restart_dockerd() {
   assert_output kept
   run docker volume rm v1 v2
   assert_success
-  esbx_ok session list
-  assert_output ""
+  esbx_ok --json session list
+  assert_output "[]"
 }

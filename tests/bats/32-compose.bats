@@ -55,8 +55,8 @@ teardown() {
 
   run docker-compose down -v
   assert_success
-  esbx_ok session list
-  assert_output ""
+  esbx_ok --json session list
+  assert_output "[]"
   run listed_volumes
   assert_output ""
   run grep -F "$ESBX_ROOT/sessions" /proc/self/mountinfo

@@ -308,6 +308,6 @@ YAML
   COMPOSE_HTTP_TIMEOUT=300 ESBX_IMAGE=$ESBX_TEST_IMAGE ESBX_DRIVER=$DRIVER run docker-compose -p "$project" \
     -f "$ESBX_SRC/contrib/compose/agent-swarm.yml" -f "$override" down -v -t 0
   assert_success
-  esbx_ok session list
-  assert_output ""
+  esbx_ok --json session list
+  assert_output "[]"
 }

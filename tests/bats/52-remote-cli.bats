@@ -28,10 +28,13 @@ remote() {
   printf 'x\n' >"$ESBX_ROOT/sessions/s1/merged/new/file"
   rm "$ESBX_ROOT/sessions/s1/merged/docs/guide.txt"
   same project list
+  assert_line --index 0 "$(printf 'NAME\tLAYERS\tHEAD')"
   same --json project list
   same project log demo
+  assert_line --index 0 --regexp '^LAYER +# CREATED +SESSION +CHANGES +MESSAGE$'
   same --json project log demo
   same session list
+  assert_line --index 0 "$(printf 'NAME\tPROJECT\tBASE\tSTATE')"
   same --json session list --project demo
   same diff s1
   same diff s1 --json
@@ -44,6 +47,13 @@ remote() {
   same diff nosuch
   same blame demo /no/such/file
   same session create nosuch
+  same session --help
+  # Empty JSON reads the same: [] and {}.
+  esbx_ok project create empty
+  same --json session list --project empty
+  assert_output "[]"
+  same --json blame demo /README
+  assert_output --partial '"labels": {},'
   # stdout and status match; the stderr lines name the same cause.
   run remote diff nosuch
   assert_output --partial "nosuch"
@@ -117,6 +127,21 @@ remote() {
   assert_equal "$status" 2
   run remote project create x --from /etc
   assert_failure
+}
+
+@test "remote CLI: diff --patch into a reader that stops early ends as embedded mode does" {
+  make_demo
+  for i in $(seq 1 40); do seq 1 3000 >"$ESBX_ROOT/sessions/s1/merged/f$i"; done
+  for mode in embedded remote; do
+    host=
+    [ "$mode" = remote ] && host="unix://$GW_SOCK"
+    run env ESBX_HOST="$host" ESBX_TOKEN="$REMOTE_TOKEN" bash -c \
+      'set -o pipefail; "$ESBX" diff --patch s1 2>"$1" | head -n 1' _ "$BATS_TEST_TMPDIR/err"
+    assert_equal "$status" 141
+    assert_output -- "--- a/README"
+    run cat "$BATS_TEST_TMPDIR/err"
+    assert_output ""
+  done
 }
 
 @test "remote CLI: a bad token or host fails with one line and status 1" {

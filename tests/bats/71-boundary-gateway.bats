@@ -217,7 +217,7 @@ print("%.1f" % (time.time() - t0))' "$GW_SOCK"
   gw_expect 403 GET /v1/projects/third/log "$PTOKEN"
   gw_expect 403 POST /v1/sessions "$PTOKEN" '{"project":"third"}'
   assert_output --partial "now is another one"
-  assert_equal "$("$ESBX" session list --project third)" ""
+  assert_equal "$("$ESBX" --json session list --project third)" "[]"
   # A token for a project yet to be made is bound to the one it makes.
   FTOKEN=$(token manage,observe --project future)
   gw_expect 201 POST /v1/projects "$FTOKEN" '{"name":"future"}'

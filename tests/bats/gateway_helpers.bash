@@ -95,9 +95,9 @@ gw_expect() {
 # Everything a refused request must leave as it was.
 store_state() {
   "$ESBX" project list
-  for p in $("$ESBX" project list | cut -f1); do "$ESBX" project log "$p"; done
+  for p in $("$ESBX" project list | tail -n +2 | cut -f1); do "$ESBX" project log "$p"; done
   "$ESBX" session list
-  for s in $("$ESBX" session list | cut -f1); do "$ESBX" diff "$s"; done
+  for s in $("$ESBX" session list | tail -n +2 | cut -f1); do "$ESBX" diff "$s"; done
   find "$ESBX_ROOT/projects" | sort
 }
 
