@@ -197,6 +197,21 @@ path_local (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   return 0;
 }
 
+/* esbx session stop S: the holder and every process of the session end;
+   the files stay, and the next exec starts a new holder.  */
+static int
+session_stop (struct esbx_cli *cli, const char *name, esbx_error_t *err)
+{
+  esbx_store_t *store;
+
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "POST", NULL, NULL, NULL, err, "/v1/sessions/%s/stop", name);
+  store = cli_store (cli, err);
+  if (store == NULL || esbx_sandbox_stop (store, name, err) < 0)
+    return -1;
+  return 0;
+}
+
 static int
 inspect_local (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
@@ -231,7 +246,7 @@ cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return session_create (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "list") == 0 || strcmp (sub, "ls") == 0)
     return session_list (cli, argc - 1, argv + 1, err);
-  if (strcmp (sub, "inspect") != 0 && strcmp (sub, "path") != 0)
+  if (strcmp (sub, "inspect") != 0 && strcmp (sub, "path") != 0 && strcmp (sub, "stop") != 0)
     return cli_usage (err, "session: unknown subcommand `%s`", sub);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "session %s: expected a session name", sub);
@@ -239,6 +254,8 @@ cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_remote_print (cli, "GET", NULL, NULL, "path", err, "/v1/sessions/%s/path", argv[2]);
   if (strcmp (sub, "path") == 0)
     return path_local (cli, argv[2], err);
+  if (strcmp (sub, "stop") == 0)
+    return session_stop (cli, argv[2], err);
   return cli_remote_mode (cli) ? inspect_remote (cli, argv[2], err)
                                : inspect_local (cli, argv[2], err);
 }

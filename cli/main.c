@@ -29,11 +29,12 @@ static const struct verb verbs[] = {
     "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
     "session list [--project P]\n"
     "session inspect S\n"
-    "session path S" },
+    "session path S\n"
+    "session stop S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
   { "diff", cmd_diff, "diff S [--json | --patch] [--ignored | --include-ignored]" },
   { "publish", cmd_publish, "publish S [-m|--message MESSAGE] [--discard] [--include-ignored]" },
-  { "rebase", cmd_rebase, "rebase S" },
+  { "rebase", cmd_rebase, "rebase S [--restart]" },
   { "discard", cmd_discard, "discard S" },
   { "export", cmd_export, "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },

@@ -158,8 +158,9 @@ cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts)
       return;
     }
   json_array_foreach (conflicts, i, c)
-    fprintf (stderr, "conflict: %s (layer %s, session %s)\n", str_or (c, "path", ""),
-             str_or (c, "layer", ""), str_or (c, "session", "-"));
+    fprintf (stderr, "conflict: %s (layer %s, session %s)%s\n", str_or (c, "path", ""),
+             str_or (c, "layer", ""), str_or (c, "session", "-"),
+             json_get_bool (c, "markers", false) ? ": merged with conflict markers" : "");
 }
 
 int
@@ -177,10 +178,17 @@ cli_publish_failed (struct esbx_cli *cli, struct esbx_publish_result *r)
 void
 cli_print_rebased (struct esbx_cli *cli, const json_t *o)
 {
+  const json_t *p;
+  size_t i;
+
   if (cli->json)
-    cli_print_json (o);
-  else
-    printf ("%s\n", str_or (o, "base", ""));
+    {
+      cli_print_json (o);
+      return;
+    }
+  printf ("%s\n", str_or (o, "base", ""));
+  json_array_foreach (json_get (o, "merged"), i, p)
+    fprintf (stderr, "merged: %s\n", p->type == JSON_STRING ? p->text : "");
 }
 
 void

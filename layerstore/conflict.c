@@ -121,9 +121,9 @@ add_conflict (struct esbx_publish_result *r, const char *path, const struct esbx
     if (strcmp (r->conflicts[i].path, path) == 0)
       return;
   r->conflicts = xrealloc (r->conflicts, (r->n_conflicts + 1) * sizeof *r->conflicts);
-  r->conflicts[r->n_conflicts].path = xstrdup (path);
-  r->conflicts[r->n_conflicts].layer = xstrdup (l->id);
-  r->conflicts[r->n_conflicts].session = xstrdup (l->session);
+  r->conflicts[r->n_conflicts] = (struct esbx_conflict){ .path = xstrdup (path),
+                                                         .layer = xstrdup (l->id),
+                                                         .session = xstrdup (l->session) };
   r->n_conflicts++;
 }
 

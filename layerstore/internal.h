@@ -126,6 +126,31 @@ void esbx_upstream_free (struct esbx_upstream *u);
 void esbx_conflicts_find (const struct esbx_changeset *cs, const struct esbx_upstream *u,
                           struct esbx_publish_result *r);
 
+/* Three-way merges of text conflicts for rebase (merge.c).  */
+struct esbx_merge
+{
+  char *path;   /* "/a/b" */
+  char *tmp;    /* the result, in the session's directory, until applied */
+  bool markers; /* hunks overlapped: the result has conflict markers */
+};
+struct esbx_merges
+{
+  struct esbx_merge *v;
+  size_t n;
+};
+/* Merge every conflict of R (the session's file, its base's, the head's)
+   into files in the session directory SDFD: 0 with M filled, 1 when some
+   conflict is not a text file on every side (nothing is kept), -1.  */
+int esbx_merges_prepare (esbx_store_t *store, const struct esbx_session *s, int sdfd, int ufd,
+                         const char *head_id, const struct esbx_publish_result *r,
+                         struct esbx_merges *m, esbx_error_t *err);
+/* Move the results over the session's files in the unmounted upper UFD.  */
+int esbx_merges_apply (int sdfd, int ufd, struct esbx_merges *m, esbx_error_t *err);
+/* Free M, removing results not applied.  */
+void esbx_merges_free (struct esbx_merges *m, int sdfd);
+/* 1 when the session's file PATH has a line starting with `<<<<<<< `.  */
+int esbx_has_conflict_markers (int ufd, const char *path);
+
 /* A layer being written under projects/P/tmp (layerwrite.c).  */
 struct esbx_staged
 {

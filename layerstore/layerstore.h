@@ -212,6 +212,7 @@ struct esbx_conflict
   char *path;
   char *layer;   /* upstream layer that touched the path */
   char *session; /* and the session it came from (may be NULL) */
+  bool markers;  /* rebase: merged with conflict markers left in the session's file */
 };
 
 struct esbx_publish_result
@@ -221,6 +222,7 @@ struct esbx_publish_result
   size_t n_conflicts;
   size_t n_changes;
   bool published; /* the publish took place (a layer, or nothing to publish) */
+  char **merged;  /* rebase: text files merged without overlap (NULL-terminated) */
 };
 void esbx_publish_result_free (struct esbx_publish_result *r);
 

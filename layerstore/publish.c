@@ -26,6 +26,7 @@ esbx_publish_result_free (struct esbx_publish_result *r)
     }
   free (r->conflicts);
   free (r->layer);
+  cleanup_strvp (&r->merged);
   memset (r, 0, sizeof *r);
 }
 
@@ -46,6 +47,23 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
                       struct esbx_publish_result *r, esbx_error_t *err)
 {
   return esbx_session_publish_flags (store, name, message, 0, r, err);
+}
+
+/* A file rebase merged with overlapping hunks is published only once its
+   conflict markers are gone.  */
+static int
+check_unmerged (const struct esbx_session *s, int ufd, esbx_error_t *err)
+{
+  const json_t *unmerged = json_get (s->record, "unmerged"), *p;
+  size_t i;
+
+  json_array_foreach (unmerged, i, p)
+    if (p->type == JSON_STRING && esbx_has_conflict_markers (ufd, p->text))
+      return esbx_make_error_kind (err, ESBX_ERR_CONFLICT, 0,
+                                   "publish `%s`: `%s` still has the conflict markers rebase "
+                                   "left; resolve them first",
+                                   s->name, p->text);
+  return 0;
 }
 
 int
@@ -74,7 +92,7 @@ esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *m
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "publish");
   ufd = esbx_session_scan (store, s, NULL, flags, &layer.changes, NULL, NULL, err);
-  if (ufd < 0)
+  if (ufd < 0 || check_unmerged (s, ufd, err) < 0)
     goto out;
   r->n_changes = layer.changes.n;
   if (layer.changes.n == 0)
@@ -117,6 +135,7 @@ esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *m
       json_set (s->record, "published", pub);
     }
   json_append (pub, json_new_string (layer.id));
+  json_set (s->record, "unmerged", json_new (JSON_ARRAY));
   if (esbx_session_save (store, name, s->record, err) < 0)
     goto out;
   esbx_failpoint ("publish-done");
@@ -140,6 +159,56 @@ out:
   return ret;
 }
 
+/* The paths rebase left with conflict markers, in the record until a
+   publish finds them resolved.  */
+static void
+record_unmerged (json_t *record, const struct esbx_merges *m)
+{
+  json_t *arr = json_new (JSON_ARRAY);
+  size_t i;
+
+  for (i = 0; i < m->n; i++)
+    if (m->v[i].markers)
+      json_append (arr, json_new_string (m->v[i].path));
+  json_set (record, "unmerged", arr);
+}
+
+/* After the merges of rebase: R's conflicts become those with markers
+   (flagged), the clean ones R->merged.  Returns how many have markers.  */
+static size_t
+keep_marked (struct esbx_publish_result *r, const struct esbx_merges *m)
+{
+  struct strv merged = { 0 };
+  size_t i, kept = 0;
+
+  for (i = 0; i < r->n_conflicts && i < m->n; i++)
+    {
+      if (!m->v[i].markers)
+        {
+          strv_push (&merged, r->conflicts[i].path);
+          free (r->conflicts[i].layer);
+          free (r->conflicts[i].session);
+          continue;
+        }
+      r->conflicts[i].markers = true;
+      r->conflicts[kept++] = r->conflicts[i];
+    }
+  if (m->n > 0)
+    r->n_conflicts = kept;
+  r->merged = merged.v ? merged.v : xmalloc0 (sizeof (char *));
+  return kept;
+}
+
+static int
+merged_error (esbx_error_t *err, const char *name, const struct esbx_publish_result *r)
+{
+  return esbx_make_error_kind (err, ESBX_ERR_CONFLICT, 0,
+                               "rebase `%s`: %zu path%s merged with conflict markers (first: "
+                               "`%s`); the base moved: resolve them, then publish",
+                               name, r->n_conflicts, r->n_conflicts == 1 ? "" : "s",
+                               r->conflicts[0].path);
+}
+
 int
 esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                      esbx_error_t *err)
@@ -151,8 +220,10 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   _cleanup_close_ int slock = -1;
   _cleanup_close_ int plock = -1;
   _cleanup_strv_ char **ids = NULL;
+  _cleanup_close_ int sdfd = -1;
+  struct esbx_merges merges = { 0 };
   size_t n, i;
-  int ret = -1;
+  int ret = -1, k;
 
   memset (r, 0, sizeof *r);
   slock = esbx_session_lock (store, name, err);
@@ -179,8 +250,19 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   esbx_conflicts_find (&cs, &up, r);
   if (r->n_conflicts > 0)
     {
-      conflict_error (err, "rebase", name, r);
-      goto out;
+      /* Text files both sides changed are merged; anything else keeps the
+         whole rebase from happening.  */
+      sdfd = esbx_session_open_dir (store, name, err);
+      if (sdfd < 0)
+        goto out;
+      k = esbx_merges_prepare (store, s, sdfd, ufd, ids[n - 1], r, &merges, err);
+      if (k < 0)
+        goto out;
+      if (k > 0)
+        {
+          conflict_error (err, "rebase", name, r);
+          goto out;
+        }
     }
   if (esbx_session_unmount (store, name, err) < 0)
     goto out;
@@ -198,8 +280,11 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
             goto out;
           }
       }
+  if (esbx_merges_apply (sdfd, ufd, &merges, err) < 0)
+    goto out;
   json_set_string (s->record, "base", ids[n - 1]);
   json_set (s->record, "published", json_new (JSON_ARRAY));
+  record_unmerged (s->record, &merges);
   if (esbx_session_save (store, name, s->record, err) < 0)
     goto out;
   close (plock);
@@ -207,11 +292,17 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   if (esbx_session_mount (store, name, err) < 0)
     goto out;
   r->layer = xstrdup (ids[n - 1]);
+  if (keep_marked (r, &merges) > 0)
+    {
+      merged_error (err, name, r);
+      goto out;
+    }
   ret = 0;
 
 out:
   if (ret < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
     esbx_error_wrap (err, "rebase `%s`", name);
+  esbx_merges_free (&merges, sdfd);
   esbx_upstream_free (&up);
   esbx_changeset_free (&cs);
   esbx_changeset_free (&same);

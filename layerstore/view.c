@@ -127,8 +127,13 @@ json_t *
 esbx_rebase_result_json (const struct esbx_publish_result *r)
 {
   json_t *o = json_new (JSON_OBJECT);
+  json_t *merged = json_new (JSON_ARRAY);
+  char **p;
 
   json_set_string (o, "base", r->layer);
+  for (p = r->merged; p && *p; p++)
+    json_append (merged, json_new_string (*p));
+  json_set (o, "merged", merged);
   return o;
 }
 
@@ -146,6 +151,8 @@ esbx_conflicts_json (const struct esbx_publish_result *r)
       json_set (c, "session",
                 r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
                                         : json_new (JSON_NULL));
+      if (r->conflicts[i].markers)
+        json_set (c, "markers", json_new_bool (true));
       json_append (arr, c);
     }
   return arr;

@@ -4,6 +4,8 @@
    be unmounted, when a rebase must wait) is decided here once.  */
 #include "sandbox.h"
 #include "holder.h"
+#include "log.h"
+#include "ps.h"
 #include "text.h"
 #include "utils.h"
 
@@ -40,17 +42,76 @@ esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
 }
 
 int
-esbx_sandbox_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *result,
-                     esbx_error_t *err)
+esbx_sandbox_stop (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
   if (!esbx_session_exists (store, name))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
+  if (esbx_holder_stop (store, name, err) < 0)
+    return esbx_error_wrap (err, "stop `%s`", name);
+  return 0;
+}
+
+/* How many processes other than the holder (pid 1) run in the session.  */
+static size_t
+processes_besides_holder (esbx_store_t *store, const char *name)
+{
+  _cleanup_json_ json_t *ps = esbx_ps_list (store, name, NULL);
+  const json_t *p;
+  size_t i, n = 0;
+  int64_t pid;
+
+  json_array_foreach (ps, i, p)
+    if (json_get_int (p, "pid", &pid) && pid != 1)
+      n++;
+  return n;
+}
+
+int
+esbx_sandbox_rebase (esbx_store_t *store, const char *name, unsigned int flags,
+                     struct esbx_publish_result *result, unsigned int *did, esbx_error_t *err)
+{
+  struct esbx_holder_info info = { 0 };
+  esbx_error_t herr = NULL;
+  size_t others;
+  int ret;
+
+  *did = 0;
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  if (!esbx_session_exists (store, name))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
+  /* Rebase remounts the session, and the holder's mount namespace would
+     keep the old overlay: the holder goes first, and a new one comes back
+     after.  Processes besides it are someone's work: only --restart ends
+     them.  */
   if (esbx_sandbox_holder_running (store, name))
-    return esbx_make_error (
-        err, EBUSY, "rebase `%s`: the session's holder is running; stop its processes first", name);
-  return esbx_session_rebase (store, name, result, err);
+    {
+      others = processes_besides_holder (store, name);
+      if (others > 0 && !(flags & ESBX_REBASE_RESTART))
+        return esbx_make_error_kind (err, ESBX_ERR_BUSY, 0,
+                                     "rebase `%s`: %zu process%s besides the holder run in the "
+                                     "session; stop them (`esbx session stop %s`) or rebase "
+                                     "with --restart",
+                                     name, others, others == 1 ? "" : "es", name);
+      if (esbx_sandbox_stop (store, name, err) < 0)
+        return esbx_error_wrap (err, "rebase `%s`", name);
+      *did |= others ? ESBX_REBASE_DID_STOP_PROCESSES : ESBX_REBASE_DID_STOP_HOLDER;
+    }
+  ret = esbx_session_rebase (store, name, result, err);
+  if (*did == 0)
+    return ret;
+  /* Whatever the rebase said, the session gets its holder back.  */
+  if (esbx_holder_ensure (store, name, &info, &herr) < 0)
+    {
+      esbx_warn ("rebase `%s`: the holder did not start again: %s", name, herr->msg);
+      esbx_error_free (&herr);
+    }
+  else
+    *did |= ESBX_REBASE_DID_RESTART_HOLDER;
+  esbx_holder_info_free (&info);
+  return ret;
 }
 
 int
@@ -113,4 +174,19 @@ esbx_sandbox_inspect (esbx_store_t *store, const char *name, esbx_error_t *err)
   j = esbx_session_json (store, s, esbx_sandbox_status (store, s->name));
   esbx_session_free (s);
   return j;
+}
+
+json_t *
+esbx_sandbox_rebase_json (const struct esbx_publish_result *r, unsigned int did)
+{
+  json_t *o = esbx_rebase_result_json (r);
+  const char *holder = "untouched";
+
+  if (did & ESBX_REBASE_DID_RESTART_HOLDER)
+    holder = "restarted";
+  else if (did)
+    holder = "stopped";
+  json_set_string (o, "holder", holder);
+  json_set (o, "processes_stopped", json_new_bool (did & ESBX_REBASE_DID_STOP_PROCESSES));
+  return o;
 }

@@ -30,11 +30,24 @@ int esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *mes
                           unsigned int flags, struct esbx_publish_result *result,
                           esbx_error_t *err);
 
-/* esbx_session_rebase, refused (EBUSY) while the session's holder runs:
-   rebase remounts the session, and the holder's mount namespace would keep
-   the old overlay on the same upper directory.  */
-int esbx_sandbox_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *result,
-                         esbx_error_t *err);
+/* Stop the session's holder and every process in it; its files and its
+   merged view stay (`esbx session stop`).  A stopped session is at rest.  */
+int esbx_sandbox_stop (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* Rebase even when processes besides the holder run: they are ended.  */
+#define ESBX_REBASE_RESTART 1u
+/* What a rebase did to the session's processes (*DID).  */
+#define ESBX_REBASE_DID_STOP_HOLDER    1u /* only the holder ran: stopped */
+#define ESBX_REBASE_DID_STOP_PROCESSES 2u /* --restart: holder and processes stopped */
+#define ESBX_REBASE_DID_RESTART_HOLDER 4u /* and a new holder started after */
+
+/* esbx_session_rebase (merging text files both sides changed).  Rebase
+   remounts the session, which the holder's mount namespace would not see:
+   a running holder is stopped before and started again after, whatever
+   the rebase's outcome; while other processes run in the session it is
+   refused (busy) unless FLAGS has ESBX_REBASE_RESTART.  */
+int esbx_sandbox_rebase (esbx_store_t *store, const char *name, unsigned int flags,
+                         struct esbx_publish_result *result, unsigned int *did, esbx_error_t *err);
 
 /* Stop the holder (ending every process of the session), remove its cgroup,
    unmount and delete the session.  */
@@ -47,6 +60,11 @@ int esbx_sandbox_view_acquire (esbx_store_t *store, const char *name, char **mer
 /* A front end no longer needs the merged view (Docker's last Unmount): it
    is unmounted unless the holder runs, whose processes use it too.  */
 int esbx_sandbox_view_release (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* The answer to a rebase: esbx_rebase_result_json plus "holder"
+   ("untouched", "restarted", or "stopped" when it did not start again)
+   and "processes_stopped".  */
+json_t *esbx_sandbox_rebase_json (const struct esbx_publish_result *r, unsigned int did);
 
 /* Whether the session's holder is alive.  */
 bool esbx_sandbox_holder_running (esbx_store_t *store, const char *name);

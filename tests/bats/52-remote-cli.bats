@@ -109,6 +109,11 @@ remote() {
   assert_equal "$remote_err" "$output"
   assert_output --partial "conflict: /README (layer $layer, session a)"
   same --json publish b
+  # Rebase merges /README, which both edited on the same line: markers,
+  # exit 3 and the base moved, reported as embedded mode reports it.
+  run remote rebase b
+  assert_equal "$status" 3
+  assert_output --partial "conflict: /README (layer $layer, session a): merged with conflict markers"
   same rebase b
 
   same project log demo

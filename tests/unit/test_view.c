@@ -21,7 +21,8 @@ assert_json (const json_t *j, const char *want)
 static void
 test_publish_views (void **state)
 {
-  struct esbx_conflict c[] = { { "/README", "aaaa", "s1" }, { "/src/main.c", "bbbb", NULL } };
+  struct esbx_conflict c[]
+      = { { "/README", "aaaa", "s1", false }, { "/src/main.c", "bbbb", NULL, true } };
   struct esbx_publish_result r = { .layer = "cccc", .n_changes = 2 };
   struct esbx_publish_result none = { 0 };
   struct esbx_publish_result conflict = { .conflicts = c, .n_conflicts = 2 };
@@ -32,9 +33,10 @@ test_publish_views (void **state)
 
   assert_json (published, "{\"layer\":\"cccc\",\"changes\":2}");
   assert_json (nothing, "{\"layer\":null,\"changes\":0}");
-  assert_json (rebased, "{\"base\":\"cccc\"}");
+  assert_json (rebased, "{\"base\":\"cccc\",\"merged\":[]}");
   assert_json (conflicts, "[{\"path\":\"/README\",\"layer\":\"aaaa\",\"session\":\"s1\"},"
-                          "{\"path\":\"/src/main.c\",\"layer\":\"bbbb\",\"session\":null}]");
+                          "{\"path\":\"/src/main.c\",\"layer\":\"bbbb\",\"session\":null,"
+                          "\"markers\":true}]");
 }
 
 static void

@@ -47,6 +47,8 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_session_publish, NULL },
   { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GATEWAY_TARGET_SESSION, true,
     esbx_gateway_session_rebase, NULL },
+  { "POST", "/v1/sessions/*/stop", "session_stop", R, GATEWAY_TARGET_SESSION, false,
+    esbx_gateway_session_stop, NULL },
   { "POST", "/v1/sessions/*/exec", "session_exec", R, GATEWAY_TARGET_SESSION, true,
     esbx_gateway_session_exec, NULL },
   { "GET", "/v1/sessions/*/files", "file_read", R, GATEWAY_TARGET_SESSION, false,

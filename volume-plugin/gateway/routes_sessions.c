@@ -311,14 +311,18 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
 void
 esbx_gateway_session_rebase (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { NULL };
+  static const char *const fields[] = { "restart", NULL };
   struct esbx_publish_result r = { 0 };
   esbx_error_t err = NULL;
+  unsigned int did = 0;
   json_t *o;
 
-  if (esbx_gateway_check_body (ctx, fields, "") < 0 || esbx_gateway_session_must_exist (ctx) < 0)
+  if (esbx_gateway_check_body (ctx, fields, "b") < 0 || esbx_gateway_session_must_exist (ctx) < 0)
     return;
-  if (esbx_sandbox_rebase (ctx->store, ctx->arg, &r, &err) < 0)
+  if (esbx_sandbox_rebase (ctx->store, ctx->arg,
+                           json_get_bool (ctx->json, "restart", false) ? ESBX_REBASE_RESTART : 0,
+                           &r, &did, &err)
+      < 0)
     {
       if (r.n_conflicts)
         reply_conflict (ctx, &err, &r);
@@ -327,9 +331,15 @@ esbx_gateway_session_rebase (struct esbx_gateway_ctx *ctx)
       esbx_publish_result_free (&r);
       return;
     }
-  o = esbx_rebase_result_json (&r);
+  o = esbx_sandbox_rebase_json (&r, did);
   esbx_publish_result_free (&r);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
+}
+
+void
+esbx_gateway_session_stop (struct esbx_gateway_ctx *ctx)
+{
+  esbx_gateway_reply_done (ctx, esbx_sandbox_stop);
 }
 
 void

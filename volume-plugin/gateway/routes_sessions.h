@@ -13,6 +13,7 @@ void esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx);
 void esbx_gateway_session_events (struct esbx_gateway_ctx *ctx);
 void esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx);
 void esbx_gateway_session_rebase (struct esbx_gateway_ctx *ctx);
+void esbx_gateway_session_stop (struct esbx_gateway_ctx *ctx);
 void esbx_gateway_session_ps (struct esbx_gateway_ctx *ctx);
 
 #endif
