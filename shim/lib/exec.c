@@ -14,6 +14,7 @@
 #include "owner.h"
 #include "path.h"
 #include "proc.h"
+#include "sandbox_session.h"
 #include "sync.h"
 #include "text.h"
 #include "utils.h"
@@ -564,8 +565,7 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
     .err_r = -1,
     .verdict_w = -1,
   };
-  _cleanup_free_ char *marker = NULL;
-  _cleanup_close_ int dfd = -1;
+  _cleanup_sandbox_session_ struct esbx_sandbox_session *ss = NULL;
   uid_t uid;
   gid_t gid;
   size_t i;
@@ -587,15 +587,14 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
   if (ret < 0)
     return -1;
 
-  dfd = esbx_session_open_dir (store, session, err);
-  if (dfd >= 0 && esbx_owner_begin (store, session, &marker, err) == 0)
+  if (esbx_sandbox_session_open (store, session, &ss, err) == 0 && esbx_owner_begin (ss, err) == 0)
     {
-      ret = esbx_holder_ensure (store, session, &info, err);
+      ret = esbx_holder_ensure (ss, &info, err);
       if (ret == 0)
-        ret = prepare (&r, dfd, err);
+        ret = prepare (&r, ss->dfd, err);
       if (ret == 0)
         ret = run (&r, status, err);
-      esbx_owner_end (store, session, marker);
+      esbx_owner_end (ss);
     }
   else
     ret = -1;
