@@ -166,6 +166,8 @@ int esbx_session_create (esbx_store_t *store, const char *project,
                          const struct esbx_session_opts *opts, char **name, esbx_error_t *err);
 int esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **out,
                        esbx_error_t *err);
+/* The same, read from the session's directory DFD (esbx_session_open_dir).  */
+int esbx_session_load_at (int dfd, const char *name, struct esbx_session **out, esbx_error_t *err);
 void esbx_session_free (struct esbx_session *s);
 bool esbx_session_exists (esbx_store_t *store, const char *name);
 /* Sessions (of PROJECT when not NULL), sorted.  */
@@ -179,6 +181,9 @@ char *esbx_session_upper (esbx_store_t *store, const char *name);
 int esbx_session_open_dir (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* Mount the merged view if it is not mounted (idempotent).  */
 int esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* The same for a session whose record is loaded.  */
+int esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s,
+                               esbx_error_t *err);
 bool esbx_session_is_mounted (esbx_store_t *store, const char *name);
 int esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* Unmount and delete the session's private state.  The holder (shim/) must

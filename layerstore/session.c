@@ -106,23 +106,20 @@ record_id (const json_t *j, const char *name)
   return xstrndup (hash, SESSION_ID_BYTES * 2);
 }
 
-int
-esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **out,
-                   esbx_error_t *err)
+/* The record of session NAME, session.json at PATH beneath DIRFD.  */
+static int
+load_record (int dirfd, const char *path, const char *name, struct esbx_session **out,
+             esbx_error_t *err)
 {
-  _cleanup_free_ char *path = NULL;
   struct esbx_session *s;
   struct strv pub = { 0 };
   json_t *j, *arr, *item;
   int64_t v;
   size_t i;
 
-  if (esbx_check_name ("session", name, err) < 0)
-    return -1;
-  path = xasprintf ("sessions/%s/session.json", name);
-  if (!esbx_exists_at (store->rootfd, path))
+  if (!esbx_exists_at (dirfd, path))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
-  j = json_parse_file_at (store->rootfd, path, err);
+  j = json_parse_file_at (dirfd, path, err);
   if (j == NULL)
     return esbx_error_wrap (err, "session `%s`", name);
   if (json_get_string (j, "project") == NULL || json_get_string (j, "base") == NULL)
@@ -160,6 +157,26 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
   s->labels = esbx_labels_copy (json_get (j, "labels"));
   *out = s;
   return 0;
+}
+
+int
+esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **out,
+                   esbx_error_t *err)
+{
+  _cleanup_free_ char *path = NULL;
+
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  path = xasprintf ("sessions/%s/session.json", name);
+  return load_record (store->rootfd, path, name, out, err);
+}
+
+int
+esbx_session_load_at (int dfd, const char *name, struct esbx_session **out, esbx_error_t *err)
+{
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  return load_record (dfd, "session.json", name, out, err);
 }
 
 /* Write session.json of an existing session atomically.  */
@@ -270,20 +287,27 @@ int
 esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
   struct esbx_session *s = NULL;
-  _cleanup_free_ char *dir = esbx_session_dir (store, name);
+  int ret;
+
+  if (esbx_session_load (store, name, &s, err) < 0)
+    return -1;
+  ret = esbx_session_mount_record (store, s, err);
+  esbx_session_free (s);
+  return ret;
+}
+
+int
+esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = esbx_session_dir (store, s->name);
   _cleanup_free_ char *merged = NULL, *upper = NULL, *work = NULL;
   _cleanup_strv_ char **lowers = NULL;
   size_t n;
   int ret;
 
-  if (esbx_session_load (store, name, &s, err) < 0)
-    return -1;
   merged = xasprintf ("%s/merged", dir);
   if (esbx_is_mountpoint (merged))
-    {
-      esbx_session_free (s);
-      return 0;
-    }
+    return 0;
   upper = xasprintf ("%s/upper", dir);
   work = xasprintf ("%s/work", dir);
   ret = esbx_stack_lowers (store, s->project, s->base, NULL, &lowers, &n, err);
@@ -293,8 +317,7 @@ esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
       ret = esbx_mount_stack (lowers, n, upper, work, merged, folded, err);
     }
   if (ret < 0)
-    esbx_error_wrap (err, "session `%s`", name);
-  esbx_session_free (s);
+    esbx_error_wrap (err, "session `%s`", s->name);
   return ret;
 }
 

@@ -13,15 +13,14 @@
 #define EVENTS_LOCK "events.lock"
 #define MAX_LINE    (1024 * 1024)
 
-int
-esbx_event_append (esbx_store_t *store, const char *session, const char *type, json_t *fields,
-                   esbx_error_t *err)
+/* Append TYPE to the log of SESSION, whose directory is DFD.  */
+static int
+append_at (int dfd, const char *session, const char *type, json_t *fields, esbx_error_t *err)
 {
   _cleanup_json_ json_t *owned = fields;
   _cleanup_json_ json_t *ev = json_new (JSON_OBJECT);
   _cleanup_free_ char *now = esbx_rfc3339_now ();
   _cleanup_free_ char *line = NULL;
-  _cleanup_close_ int dfd = -1;
   _cleanup_close_ int lock = -1;
   _cleanup_close_ int fd = -1;
   size_t len, i;
@@ -36,9 +35,6 @@ esbx_event_append (esbx_store_t *store, const char *session, const char *type, j
   line[len++] = '\n';
   line[len] = '\0';
 
-  dfd = esbx_session_open_dir (store, session, err);
-  if (dfd < 0)
-    return -1;
   lock = esbx_lock_at (dfd, EVENTS_LOCK, true, true, err);
   if (lock < 0)
     return -1;
@@ -49,6 +45,28 @@ esbx_event_append (esbx_store_t *store, const char *session, const char *type, j
   if (esbx_write_all (fd, line, len) < 0)
     return esbx_make_error (err, errno, "write `%s` of session `%s`", EVENTS_FILE, session);
   return 0;
+}
+
+int
+esbx_event_append (esbx_store_t *store, const char *session, const char *type, json_t *fields,
+                   esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = -1;
+
+  dfd = esbx_session_open_dir (store, session, err);
+  if (dfd < 0)
+    {
+      json_free (fields);
+      return -1;
+    }
+  return append_at (dfd, session, type, fields, err);
+}
+
+int
+esbx_event_append_to (const struct esbx_sandbox_session *ss, const char *type, json_t *fields,
+                      esbx_error_t *err)
+{
+  return append_at (ss->dfd, ss->name, type, fields, err);
 }
 
 int

@@ -6,12 +6,16 @@
 
 #include "json.h"
 #include "layerstore.h"
+#include "sandbox_session.h"
 
 #include <sys/types.h>
 
 /* FIELDS (owned, may be NULL) are merged after "time" and "type".  */
 int esbx_event_append (esbx_store_t *store, const char *session, const char *type, json_t *fields,
                        esbx_error_t *err);
+/* The same, to the session SS holds.  */
+int esbx_event_append_to (const struct esbx_sandbox_session *ss, const char *type, json_t *fields,
+                          esbx_error_t *err);
 
 /* Called for each event; a return < 0 stops the walk.  */
 typedef int (*esbx_event_fn) (const json_t *event, void *data);

@@ -14,6 +14,7 @@
 #include "owner.h"
 #include "path.h"
 #include "proc.h"
+#include "sandbox_session.h"
 #include "sync.h"
 #include "text.h"
 #include "utils.h"
@@ -287,16 +288,14 @@ make_stdio (struct exec_run *r, esbx_error_t *err)
 }
 
 static int
-prepare (struct exec_run *r, int dfd, esbx_error_t *err)
+prepare (struct exec_run *r, esbx_error_t *err)
 {
   const struct esbx_exec_opts *o = r->opts;
+  int dfd = r->ss->dfd;
 
-  if (o->user && esbx_exec_parse_user (o->user, &r->uid, &r->gid, err) < 0)
-    return -1;
-  r->set_user = o->user != NULL;
   r->holder_pidfd = pidfd_open (r->info->pid, 0);
   if (r->holder_pidfd < 0 || !esbx_proc_alive (r->info->pid, r->info->starttime))
-    return esbx_make_error (err, ESRCH, "holder of session `%s` is gone", r->session);
+    return esbx_make_error (err, ESRCH, "holder of session `%s` is gone", r->ss->name);
   if (next_seq (dfd, &r->seq, err) < 0)
     return -1;
   r->outname = xasprintf (LOGS_DIR "/%lu.out", r->seq);
@@ -308,7 +307,7 @@ prepare (struct exec_run *r, int dfd, esbx_error_t *err)
   if (r->errlog < 0)
     return -1;
   r->log_limit = o->log_limit ? o->log_limit : default_log_limit ();
-  r->env = build_env (r->session, o->env);
+  r->env = build_env (r->ss->name, o->env);
   if (make_stdio (r, err) < 0)
     return -1;
   if (o->tty && isatty (STDIN_FILENO))
@@ -481,7 +480,7 @@ run (struct exec_run *r, int *status, esbx_error_t *err)
       json_append (a, json_new_string (*p));
     json_set_int (f, "seq", (int64_t)r->seq);
     json_set (f, "argv", a);
-    esbx_event_append (r->store, r->session, "exec.start", f, NULL);
+    esbx_event_append_to (r->ss, "exec.start", f, NULL);
   }
   r->started = esbx_rfc3339_now ();
   mon = fork ();
@@ -530,13 +529,13 @@ run (struct exec_run *r, int *status, esbx_error_t *err)
   while (TEMP_FAILURE_RETRY (waitpid (mon, &wstatus, 0)) < 0 && errno != ECHILD)
     ;
   if (!v.done)
-    return esbx_make_error (err, 0, "exec in session `%s`: its monitor died", r->session);
+    return esbx_make_error (err, 0, "exec in session `%s`: its monitor died", r->ss->name);
   if (v.error)
     {
       *err = steal_pointer (&v.error);
       if ((*err)->kind == ESBX_ERR_EXEC_FAILED || (*err)->kind == ESBX_ERR_EXEC_NOT_FOUND)
-        return esbx_error_wrap (err, "session `%s`", r->session);
-      return esbx_error_wrap (err, "exec in session `%s`", r->session);
+        return esbx_error_wrap (err, "session `%s`", r->ss->name);
+      return esbx_error_wrap (err, "exec in session `%s`", r->ss->name);
     }
   *status = v.status;
   return 0;
@@ -546,11 +545,9 @@ int
 esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_opts *opts,
                int *status, esbx_error_t *err)
 {
+  _cleanup_sandbox_session_ struct esbx_sandbox_session *ss = NULL;
   struct esbx_holder_info info = { 0 };
-  struct esbx_session *s = NULL;
   struct exec_run r = {
-    .store = store,
-    .session = session,
     .opts = opts,
     .info = &info,
     .holder_pidfd = -1,
@@ -564,41 +561,33 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
     .err_r = -1,
     .verdict_w = -1,
   };
-  _cleanup_free_ char *marker = NULL;
-  _cleanup_close_ int dfd = -1;
-  uid_t uid;
-  gid_t gid;
   size_t i;
   int ret;
 
   if (opts->argv == NULL || opts->argv[0] == NULL)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "no command to run");
-  if (opts->user && esbx_exec_parse_user (opts->user, &uid, &gid, err) < 0)
+  if (opts->user && esbx_exec_parse_user (opts->user, &r.uid, &r.gid, err) < 0)
     return -1;
+  r.set_user = opts->user != NULL;
   for (i = 0; opts->env && opts->env[i]; i++)
     if (esbx_exec_check_env (opts->env[i], err) < 0)
       return -1;
   if (opts->tty && opts->detach)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "--tty and --detach exclude each other");
-  if (esbx_session_load (store, session, &s, err) < 0)
+  if (esbx_sandbox_session_open (store, session, &ss, err) < 0)
     return -1;
-  ret = resolve_cwd (s->workspace ? s->workspace : "/workspace", opts->cwd, &r.cwd, err);
-  esbx_session_free (s);
-  if (ret < 0)
+  r.ss = ss;
+  if (resolve_cwd (ss->rec->workspace, opts->cwd, &r.cwd, err) < 0)
     return -1;
 
-  dfd = esbx_session_open_dir (store, session, err);
-  if (dfd >= 0 && esbx_owner_begin (store, session, &marker, err) == 0)
-    {
-      ret = esbx_holder_ensure (store, session, &info, err);
-      if (ret == 0)
-        ret = prepare (&r, dfd, err);
-      if (ret == 0)
-        ret = run (&r, status, err);
-      esbx_owner_end (store, session, marker);
-    }
-  else
-    ret = -1;
+  if (esbx_owner_begin (ss, err) < 0)
+    return -1;
+  ret = esbx_holder_ensure (ss, &info, err);
+  if (ret == 0)
+    ret = prepare (&r, err);
+  if (ret == 0)
+    ret = run (&r, status, err);
+  esbx_owner_end (ss);
   close_run (&r);
   esbx_holder_info_free (&info);
   return ret;

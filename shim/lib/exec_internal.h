@@ -18,6 +18,7 @@
 
 #include "exec.h"
 #include "holder.h"
+#include "sandbox_session.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -28,14 +29,13 @@
 
 struct exec_run
 {
-  esbx_store_t *store;
-  const char *session;
+  const struct esbx_sandbox_session *ss;
   const struct esbx_exec_opts *opts;
   const struct esbx_holder_info *info;
   int holder_pidfd;
   char *cwd; /* inside the session */
   char **env;
-  bool set_user;
+  bool set_user; /* --user, parsed once by esbx_exec_run */
   uid_t uid;
   gid_t gid;
 

@@ -167,7 +167,7 @@ limit_events (const struct exec_run *r, const struct esbx_cgroup_usage *before,
       json_set_int (f, "oom_kills", (int64_t)grown (before->oom_kills, after->oom_kills));
       if (after->memory_limit != UINT64_MAX)
         json_set_int (f, "limit", (int64_t)after->memory_limit);
-      esbx_event_append (r->store, r->session, "limit.memory", f, NULL);
+      esbx_event_append_to (r->ss, "limit.memory", f, NULL);
       json_set (ev, "oom_killed", json_new_bool (true));
     }
   if (counter_grew (before->pids_denied, after->pids_denied))
@@ -177,7 +177,7 @@ limit_events (const struct exec_run *r, const struct esbx_cgroup_usage *before,
       json_set_int (f, "forks_denied", (int64_t)grown (before->pids_denied, after->pids_denied));
       if (after->pids_limit != UINT64_MAX)
         json_set_int (f, "limit", (int64_t)after->pids_limit);
-      esbx_event_append (r->store, r->session, "limit.pids", f, NULL);
+      esbx_event_append_to (r->ss, "limit.pids", f, NULL);
       json_set (ev, "pids_limit_hit", json_new_bool (true));
     }
 }
@@ -248,7 +248,7 @@ static void __attribute__ ((noreturn)) failed (const struct exec_run *r, struct 
   json_set_string (ev, "error", rep->error->msg);
   if (code >= 126)
     json_set_int (ev, "exit_status", code);
-  esbx_event_append (r->store, r->session, "exec", ev, NULL);
+  esbx_event_append_to (r->ss, "exec", ev, NULL);
   fail (r, &rep->error);
 }
 
@@ -263,7 +263,7 @@ detached (struct exec_run *r, const struct report *rep, struct stream *st)
   json_set_int (ev, "exit_status", 0);
   if (rep->detached_pid > 0)
     json_set_int (ev, "pid", rep->detached_pid);
-  esbx_event_append (r->store, r->session, "exec", ev, NULL);
+  esbx_event_append_to (r->ss, "exec", ev, NULL);
   if (null >= 0)
     {
       dup2 (null, 0);
@@ -312,7 +312,7 @@ finished (const struct exec_run *r, pid_t pid, struct stream *st, size_t nst,
   json_set_int (ev, "max_rss_bytes", (int64_t)ru.ru_maxrss * 1024);
   if (esbx_cgroup_usage (r->info->cgroup, &after, NULL) == 0)
     limit_events (r, before, &after, ev);
-  esbx_event_append (r->store, r->session, "exec", ev, NULL);
+  esbx_event_append_to (r->ss, "exec", ev, NULL);
   verdict (r, status);
 }
 

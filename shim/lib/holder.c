@@ -23,7 +23,6 @@
 
 #define HOLDER_JSON   "holder.json"
 #define HOLDER_LOCK   "holder.lock"
-#define OWNERS_DIR    "owners"
 #define READY_TIMEOUT 30000 /* ms */
 #define TERM_TIMEOUT  3000  /* ms before SIGKILL */
 
@@ -211,41 +210,36 @@ end_holder (const struct esbx_holder_info *info)
 }
 
 static int
-start_holder (esbx_store_t *store, const char *session, int dfd, esbx_error_t *err)
+start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
 {
   _cleanup_free_ char *binary = NULL, *dir = NULL, *merged = NULL, *cg = NULL, *rootfs = NULL;
-  struct esbx_session *s = NULL;
+  const struct esbx_session *s = ss->rec;
   struct esbx_cgroup_limits limits = { 0 };
   _cleanup_close_ int rd = -1, wr = -1;
   int fds[2], status, ret;
   pid_t child;
 
-  if (esbx_session_load (store, session, &s, err) < 0)
-    return -1;
   binary = find_holder_binary (err);
   if (binary == NULL)
-    goto fail;
-  if (esbx_session_mount (store, session, err) < 0)
-    goto fail;
-  cg = esbx_cgroup_session_path (store, session);
+    return -1;
+  if (esbx_session_mount_record (ss->store, s, err) < 0)
+    return -1;
+  cg = esbx_cgroup_session_path (ss->store, ss->name);
   limits.memory = s->memory;
   limits.pids = s->pids;
   limits.cpus = s->cpus;
   if (esbx_cgroup_create (cg, &limits, err) < 0)
-    goto fail;
-  dir = esbx_session_dir (store, session);
-  merged = esbx_session_merged (store, session);
+    return -1;
+  dir = esbx_session_dir (ss->store, ss->name);
+  merged = esbx_session_merged (ss->store, ss->name);
   if (pipe2 (fds, O_CLOEXEC) < 0)
-    {
-      esbx_make_error (err, errno, "pipe");
-      goto fail;
-    }
+    return esbx_make_error (err, errno, "pipe");
   rd = fds[0];
   wr = fds[1];
   {
     char *argv[] = { binary,
                      (char *)"--session",
-                     (char *)session,
+                     ss->name,
                      (char *)"--session-dir",
                      dir,
                      (char *)"--merged",
@@ -257,7 +251,7 @@ start_holder (esbx_store_t *store, const char *session, int dfd, esbx_error_t *e
                      (char *)"--cgroup",
                      cg,
                      (char *)"--hide",
-                     store->root,
+                     ss->store->root,
                      (char *)"--ready-fd",
                      (char *)"3",
                      NULL,
@@ -266,92 +260,79 @@ start_holder (esbx_store_t *store, const char *session, int dfd, esbx_error_t *e
 
     if (s->rootfs)
       {
-        rootfs = esbx_rootfs_dir (store, s->rootfs);
+        rootfs = esbx_rootfs_dir (ss->store, s->rootfs);
         argv[ARRAY_SIZE (argv) - 3] = (char *)"--rootfs";
         argv[ARRAY_SIZE (argv) - 2] = rootfs;
       }
 
     child = fork ();
     if (child < 0)
-      {
-        esbx_make_error (err, errno, "fork");
-        goto fail;
-      }
+      return esbx_make_error (err, errno, "fork");
     if (child == 0)
       exec_holder (wr, argv);
   }
   close (take_fd (&wr));
-  ret = wait_ready (rd, session, err);
+  ret = wait_ready (rd, ss->name, err);
   TEMP_FAILURE_RETRY (waitpid (child, &status, 0));
   if (ret == 0 && !(WIFEXITED (status) && WEXITSTATUS (status) == 0))
-    ret = esbx_make_error (err, 0, "start holder of session `%s`: esbx-holder (%s) failed", session,
-                           binary);
+    ret = esbx_make_error (err, 0, "start holder of session `%s`: esbx-holder (%s) failed",
+                           ss->name, binary);
   if (ret < 0)
     {
       struct esbx_holder_info info = { 0 };
       esbx_error_t rerr = NULL;
 
-      if (read_record (dfd, &info, &rerr) == 0)
+      if (read_record (ss->dfd, &info, &rerr) == 0)
         end_holder (&info);
       esbx_error_free (&rerr);
       esbx_holder_info_free (&info);
-      discard_record (dfd);
+      discard_record (ss->dfd);
       esbx_cgroup_remove (cg, NULL);
-      goto fail;
+      return -1;
     }
-  esbx_session_free (s);
   return 0;
-
-fail:
-  esbx_session_free (s);
-  return -1;
 }
 
 int
-esbx_holder_ensure (esbx_store_t *store, const char *session, struct esbx_holder_info *info,
+esbx_holder_ensure (struct esbx_sandbox_session *ss, struct esbx_holder_info *info,
                     esbx_error_t *err)
 {
-  _cleanup_close_ int dfd = -1;
   _cleanup_close_ int lock = -1;
-  _cleanup_free_ char *marker = NULL;
   esbx_error_t rerr = NULL;
   json_t *fields;
   int ret;
 
   memset (info, 0, sizeof *info);
-  dfd = esbx_session_open_dir (store, session, err);
-  if (dfd < 0)
-    return -1;
-  lock = esbx_lock_at (dfd, HOLDER_LOCK, true, true, err);
+  lock = esbx_lock_at (ss->dfd, HOLDER_LOCK, true, true, err);
   if (lock < 0)
     return -1;
-  if (read_record (dfd, info, &rerr) == 0)
+  if (read_record (ss->dfd, info, &rerr) == 0)
     {
       if (esbx_proc_alive (info->pid, info->starttime))
         return 0;
       /* It died without esbx_holder_stop: whatever it left goes with it.  */
       esbx_cgroup_remove (info->cgroup, NULL);
       esbx_holder_info_free (info);
-      discard_record (dfd);
+      discard_record (ss->dfd);
       fields = json_new (JSON_OBJECT);
       json_set_string (fields, "reason", "holder died");
-      esbx_event_append (store, session, "holder.lost", fields, NULL);
+      esbx_event_append_to (ss, "holder.lost", fields, NULL);
     }
   esbx_error_free (&rerr);
 
-  if (esbx_owner_begin (store, session, &marker, err) < 0)
+  if (esbx_owner_begin (ss, err) < 0)
     return -1;
-  ret = start_holder (store, session, dfd, err);
+  ret = start_holder (ss, err);
   if (ret == 0)
-    ret = read_record (dfd, info, err);
+    ret = read_record (ss->dfd, info, err);
   if (ret == 0)
     {
       fields = json_new (JSON_OBJECT);
       json_set_int (fields, "pid", info->pid);
       json_set_string (fields, "cgroup", info->cgroup);
-      esbx_event_append (store, session, "holder.start", fields, NULL);
+      esbx_event_append_to (ss, "holder.start", fields, NULL);
     }
-  esbx_owner_end (store, session, marker);
+  esbx_owner_end (ss);
   return ret;
 }
 
@@ -399,79 +380,4 @@ esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err)
   if (ret < 0)
     return esbx_error_wrap (err, "stop holder of session `%s`", session);
   return 0;
-}
-
-/* ---- owner markers ------------------------------------------------------ */
-
-int
-esbx_owner_begin (esbx_store_t *store, const char *session, char **marker, esbx_error_t *err)
-{
-  _cleanup_close_ int dfd = -1;
-  _cleanup_close_ int fd = -1;
-  unsigned long long start = 0;
-  _cleanup_free_ char *name = NULL, *suffix = NULL;
-
-  dfd = esbx_session_open_dir (store, session, err);
-  if (dfd < 0)
-    return -1;
-  if (mkdirat (dfd, OWNERS_DIR, 0700) < 0 && errno != EEXIST)
-    return esbx_make_error (err, errno, "mkdir `%s` of session `%s`", OWNERS_DIR, session);
-  if (esbx_proc_starttime (getpid (), &start) < 0)
-    return esbx_make_error (err, errno, "read start time of self");
-  /* Unique per operation: one process may nest them (exec starts a holder).  */
-  suffix = esbx_random_hex (4);
-  name = xasprintf (OWNERS_DIR "/%d.%llu.%s", (int)getpid (), start, suffix);
-  fd = TEMP_FAILURE_RETRY (openat (dfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (fd < 0)
-    return esbx_make_error (err, errno, "create `%s` of session `%s`", name, session);
-  *marker = steal_pointer (&name);
-  return 0;
-}
-
-void
-esbx_owner_end (esbx_store_t *store, const char *session, const char *marker)
-{
-  _cleanup_close_ int dfd = -1;
-
-  if (marker == NULL)
-    return;
-  dfd = esbx_session_open_dir (store, session, NULL);
-  if (dfd >= 0)
-    unlinkat (dfd, marker, 0);
-}
-
-void
-esbx_owner_scan (esbx_store_t *store, const char *session, size_t *alive, size_t *dead,
-                 bool remove_dead)
-{
-  _cleanup_close_ int dfd = -1;
-  _cleanup_strv_ char **names = NULL;
-  esbx_error_t lerr = NULL;
-  char **n;
-
-  *alive = *dead = 0;
-  dfd = esbx_session_open_dir (store, session, NULL);
-  if (dfd < 0)
-    return;
-  names = esbx_list_dir_at (dfd, OWNERS_DIR, &lerr);
-  esbx_error_free (&lerr);
-  if (names == NULL)
-    return;
-  for (n = names; *n; n++)
-    {
-      _cleanup_free_ char *rel = xasprintf (OWNERS_DIR "/%s", *n);
-      int pid;
-      unsigned long long start;
-
-      if (sscanf (*n, "%d.%llu", &pid, &start) != 2)
-        continue;
-      if (esbx_proc_alive (pid, start))
-        {
-          (*alive)++;
-          continue;
-        }
-      (*dead)++;
-      if (remove_dead)
-        unlinkat (dfd, rel, 0);
-    }
 }

@@ -12,6 +12,7 @@
 #define ESBX_HOLDER_H
 
 #include "layerstore.h"
+#include "sandbox_session.h"
 
 #include <sys/types.h>
 
@@ -26,9 +27,10 @@ struct esbx_holder_info
   char *cgroup; /* session cgroup path relative to the cgroup root, e.g. "esbx/S" */
 };
 
-/* Start the holder if it is not running; fails with a clear cause if the
-   session does not exist or the holder cannot start.  */
-int esbx_holder_ensure (esbx_store_t *store, const char *session, struct esbx_holder_info *info,
+/* Start the holder of the session SS holds if it is not running; fails
+   with a clear cause if the holder cannot start.  While it starts one, SS
+   holds an owner marker (owner.h).  */
+int esbx_holder_ensure (struct esbx_sandbox_session *ss, struct esbx_holder_info *info,
                         esbx_error_t *err);
 /* < 0 with ESRCH if not running.  */
 int esbx_holder_get (esbx_store_t *store, const char *session, struct esbx_holder_info *info,

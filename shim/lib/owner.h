@@ -7,13 +7,16 @@
 #define ESBX_OWNER_H
 
 #include "layerstore.h"
+#include "sandbox_session.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
-/* *marker receives the marker's name for esbx_owner_end.  */
-int esbx_owner_begin (esbx_store_t *store, const char *session, char **marker, esbx_error_t *err);
-void esbx_owner_end (esbx_store_t *store, const char *session, const char *marker);
+/* Leave the marker of SS.  Calls nest (an exec starts the holder it runs
+   in): they share one marker, removed by the last esbx_owner_end or, after
+   a failure between the two, by esbx_sandbox_session_close.  */
+int esbx_owner_begin (struct esbx_sandbox_session *ss, esbx_error_t *err);
+void esbx_owner_end (struct esbx_sandbox_session *ss);
 /* Count the markers of live and of gone processes; with REMOVE_DEAD, delete
    the latter.  */
 void esbx_owner_scan (esbx_store_t *store, const char *session, size_t *alive, size_t *dead,

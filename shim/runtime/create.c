@@ -9,6 +9,7 @@
 #include "fs.h"
 #include "holder.h"
 #include "layerstore.h"
+#include "sandbox_session.h"
 #include "text.h"
 #include "utils.h"
 
@@ -60,7 +61,7 @@ write_config (int bundlefd, const char *bundle, const json_t *config, esbx_error
 }
 
 static void
-record_attached (struct runtime *rt, esbx_store_t *store, const char *session, const char *id,
+record_attached (struct runtime *rt, const struct esbx_sandbox_session *ss, const char *id,
                  const char *bundle, const struct esbx_holder_info *info, const char *cgroup)
 {
   json_t *fields = json_new (JSON_OBJECT);
@@ -74,9 +75,9 @@ record_attached (struct runtime *rt, esbx_store_t *store, const char *session, c
   else
     json_set (fields, "cgroup", json_new (JSON_NULL));
   /* The container is fine without its event: warn, do not fail create.  */
-  if (esbx_event_append (store, session, "container-attached", fields, &err) < 0)
+  if (esbx_event_append_to (ss, "container-attached", fields, &err) < 0)
     {
-      _cleanup_free_ char *msg = xasprintf ("session `%s`: %s", session, err->msg);
+      _cleanup_free_ char *msg = xasprintf ("session `%s`: %s", ss->name, err->msg);
       runtime_log (rt, "warning", msg);
       esbx_error_free (&err);
     }
@@ -87,6 +88,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
 {
   _cleanup_strv_ char **roots = runtime_store_roots (rt);
   _cleanup_store_ esbx_store_t *store = NULL;
+  _cleanup_sandbox_session_ struct esbx_sandbox_session *ss = NULL;
   _cleanup_holder_info_ struct esbx_holder_info info = { 0 };
   _cleanup_json_ json_t *config = NULL;
   _cleanup_free_ char *session = NULL;
@@ -113,10 +115,15 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
 
   if (esbx_store_open (store_root, &store, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`", session);
-  if (!esbx_session_exists (store, session))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
-                                 "esbx session `%s` does not exist (discarded?)", session);
-  if (esbx_holder_ensure (store, session, &info, err) < 0)
+  if (esbx_sandbox_session_open (store, session, &ss, err) < 0)
+    {
+      if ((*err)->kind != ESBX_ERR_NOT_FOUND)
+        return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
+      esbx_error_free (err);
+      return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
+                                   "esbx session `%s` does not exist (discarded?)", session);
+    }
+  if (esbx_holder_ensure (ss, &info, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
 
   cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
@@ -129,7 +136,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
       runtime_log (rt, "warning", (*err)->msg);
       esbx_error_free (err);
     }
-  record_attached (rt, store, session, args.id,
-                   realpath (bundle, bundle_real) ? bundle_real : bundle, &info, cgroup);
+  record_attached (rt, ss, args.id, realpath (bundle, bundle_real) ? bundle_real : bundle, &info,
+                   cgroup);
   return runtime_exec_runc (rt, err);
 }
