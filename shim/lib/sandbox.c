@@ -6,6 +6,7 @@
 #include "holder.h"
 #include "log.h"
 #include "ps.h"
+#include "sandbox_session.h"
 #include "text.h"
 #include "utils.h"
 
@@ -72,6 +73,7 @@ int
 esbx_sandbox_rebase (esbx_store_t *store, const char *name, unsigned int flags,
                      struct esbx_publish_result *result, unsigned int *did, esbx_error_t *err)
 {
+  _cleanup_sandbox_session_ struct esbx_sandbox_session *ss = NULL;
   struct esbx_holder_info info = { 0 };
   esbx_error_t herr = NULL;
   size_t others;
@@ -102,8 +104,10 @@ esbx_sandbox_rebase (esbx_store_t *store, const char *name, unsigned int flags,
   ret = esbx_session_rebase (store, name, result, err);
   if (*did == 0)
     return ret;
-  /* Whatever the rebase said, the session gets its holder back.  */
-  if (esbx_holder_ensure (store, name, &info, &herr) < 0)
+  /* Whatever the rebase said, the session gets its holder back, started
+     from the record as the rebase left it.  */
+  if (esbx_sandbox_session_open (store, name, &ss, &herr) < 0
+      || esbx_holder_ensure (ss, &info, &herr) < 0)
     {
       esbx_warn ("rebase `%s`: the holder did not start again: %s", name, herr->msg);
       esbx_error_free (&herr);
