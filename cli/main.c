@@ -27,10 +27,12 @@ static const struct verb verbs[] = {
   { "diff", cmd_diff, "diff S [--json | --patch]" },
   { "publish", cmd_publish, "publish S [-m MESSAGE]" },
   { "rebase", cmd_rebase, "rebase S" },
-  { "discard", cmd_discard, "discard S" },
+  { "discard", cmd_discard, "discard S [--force]" },
   { "export", cmd_export, "export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
   { "gc", cmd_gc, "gc" },
+  { "trash", cmd_trash,
+    "trash list | restore ENTRY [--name S] | purge ENTRY|--all | ttl [DURATION]" },
   { "exec", cmd_exec,
     "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty] "
     "[--log-limit SIZE] -- CMD [ARG...]" },

@@ -73,6 +73,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   if (layer.changes.n == 0)
     {
       r->published = true;
+      esbx_counters_publish (store, false);
       ret = 0;
       goto out;
     }
@@ -89,6 +90,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   esbx_conflicts_find (&layer.changes, &up, r);
   if (r->n_conflicts > 0)
     {
+      esbx_counters_publish (store, true);
       conflict_error (err, "publish", name, r);
       goto out;
     }
@@ -114,6 +116,7 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
     goto out;
   esbx_failpoint ("publish-done");
   r->published = true;
+  esbx_counters_publish (store, false);
   ret = 0;
 
 out:

@@ -335,7 +335,7 @@ do_remove (struct esbx_driver *d, const char *name, const json_t *req, esbx_erro
   if (esbx_volume_mount_total (vol) > 0)
     esbx_warn ("remove `%s`: still counted as mounted by %zu mount IDs; discarding anyway", name,
                json_len (vol->mounts));
-  if (session && esbx_sandbox_discard (d->store, name, err) < 0)
+  if (session && esbx_sandbox_discard (d->store, name, 0, err) < 0)
     return NULL;
   if (esbx_volume_delete (d->vols, name, err) < 0)
     return NULL;
