@@ -8,7 +8,6 @@
 #include "text.h"
 #include "utils.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -21,21 +20,10 @@
 /* Entries of one session deleted within the same second get a suffix.  */
 #define TRASH_MAX_SUFFIX 100
 
-/* "NAME.20250101T120000Z" and its suffixed forms: the session name rule
-   with room for the time.  */
-static bool
-entry_valid (const char *entry)
-{
-  size_t i, len = entry ? strlen (entry) : 0;
-
-  if (len == 0 || len > 160 || !isalnum ((unsigned char)entry[0]))
-    return false;
-  for (i = 1; i < len; i++)
-    if (!(isalnum ((unsigned char)entry[i]) || entry[i] == '_' || entry[i] == '.'
-          || entry[i] == '-'))
-      return false;
-  return true;
-}
+/* "NAME.20250101T120000Z", NAME cut so that the entry, with a suffix,
+   still follows the name rule (esbx_name_valid) and can be named in a
+   gateway path.  */
+#define TRASH_NAME_MAX 107
 
 static int
 no_entry (esbx_error_t *err, const char *entry)
@@ -160,7 +148,7 @@ esbx_trash_put (esbx_store_t *store, const struct esbx_session *s, const char *r
     return -1;
   gmtime_r (&now.tv_sec, &tm);
   strftime (buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  stamp = xasprintf ("%.128s.%s", s->name, buf);
+  stamp = xasprintf ("%.*s.%s", TRASH_NAME_MAX, s->name, buf);
   for (k = 1; k <= TRASH_MAX_SUFFIX; k++)
     {
       _cleanup_free_ char *entry = k == 1 ? xstrdup (stamp) : xasprintf ("%s-%d", stamp, k);
@@ -186,7 +174,7 @@ entry_meta (esbx_store_t *store, const char *entry, esbx_error_t *err)
   _cleanup_free_ char *path = NULL;
   json_t *meta;
 
-  if (!entry_valid (entry))
+  if (!esbx_name_valid (entry))
     return no_entry (err, entry), NULL;
   path = xasprintf ("trash/%s/" TRASH_META, entry);
   if (!esbx_exists_at (store->rootfd, path))
@@ -212,7 +200,7 @@ entries (esbx_store_t *store, esbx_error_t *err)
   for (i = 0; names[i]; i++)
     {
       _cleanup_free_ char *path = xasprintf ("trash/%s/" TRASH_META, names[i]);
-      if (entry_valid (names[i]) && esbx_exists_at (store->rootfd, path))
+      if (esbx_name_valid (names[i]) && esbx_exists_at (store->rootfd, path))
         strv_push (&out, xstrdup (names[i]));
     }
   return out.v ? out.v : xmalloc0 (sizeof (char *));
