@@ -35,10 +35,12 @@ static const struct verb verbs[] = {
   { "diff", cmd_diff, "diff S [--json | --patch] [--ignored | --include-ignored]" },
   { "publish", cmd_publish, "publish S [-m|--message MESSAGE] [--discard] [--include-ignored]" },
   { "rebase", cmd_rebase, "rebase S [--restart]" },
-  { "discard", cmd_discard, "discard S" },
+  { "discard", cmd_discard, "discard S [--force]" },
   { "export", cmd_export, "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
   { "gc", cmd_gc, "gc" },
+  { "trash", cmd_trash,
+    "trash list | restore ENTRY [--name S] | purge ENTRY|--all | ttl [DURATION]" },
   { "exec", cmd_exec,
     "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty]\n"
     "    [--log-limit SIZE] -- CMD [ARG...]" },

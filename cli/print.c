@@ -271,3 +271,25 @@ cli_print_report (struct esbx_cli *cli, const json_t *o)
 {
   fputs (str_or (o, "report", ""), stdout);
 }
+
+void
+cli_print_trash (struct esbx_cli *cli, const json_t *arr)
+{
+  const json_t *t;
+  size_t i;
+
+  if (cli->json)
+    {
+      cli_print_json (arr);
+      return;
+    }
+  json_array_foreach (arr, i, t)
+    {
+      int64_t n = int_of (t, "changes");
+      _cleanup_free_ char *changes = n < 0 ? xstrdup ("?") : xasprintf ("%" PRId64, n);
+
+      printf ("%s\t%s\t%s\t%.12s\t%s\t%" PRId64 "\t%s\t%s\n", str_or (t, "entry", ""),
+              str_or (t, "session", ""), str_or (t, "project", ""), str_or (t, "base", ""), changes,
+              int_of (t, "size"), str_or (t, "deleted", ""), str_or (t, "expires", ""));
+    }
+}

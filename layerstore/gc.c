@@ -1,7 +1,8 @@
 /* esbx gc: remove what crashed operations left.  Every candidate is either
    guarded by a lock its creator holds (temp dirs, staged layers, projects
    being created) or checked under the project lock (unreferenced layers), so
-   gc is safe at any time, twice, or concurrently with anything.  */
+   gc is safe at any time, twice, or concurrently with anything.  It also
+   purges the trash entries past their keeping time (trash.c).  */
 #include "internal.h"
 #include "failpoint.h"
 #include "fs.h"
@@ -338,6 +339,17 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 
     if (guard >= 0 && gc_rootfs (store, report, &e) < 0)
       gc_failed (&g, "unused rootfs", &e);
+  }
+  {
+    esbx_error_t e = NULL;
+    size_t failed = 0;
+
+    if (esbx_trash_expire (store, report, &failed, &e) < 0)
+      {
+        /* Each failure is reported already; count them all, keep the first.  */
+        g.failed += failed > 1 ? failed - 1 : 0;
+        gc_failed (&g, "expired trash entries", &e);
+      }
   }
   for (i = 0; projects[i]; i++)
     {

@@ -78,6 +78,17 @@ int esbx_stack_file_sha (struct esbx_stack *st, size_t layer, const char *rel, c
 /* Names visible in directory REL ("" for the root) of the view.  */
 char **esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t *err);
 
+/* Move session S (its directory REL under the store root, unmounted) to
+   the trash with CHANGES unpublished changes (-1: unknown), kept TTL
+   seconds (trash.c).  */
+int esbx_trash_put (esbx_store_t *store, const struct esbx_session *s, const char *rel,
+                    int64_t changes, int64_t ttl, char **entry, char **expires, esbx_error_t *err);
+
+/* Count one publish that took place, or one refused for conflicts, in
+   ROOT/counters.json (counters.c).  A failure is only warned about: the
+   publish itself stands.  */
+void esbx_counters_publish (esbx_store_t *store, bool conflict);
+
 /* Sessions (session.c).  */
 int esbx_session_save (esbx_store_t *store, const char *name, const json_t *record,
                        esbx_error_t *err);

@@ -9,6 +9,9 @@
  *   ROOT/sessions/S/             session.json, upper/, work/, merged/, lock,
  *                                and the shim's holder and event files
  *   ROOT/tmp/                    sessions and projects being created
+ *   ROOT/trash/ENTRY/            a discarded session's unpublished work
+ *                                (trash.c), ROOT/trash/ttl its keeping time
+ *   ROOT/counters.json           publishes and conflicts since the store began
  *
  * Every function returns < 0 (or NULL) on failure and fills *err; the CLI
  * maps err->kind to its exit status (3 for conflicts).  */
@@ -20,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define ESBX_DEFAULT_ROOT "/var/lib/esbx"
@@ -186,9 +190,16 @@ int esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s
                                esbx_error_t *err);
 bool esbx_session_is_mounted (esbx_store_t *store, const char *name);
 int esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* Delete unpublished changes too: no trash.  */
+#define ESBX_DISCARD_FORCE 1u
 /* Unmount and delete the session's private state.  The holder (shim/) must
-   be stopped first: esbx_sandbox_discard does both.  */
-int esbx_session_discard (esbx_store_t *store, const char *name, esbx_error_t *err);
+   be stopped first: esbx_sandbox_discard does both.  A session with
+   unpublished changes (esbx_session_changes not empty, or not countable)
+   goes to the trash instead, unless FLAGS has ESBX_DISCARD_FORCE or the
+   keeping time is 0; either way a warning on stderr names the number of
+   changes.  */
+int esbx_session_discard (esbx_store_t *store, const char *name, unsigned int flags,
+                          esbx_error_t *err);
 /* Take the session's lock (exclusive); returns the fd holding it.  */
 int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err);
 
@@ -266,6 +277,37 @@ enum esbx_export_format
 /* REF is a session name or PROJECT[@LAYER].  */
 int esbx_export (esbx_store_t *store, const char *ref, const char *file,
                  enum esbx_export_format format, esbx_error_t *err);
+
+/* ---- the trash (trash.c) ------------------------------------------------ */
+
+#define ESBX_TRASH_DEFAULT_TTL (24 * 3600)
+/* How long the trash keeps an entry, in seconds: $ESBX_TRASH_TTL, else
+   ROOT/trash/ttl, else 24 hours; 0 turns the trash off.  */
+int esbx_trash_ttl (esbx_store_t *store, int64_t *seconds, esbx_error_t *err);
+/* Store DURATION ("30s", "2h", "7d", "0") in ROOT/trash/ttl.  */
+int esbx_trash_set_ttl (esbx_store_t *store, const char *duration, esbx_error_t *err);
+/* "1d", "90m": SECONDS in the largest unit that divides it (owned).  */
+char *esbx_trash_ttl_string (int64_t seconds);
+/* The entries, sorted: [{"entry", "session", "project", "base", "changes",
+   "size", "deleted", "expires"}].  */
+json_t *esbx_trash_list (esbx_store_t *store, esbx_error_t *err);
+/* Bring ENTRY back as session NAME (NULL: its old name) on its old base;
+   refused when the name is taken or the project, its base or a layer it
+   published is gone.  *RESTORED is the session's name.  */
+int esbx_trash_restore (esbx_store_t *store, const char *entry, const char *name, char **restored,
+                        esbx_error_t *err);
+/* Delete ENTRY, or every entry when NULL; each is reported on REPORT.  */
+int esbx_trash_purge (esbx_store_t *store, const char *entry, FILE *report, esbx_error_t *err);
+/* Delete the entries past their keeping time (gc); *FAILED counts those
+   that could not be, *ERR is the first such error.  */
+int esbx_trash_expire (esbx_store_t *store, FILE *report, size_t *failed, esbx_error_t *err);
+
+/* ---- store counters (counters.c) ---------------------------------------- */
+
+/* Publishes since the store began, by any front end: those that took
+   place (a layer, or nothing to publish) and those refused for conflicts.  */
+int esbx_counters_publishes (esbx_store_t *store, uint64_t *ok, uint64_t *conflicts,
+                             esbx_error_t *err);
 
 /* ---- maintenance -------------------------------------------------------- */
 

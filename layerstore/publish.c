@@ -98,6 +98,7 @@ esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *m
   if (layer.changes.n == 0)
     {
       r->published = true;
+      esbx_counters_publish (store, false);
       ret = 0;
       goto out;
     }
@@ -114,6 +115,7 @@ esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *m
   esbx_conflicts_find (&layer.changes, &up, r);
   if (r->n_conflicts > 0)
     {
+      esbx_counters_publish (store, true);
       conflict_error (err, "publish", name, r);
       goto out;
     }
@@ -140,6 +142,7 @@ esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *m
     goto out;
   esbx_failpoint ("publish-done");
   r->published = true;
+  esbx_counters_publish (store, false);
   ret = 0;
 
 out:

@@ -37,7 +37,6 @@ struct esbx_metrics
   struct histogram *hists;
   size_t n_hists;
   uint64_t auth_failures;
-  uint64_t publish_ok, publish_conflict;
   struct esbx_http_server *server;
 };
 
@@ -121,19 +120,6 @@ esbx_metrics_auth_failure (struct esbx_metrics *m)
     return;
   pthread_mutex_lock (&m->lock);
   m->auth_failures++;
-  pthread_mutex_unlock (&m->lock);
-}
-
-void
-esbx_metrics_publish (struct esbx_metrics *m, bool conflict)
-{
-  if (m == NULL)
-    return;
-  pthread_mutex_lock (&m->lock);
-  if (conflict)
-    m->publish_conflict++;
-  else
-    m->publish_ok++;
   pthread_mutex_unlock (&m->lock);
 }
 
@@ -223,16 +209,22 @@ char *
 esbx_metrics_render (struct esbx_metrics *m)
 {
   struct buf b = { 0 };
+  uint64_t ok = 0, conflicts = 0;
+  esbx_error_t e = NULL;
   size_t i, k;
 
   render_store (m, &b);
-  pthread_mutex_lock (&m->lock);
+  /* Every publish on the store, the CLI's too: the store counts them.  */
+  if (esbx_counters_publishes (m->store, &ok, &conflicts, &e) < 0)
+    esbx_error_free (&e);
   bprintf (&b,
-           "# HELP esbx_publishes_total Publishes through esbxd by result.\n"
+           "# HELP esbx_publishes_total Publishes on the store by result, whatever front end "
+           "made them.\n"
            "# TYPE esbx_publishes_total counter\n"
            "esbx_publishes_total{result=\"ok\"} %" PRIu64 "\n"
            "esbx_publishes_total{result=\"conflict\"} %" PRIu64 "\n",
-           m->publish_ok, m->publish_conflict);
+           ok, conflicts);
+  pthread_mutex_lock (&m->lock);
   bprintf (&b,
            "# HELP esbx_gateway_auth_failures_total Gateway requests refused for a missing, "
            "bad, revoked or expired token.\n"

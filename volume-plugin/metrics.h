@@ -1,7 +1,8 @@
 /* esbxd: Prometheus metrics and the health check, served without
    authentication on a loopback-only listener (listen.h).  Request counters
    and latency histograms are kept in memory; the store's state (sessions,
-   holders, layers) is read at each scrape.  */
+   holders, layers, the publish counters of counters.c) is read at each
+   scrape.  */
 #ifndef ESBX_PLUGIN_METRICS_H
 #define ESBX_PLUGIN_METRICS_H
 
@@ -19,7 +20,6 @@ void esbx_metrics_free (struct esbx_metrics *m);
 void esbx_metrics_request (struct esbx_metrics *m, const char *endpoint, const char *method,
                            unsigned status, double seconds);
 void esbx_metrics_auth_failure (struct esbx_metrics *m);
-void esbx_metrics_publish (struct esbx_metrics *m, bool conflict);
 
 /* The Prometheus text exposition (owned).  */
 char *esbx_metrics_render (struct esbx_metrics *m);

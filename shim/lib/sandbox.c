@@ -27,19 +27,19 @@ esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message
 
   if (esbx_session_publish_flags (store, name, message, changes, result, err) < 0)
     return -1;
-  if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, err) < 0)
+  if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, 0, err) < 0)
     return -1;
   return 0;
 }
 
 int
-esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err)
+esbx_sandbox_discard (esbx_store_t *store, const char *name, unsigned int flags, esbx_error_t *err)
 {
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
   if (esbx_holder_stop (store, name, err) < 0)
     return esbx_error_wrap (err, "discard `%s`", name);
-  return esbx_session_discard (store, name, err);
+  return esbx_session_discard (store, name, flags, err);
 }
 
 int

@@ -50,8 +50,10 @@ int esbx_sandbox_rebase (esbx_store_t *store, const char *name, unsigned int fla
                          struct esbx_publish_result *result, unsigned int *did, esbx_error_t *err);
 
 /* Stop the holder (ending every process of the session), remove its cgroup,
-   unmount and delete the session.  */
-int esbx_sandbox_discard (esbx_store_t *store, const char *name, esbx_error_t *err);
+   unmount and delete the session; unpublished changes go to the trash
+   unless FLAGS has ESBX_DISCARD_FORCE (esbx_session_discard).  */
+int esbx_sandbox_discard (esbx_store_t *store, const char *name, unsigned int flags,
+                          esbx_error_t *err);
 
 /* The merged view, mounted on demand (after a reboot, say); *MERGED (when
    not NULL) is its path.  */

@@ -243,6 +243,23 @@ assert_err() {
   assert_err 404 "does not exist"
 }
 
+@test "docker volume rm keeps unpublished work in the trash, restorable; esbxd logs the count" {
+  make_project demo
+  dvol -o project=demo vol >/dev/null
+  drun -v vol:/work "$ESBX_TEST_IMAGE" sh -c 'echo x > /work/x && echo y > /work/y'
+  run docker volume rm vol
+  assert_success
+  grep -q "warning: discard \`vol\`: 2 unpublished changes kept in the trash as \`vol\." "$ESBXD_LOG"
+  esbx_ok --json trash list
+  assert_equal "$(json_field 0.session <<<"$output")" vol
+  assert_equal "$(json_field 0.changes <<<"$output")" 2
+  entry=$(json_field 0.entry <<<"$output")
+  esbx_ok trash restore "$entry"
+  assert_output vol
+  [ "$(cat "$("$ESBX" session path vol)/x")" = x ]
+  esbx_ok discard --force vol
+}
+
 @test "a volume discarded with the CLI is gone for docker too" {
   make_project demo
   dvol -o project=demo vol >/dev/null

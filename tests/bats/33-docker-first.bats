@@ -74,6 +74,9 @@ session_count() {
   [ -z "$(plugin_volumes)" ]
   run grep -F "$ESBX_ROOT/sessions" /proc/self/mountinfo
   assert_failure
+  # Not even in the trash: nobody could name it to restore it.
+  esbx_ok trash list --json
+  assert_output "[]"
   # --mount with the driver behaves the same.
   docker run --rm --label "esbx-test=$DRIVER" \
     --mount "type=volume,dst=/work,volume-driver=$DRIVER" "$ESBX_TEST_IMAGE" true

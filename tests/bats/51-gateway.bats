@@ -211,6 +211,27 @@ load ./gateway_helpers.bash
   fi
 }
 
+@test "metrics: publishes made with the CLI on the same store are counted, across restarts" {
+  make_demo
+  esbx_ok session create demo --name s2
+  echo other >"$ESBX_ROOT/sessions/s2/merged/README"
+  esbx_ok publish s1
+  esbx_fails 3 publish s2
+  run curl -s "http://127.0.0.1:$METRICS_PORT/metrics"
+  assert_success
+  grep -qx 'esbx_publishes_total{result="ok"} 1' <<<"$output"
+  grep -qx 'esbx_publishes_total{result="conflict"} 1' <<<"$output"
+  kill -TERM "$ESBXD_PID"
+  for _ in $(seq 50); do kill -0 "$ESBXD_PID" 2>/dev/null || break; sleep 0.1; done
+  ! kill -0 "$ESBXD_PID" 2>/dev/null
+  start_gateway
+  t=$(token manage)
+  gw_expect 200 POST /v1/sessions/s1/publish "$t" '{}'
+  run curl -s "http://127.0.0.1:$METRICS_PORT/metrics"
+  grep -qx 'esbx_publishes_total{result="ok"} 2' <<<"$output"
+  grep -qx 'esbx_publishes_total{result="conflict"} 1' <<<"$output"
+}
+
 @test "esbxd refuses non-loopback metrics and gateway TCP addresses" {
   for a in 0.0.0.0:9595 10.1.2.3:9595 '[::]:9595' example.com:9595; do
     run "$ESBXD" --root "$ESBX_ROOT" --plugin-socket "$GW_DIR/p2.sock" --gateway-socket none --metrics "$a"

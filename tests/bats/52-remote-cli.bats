@@ -161,3 +161,32 @@ remote() {
   ESBX_TOKEN=$REMOTE_TOKEN run "$ESBX" --host "ftp://x" project list
   assert_equal "$status" 2
 }
+
+@test "remote CLI: discard keeps unpublished work in the trash; trash list, restore, purge" {
+  make_demo
+  remote discard s1 2>"$BATS_TEST_TMPDIR/err"
+  [ -z "$(cat "$BATS_TEST_TMPDIR/err")" ]
+  grep -q "warning: discard \`s1\`: 1 unpublished change kept in the trash" "$GW_LOG"
+  same trash list
+  same --json trash list
+  entry=$("$ESBX" --json trash list | jq -r '.[0].entry')
+  run remote trash restore "$entry" --name s9
+  assert_success
+  assert_output s9
+  [ "$(cat "$(path_of s9)/README")" = changed ]
+  remote discard s9
+  entry=$("$ESBX" --json trash list | jq -r '.[0].entry')
+  run remote trash purge "$entry"
+  assert_success
+  assert_output "purged trash entry \`$entry\`"
+  esbx_ok session create demo --name s3
+  echo x >"$(path_of s3)/x"
+  remote discard --force s3
+  [ "$("$ESBX" --json trash list | jq length)" = 0 ]
+  esbx_ok session create demo --name s4
+  echo x >"$(path_of s4)/x"
+  remote discard s4
+  run remote trash purge --all
+  assert_output --regexp '^purged trash entry `s4\.'
+  [ "$("$ESBX" --json trash list | jq length)" = 0 ]
+}

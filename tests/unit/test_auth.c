@@ -67,7 +67,7 @@ drop_session (const char *name)
 {
   esbx_error_t err = NULL;
 
-  fixture_ok (esbx_session_discard (store, name, &err), &err);
+  fixture_ok (esbx_session_discard (store, name, ESBX_DISCARD_FORCE, &err), &err);
 }
 
 static void

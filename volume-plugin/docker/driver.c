@@ -380,6 +380,23 @@ load_existing (struct esbx_driver *d, const char *name, struct esbx_volume **vol
   return 0;
 }
 
+/* An anonymous volume (`docker run -v /work`): Docker names it with a
+   generated id, 64 hex digits, and creates it without options; `docker
+   run --rm` removes it with the container.  It never goes to the trash:
+   nobody could name it to restore it, and --rm asks for nothing left.  */
+static bool
+anonymous (const struct esbx_volume *vol)
+{
+  size_t i;
+
+  if (json_len (vol->opts) != 0 || strlen (vol->name) != 64)
+    return false;
+  for (i = 0; i < 64; i++)
+    if (!strchr ("0123456789abcdef", vol->name[i]))
+      return false;
+  return true;
+}
+
 static json_t *
 do_remove (struct esbx_driver *d, const char *name, const json_t *req, esbx_error_t *err)
 {
@@ -393,7 +410,8 @@ do_remove (struct esbx_driver *d, const char *name, const json_t *req, esbx_erro
   if (esbx_volume_mount_total (vol) > 0)
     esbx_warn ("remove `%s`: still counted as mounted by %zu mount IDs; discarding anyway", name,
                json_len (vol->mounts));
-  if (session && esbx_sandbox_discard (d->store, name, err) < 0)
+  if (session
+      && esbx_sandbox_discard (d->store, name, anonymous (vol) ? ESBX_DISCARD_FORCE : 0, err) < 0)
     return NULL;
   if (esbx_volume_delete (d->vols, name, err) < 0)
     return NULL;

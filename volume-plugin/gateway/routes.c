@@ -7,6 +7,7 @@
 #include "routes_maintenance.h"
 #include "routes_projects.h"
 #include "routes_sessions.h"
+#include "routes_trash.h"
 #include "utils.h"
 
 #define M ESBX_SCOPE_MANAGE
@@ -58,5 +59,13 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
   { "GET", "/v1/export", "export", M, GATEWAY_TARGET_QUERY_REF, false, esbx_gateway_export, NULL },
   { "POST", "/v1/fsck", "fsck", M, GATEWAY_TARGET_QUERY_PROJECT, false, esbx_gateway_fsck, NULL },
   { "POST", "/v1/gc", "gc", M, GATEWAY_TARGET_STORE, false, esbx_gateway_gc, NULL },
+  { "GET", "/v1/trash", "trash_list", M, GATEWAY_TARGET_STORE, false, esbx_gateway_trash_list,
+    NULL },
+  { "POST", "/v1/trash/*/restore", "trash_restore", M, GATEWAY_TARGET_STORE, true,
+    esbx_gateway_trash_restore, NULL },
+  { "DELETE", "/v1/trash", "trash_purge_all", M, GATEWAY_TARGET_STORE, false,
+    esbx_gateway_trash_purge, NULL },
+  { "DELETE", "/v1/trash/*", "trash_purge", M, GATEWAY_TARGET_STORE, false,
+    esbx_gateway_trash_purge, NULL },
 };
 const size_t esbx_gateway_n_routes = ARRAY_SIZE (esbx_gateway_routes);

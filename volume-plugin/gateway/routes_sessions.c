@@ -95,7 +95,12 @@ esbx_gateway_session_path (struct esbx_gateway_ctx *ctx)
 void
 esbx_gateway_session_discard (struct esbx_gateway_ctx *ctx)
 {
-  esbx_gateway_reply_done (ctx, esbx_sandbox_discard);
+  bool force = esbx_gateway_query_flag (ctx->conn, "force");
+  esbx_error_t err = NULL;
+
+  if (esbx_sandbox_discard (ctx->store, ctx->arg, force ? ESBX_DISCARD_FORCE : 0, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  esbx_gateway_reply_json (ctx, MHD_HTTP_OK, json_new (JSON_OBJECT));
 }
 
 void
@@ -290,19 +295,13 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
                             &err)
       < 0)
     {
-      if (r.published)
-        esbx_metrics_publish (ctx->metrics, false);
       if (r.n_conflicts)
-        {
-          esbx_metrics_publish (ctx->metrics, true);
-          reply_conflict (ctx, &err, &r);
-        }
+        reply_conflict (ctx, &err, &r);
       else
         esbx_gateway_reply_err (ctx, &err);
       esbx_publish_result_free (&r);
       return;
     }
-  esbx_metrics_publish (ctx->metrics, false);
   o = esbx_publish_result_json (&r);
   esbx_publish_result_free (&r);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
