@@ -212,3 +212,22 @@ esbx_gateway_session_must_exist (struct esbx_gateway_ctx *ctx)
                             ctx->arg);
   return -1;
 }
+
+void
+esbx_gateway_reply_report (struct esbx_gateway_ctx *ctx, esbx_gateway_report_fn report)
+{
+  _cleanup_free_ char *text = NULL;
+  esbx_error_t err = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+  int r;
+
+  if (f == NULL)
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
+                                     "open_memstream: %s", strerror (errno));
+  r = report (ctx, f, &err);
+  fclose (f);
+  if (r < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  esbx_gateway_reply_string (ctx, MHD_HTTP_OK, "report", text ? text : "");
+}

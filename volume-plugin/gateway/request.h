@@ -95,6 +95,10 @@ void esbx_gateway_reply_string (struct esbx_gateway_ctx *ctx, unsigned status, c
 /* A JSON view from view.c (owned), or the error that stopped it (VIEW
    NULL).  */
 void esbx_gateway_reply_view (struct esbx_gateway_ctx *ctx, json_t *view, esbx_error_t *err);
+/* {"report": TEXT}: what REPORT (fsck, gc, trash purge) wrote to its
+   stream, or its error.  */
+typedef int (*esbx_gateway_report_fn) (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err);
+void esbx_gateway_reply_report (struct esbx_gateway_ctx *ctx, esbx_gateway_report_fn report);
 /* An operation on the object named in the path that answers nothing but
    success: {}.  */
 void esbx_gateway_reply_done (struct esbx_gateway_ctx *ctx,

@@ -53,33 +53,26 @@ esbx_gateway_export (struct esbx_gateway_ctx *ctx)
   ctx->status = MHD_HTTP_OK;
 }
 
-static void
-reply_report (struct esbx_gateway_ctx *ctx, bool fsck)
+static int
+fsck_report (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err)
 {
-  _cleanup_free_ char *text = NULL;
-  esbx_error_t err = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream (&text, &len);
-  int r;
+  return esbx_fsck (ctx->store, ctx->project, out, err);
+}
 
-  if (f == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "open_memstream: %s", strerror (errno));
-  r = fsck ? esbx_fsck (ctx->store, ctx->project, f, &err) : esbx_sandbox_gc (ctx->store, f, &err);
-  fclose (f);
-  if (r < 0)
-    return esbx_gateway_reply_err (ctx, &err);
-  esbx_gateway_reply_string (ctx, MHD_HTTP_OK, "report", text ? text : "");
+static int
+gc_report (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err)
+{
+  return esbx_sandbox_gc (ctx->store, out, err);
 }
 
 void
 esbx_gateway_fsck (struct esbx_gateway_ctx *ctx)
 {
-  reply_report (ctx, true);
+  esbx_gateway_reply_report (ctx, fsck_report);
 }
 
 void
 esbx_gateway_gc (struct esbx_gateway_ctx *ctx)
 {
-  reply_report (ctx, false);
+  esbx_gateway_reply_report (ctx, gc_report);
 }

@@ -277,6 +277,17 @@ reply_conflict (struct esbx_gateway_ctx *ctx, esbx_error_t *err,
   esbx_gateway_reply_json (ctx, MHD_HTTP_CONFLICT, o);
 }
 
+/* A publish or rebase that failed: its conflicts, or its error.  */
+static void
+reply_failed (struct esbx_gateway_ctx *ctx, esbx_error_t *err, struct esbx_publish_result *r)
+{
+  if (r->n_conflicts)
+    reply_conflict (ctx, err, r);
+  else
+    esbx_gateway_reply_err (ctx, err);
+  esbx_publish_result_free (r);
+}
+
 void
 esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
 {
@@ -294,14 +305,7 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
   if (esbx_sandbox_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags, &r,
                             &err)
       < 0)
-    {
-      if (r.n_conflicts)
-        reply_conflict (ctx, &err, &r);
-      else
-        esbx_gateway_reply_err (ctx, &err);
-      esbx_publish_result_free (&r);
-      return;
-    }
+    return reply_failed (ctx, &err, &r);
   o = esbx_publish_result_json (&r);
   esbx_publish_result_free (&r);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
@@ -322,14 +326,7 @@ esbx_gateway_session_rebase (struct esbx_gateway_ctx *ctx)
                            json_get_bool (ctx->json, "restart", false) ? ESBX_REBASE_RESTART : 0,
                            &r, &did, &err)
       < 0)
-    {
-      if (r.n_conflicts)
-        reply_conflict (ctx, &err, &r);
-      else
-        esbx_gateway_reply_err (ctx, &err);
-      esbx_publish_result_free (&r);
-      return;
-    }
+    return reply_failed (ctx, &err, &r);
   o = esbx_sandbox_rebase_json (&r, did);
   esbx_publish_result_free (&r);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);

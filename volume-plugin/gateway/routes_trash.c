@@ -31,22 +31,15 @@ esbx_gateway_trash_restore (struct esbx_gateway_ctx *ctx)
   esbx_gateway_reply_string (ctx, MHD_HTTP_OK, "session", restored);
 }
 
+static int
+purge_report (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err)
+{
+  return esbx_trash_purge (ctx->store, ctx->arg[0] ? ctx->arg : NULL, out, err);
+}
+
 /* DELETE /v1/trash/ENTRY, or DELETE /v1/trash for every entry.  */
 void
 esbx_gateway_trash_purge (struct esbx_gateway_ctx *ctx)
 {
-  _cleanup_free_ char *text = NULL;
-  esbx_error_t err = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream (&text, &len);
-  int r;
-
-  if (f == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "open_memstream: %s", strerror (errno));
-  r = esbx_trash_purge (ctx->store, ctx->arg[0] ? ctx->arg : NULL, f, &err);
-  fclose (f);
-  if (r < 0)
-    return esbx_gateway_reply_err (ctx, &err);
-  esbx_gateway_reply_string (ctx, MHD_HTTP_OK, "report", text ? text : "");
+  esbx_gateway_reply_report (ctx, purge_report);
 }
