@@ -90,6 +90,10 @@ int esbx_trash_put (esbx_store_t *store, const struct esbx_session *s, const cha
 void esbx_counters_publish (esbx_store_t *store, bool conflict);
 
 /* Sessions (session.c).  */
+/* Unmount the merged view and the folded bottom layers under it (LAZY:
+   MNT_DETACH).  */
+int esbx_session_unmount_views (esbx_store_t *store, const char *name, bool lazy,
+                                esbx_error_t *err);
 int esbx_session_save (esbx_store_t *store, const char *name, const json_t *record,
                        esbx_error_t *err);
 

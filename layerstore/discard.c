@@ -1,0 +1,121 @@
+/* Discarding a session: its private state goes, unless it holds work
+   that was never published, which goes to the trash (trash.c) with a
+   warning naming how much.  Above session.c, scan.c and trash.c, so that
+   none of them needs another to be whole.  */
+#include "internal.h"
+#include "fs.h"
+#include "log.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <unistd.h>
+
+/* The number of changes of session NAME (-1 when they cannot be counted)
+   and its record; NULL when even the record is unreadable.  */
+static struct esbx_session *
+count_changes (esbx_store_t *store, const char *name, int64_t *changes, char **why)
+{
+  struct esbx_changeset cs = { 0 };
+  struct esbx_session *s = NULL;
+  esbx_error_t e = NULL;
+  int ufd;
+
+  *changes = -1;
+  if (esbx_session_load (store, name, &s, &e) < 0)
+    {
+      *why = xstrdup (e->msg);
+      esbx_error_free (&e);
+      return NULL;
+    }
+  ufd = esbx_session_scan (store, s, NULL, 0, &cs, NULL, NULL, &e);
+  if (ufd < 0)
+    {
+      *why = xstrdup (e->msg);
+      esbx_error_free (&e);
+      return s;
+    }
+  close (ufd);
+  *changes = (int64_t)cs.n;
+  esbx_changeset_free (&cs);
+  return s;
+}
+
+/* Move the session (unmounted) to the trash when it holds unpublished
+   changes, saying so: 1 when it went there, 0 when it is to be deleted.  */
+static int
+keep_unpublished (esbx_store_t *store, const char *name, const char *rel, unsigned int flags,
+                  int64_t ttl, esbx_error_t *err)
+{
+  _cleanup_free_ char *why = NULL, *entry = NULL, *expires = NULL, *counted = NULL;
+  struct esbx_session *s;
+  int64_t n;
+  int ret;
+
+  s = count_changes (store, name, &n, &why);
+  if (n == 0)
+    {
+      esbx_session_free (s);
+      return 0;
+    }
+  counted = n < 0 ? xasprintf ("its changes could not be counted (%s);", why)
+                  : xasprintf ("%" PRId64 " unpublished change%s", n, n == 1 ? "" : "s");
+  if (s == NULL || (flags & ESBX_DISCARD_FORCE) || ttl == 0)
+    {
+      const char *because = "the trash is off";
+
+      if (s == NULL)
+        because = "no record";
+      else if (flags & ESBX_DISCARD_FORCE)
+        because = "--force";
+      esbx_warn ("discard `%s`: %s deleted (%s)", name, counted, because);
+      esbx_session_free (s);
+      return 0;
+    }
+  ret = esbx_trash_put (store, s, rel, n, ttl, &entry, &expires, err);
+  esbx_session_free (s);
+  if (ret < 0)
+    return esbx_error_wrap (err, "discard `%s`", name);
+  esbx_warn ("discard `%s`: %s kept in the trash as `%s` until %s (esbx trash restore %s)", name,
+             counted, entry, expires, entry);
+  return 1;
+}
+
+int
+esbx_session_discard (esbx_store_t *store, const char *name, unsigned int flags, esbx_error_t *err)
+{
+  _cleanup_free_ char *rel = NULL, *graveyard = NULL, *hex = NULL;
+  _cleanup_close_ int lockfd = -1;
+  int64_t ttl = 0;
+  int kept;
+
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  rel = xasprintf ("sessions/%s", name);
+  if (!esbx_exists_at (store->rootfd, rel))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
+  /* A bad keeping time changes nothing.  */
+  if (!(flags & ESBX_DISCARD_FORCE) && esbx_trash_ttl (store, &ttl, err) < 0)
+    return -1;
+  lockfd = esbx_session_lock (store, name, err);
+  if (lockfd < 0)
+    return -1;
+  /* Lazily: a container that still has it open must not keep the session
+     alive once its owner said discard.  */
+  if (esbx_session_unmount_views (store, name, true, err) < 0)
+    return esbx_error_wrap (err, "discard");
+  kept = keep_unpublished (store, name, rel, flags, ttl, err);
+  if (kept != 0)
+    return kept < 0 ? -1 : 0;
+  /* Move it out of sessions/ first so that a crash half-way through the
+     removal leaves something gc finds, not a broken session.  */
+  hex = esbx_random_hex (6);
+  graveyard = xasprintf ("tmp/discard-%s-%s", name, hex);
+  if (renameat (store->rootfd, rel, store->rootfd, graveyard) < 0)
+    return esbx_make_error (err, errno, "discard `%s`", name);
+  if (esbx_rm_rf_at (store->rootfd, graveyard, err) < 0)
+    return esbx_error_wrap (err, "discard `%s`", name);
+  return 0;
+}
