@@ -7,11 +7,12 @@
 #include <string.h>
 
 static int
-trash_list (struct esbx_cli *cli, int argc, esbx_error_t *err)
+trash_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   _cleanup_json_ json_t *arr = NULL;
 
-  if (argc != 2)
+  /* --json is the global option, read before the verb ran.  */
+  if (argc != 2 && !(argc == 3 && strcmp (argv[2], "--json") == 0))
     return cli_usage (err, "trash list: takes no argument");
   if (cli_remote_mode (cli))
     return cli_remote_print (cli, "GET", NULL, cli_print_trash, NULL, err, "/v1/trash");
@@ -125,7 +126,7 @@ cmd_trash (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   if (argc < 2)
     return cli_usage (err, "trash: expected list, restore, purge or ttl");
   if (strcmp (argv[1], "list") == 0)
-    return trash_list (cli, argc, err);
+    return trash_list (cli, argc, argv, err);
   if (strcmp (argv[1], "restore") == 0)
     return trash_restore (cli, argc, argv, err);
   if (strcmp (argv[1], "purge") == 0)

@@ -66,7 +66,8 @@ assert_err() {
 @test "plugin: Create names what is wrong: project, name, option" {
   make_project demo
   plugin_call VolumeDriver.Create '{"Name": "v1"}'
-  assert_err 400 "option \`project\` is required"
+  assert_err 400 "no project"
+  assert_err 400 "--default-project"
   plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {}}'
   assert_err 400 "project"
   plugin_call VolumeDriver.Create '{"Name": "-bad/name", "Opts": {"project": "demo"}}'

@@ -23,6 +23,7 @@ setup_docker_file() {
 }
 
 # `setup_docker [ESBXD OPTIONS]`: a store and its esbxd.
+# shellcheck disable=SC2120 # the default hooks pass none; 33-docker-first does
 setup_docker() {
   setup_store
   DRIVER=${ESBX_TEST_DRIVER:-esbxt${BATS_ROOT_PID:-$$}}
@@ -34,6 +35,7 @@ setup_docker() {
 }
 
 # `start_esbxd [ESBXD OPTIONS]`
+# shellcheck disable=SC2120 # most callers pass none
 start_esbxd() {
   ESBXD_PID=$(ESBXD=$ESBXD "$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" \
     --plugin-socket "$PLUGIN_SOCK" --log "$ESBXD_LOG" -- --gateway-socket none --metrics none "$@")
