@@ -119,3 +119,24 @@ make_links() {
   [ "$(cat "$m/readme-1")" = hello ]
   [ "$(cat "$m/README")" = changed ]
 }
+
+@test "a directory import and a squash keep names of one file as one file" {
+  dir=$BATS_TEST_TMPDIR/linked
+  mkdir -p "$dir/bin"
+  echo tool >"$dir/tool"
+  ln "$dir/tool" "$dir/bin/tool"
+  esbx_ok project create q --from "$dir"
+  q=$ESBX_ROOT/projects/q/layers/$(tail -n1 "$ESBX_ROOT/projects/q/stack")/diff
+  [ "$(stat -c %i "$q/tool")" = "$(stat -c %i "$q/bin/tool")" ]
+  esbx_ok fsck q
+
+  make_links
+  esbx_ok publish s1
+  esbx_ok discard s1
+  esbx_ok project squash p
+  [ "$(wc -l <"$ESBX_ROOT/projects/p/stack")" -eq 1 ]
+  d=$(diff_of)
+  [ "$(stat -c %i "$d/tool")" = "$(stat -c %i "$d/bin/tool-b")" ]
+  [ "$(stat -c %h "$d/bin/tool-a")" = 3 ]
+  esbx_ok fsck p
+}
