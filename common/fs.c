@@ -1,4 +1,5 @@
 #include "fs.h"
+#include "inodes.h"
 #include "text.h"
 #include "utils.h"
 
@@ -297,6 +298,7 @@ struct tree_walk
   const char *top; /* the name the walk started from, for messages */
   bool remove;     /* rm -rf; otherwise du */
   unsigned long long bytes;
+  struct esbx_inode_set linked; /* du: files with more than one name, counted once */
   struct level *levels;
   size_t n, cap;
 };
@@ -335,6 +337,18 @@ push_level (struct tree_walk *w, int fd, const char *name, esbx_error_t *err)
   return 0;
 }
 
+/* False for the second and later names of a file met before: du counts
+   hard-linked bytes once, as du(1) does.  */
+static bool
+counted_once (struct tree_walk *w, const struct stat *st)
+{
+  bool found = false;
+
+  if (!S_ISDIR (st->st_mode) && st->st_nlink > 1)
+    esbx_inode_set_add (&w->linked, st->st_dev, st->st_ino, NULL, 0, &found);
+  return !found;
+}
+
 /* One pass over the directory FD: files go (or are counted), directories
    are noted for later.  */
 static int
@@ -366,7 +380,7 @@ visit_dir (struct tree_walk *w, int fd, esbx_error_t *err)
             continue;
           return esbx_make_error (err, errno, "stat `%s`", de->d_name);
         }
-      if (!w->remove)
+      if (!w->remove && counted_once (w, &st))
         w->bytes += (unsigned long long)st.st_blocks * 512;
       if (S_ISDIR (st.st_mode))
         strv_push (&l->subdirs, xstrdup (de->d_name));
@@ -589,6 +603,7 @@ esbx_du_at (int dirfd, const char *path, unsigned long long *bytes, esbx_error_t
 
   /* What was counted until an error is still the best answer we have.  */
   *bytes = w.bytes;
+  esbx_inode_set_free (&w.linked);
   return r;
 }
 

@@ -59,8 +59,9 @@ int esbx_open_dir_at (int dirfd, const char *path, esbx_error_t *err);
 bool esbx_exists_at (int dirfd, const char *path);
 /* Sorted names of a directory (no . and ..), NULL-terminated.  */
 char **esbx_list_dir_at (int dirfd, const char *path, esbx_error_t *err);
-/* Disk usage in bytes of a tree (allocated blocks), not following symlinks;
-   any depth, like esbx_rm_rf_at.  On error *bytes holds what was counted.  */
+/* Disk usage in bytes of a tree (allocated blocks), not following symlinks,
+   a file with several names (hard links) counted once; any depth, like
+   esbx_rm_rf_at.  On error *bytes holds what was counted.  */
 int esbx_du_at (int dirfd, const char *path, unsigned long long *bytes, esbx_error_t *err);
 
 /* Deep recursive walks (scan, export, fsck, publish's copy, import).  A walk

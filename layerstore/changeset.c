@@ -54,6 +54,7 @@ change_clear (struct esbx_change *c)
 {
   free (c->path);
   free (c->target);
+  free (c->link);
 }
 
 void
@@ -136,6 +137,8 @@ esbx_change_to_json (const struct esbx_change *c)
         json_set_string (j, "sha256", c->sha256);
       if (c->target)
         json_set_string (j, "target", c->target);
+      if (c->link)
+        json_set_string (j, "link", c->link);
     }
   if (c->opaque)
     json_set (j, "opaque", json_new_bool (true));
@@ -152,6 +155,7 @@ esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err
   const char *type = json_get_string (j, "type");
   const char *sha = json_get_string (j, "sha256");
   const char *target = json_get_string (j, "target");
+  const char *link = json_get_string (j, "link");
   int64_t v;
   size_t i;
 
@@ -180,9 +184,12 @@ esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err
         return esbx_make_error (err, 0, "change `%s`: bad sha256", path);
       memcpy (c->sha256, sha, 65);
     }
+  if (link && (link[0] != '/' || c->kind == ESBX_DELETED || c->type != ESBX_TYPE_FILE))
+    return esbx_make_error (err, 0, "change `%s`: bad link", path);
   c->opaque = json_get_bool (j, "opaque", false);
   c->stripped = json_get_bool (j, "stripped", false);
   c->path = xstrdup (path);
   c->target = xstrdup (target);
+  c->link = xstrdup (link);
   return 0;
 }

@@ -18,8 +18,9 @@
  * O_NOFOLLOW (or esbx_open_beneath), symlinks are stored as symlinks, device
  * nodes are refused, sockets skipped with a warning, setuid/setgid bits
  * stripped with a warning.  Extended attributes are not exported: the
- * trusted.overlay.* ones are overlayfs bookkeeping, not content.  Hard links
- * are stored as separate files.
+ * trusted.overlay.* ones are overlayfs bookkeeping, not content.  Names of
+ * one regular file (hard links) are stored as GNU tar does: the first in
+ * archive order with the data, the others as hard-link entries naming it.
  *
  * Output is deterministic: entries in sorted order with parents first,
  * numeric owners only, no atime/ctime, whiteouts with mtime 0.  A file that
@@ -29,6 +30,7 @@
  * FILE is written as a temp file next to it and renamed into place; "-"
  * streams to stdout.  */
 #include "fs.h"
+#include "inodes.h"
 #include "internal.h"
 #include "layerstore.h"
 #include "log.h"
@@ -54,6 +56,8 @@ struct exporter
   struct archive *a;
   void *emitted; /* tsearch tree of paths already written (oci-layer) */
   char *buf;
+  /* Regular files with several names, by the first name written.  */
+  struct esbx_inode_set linked;
 };
 
 static int
@@ -135,6 +139,20 @@ write_file_data (struct exporter *ex, int fd, int64_t size, const char *rel, esb
   return 0;
 }
 
+/* The archive path of an earlier name of the regular file ST, or NULL
+   when REL is its first name written (or its only one).  */
+static const char *
+first_name (struct exporter *ex, const struct stat *st, const char *rel)
+{
+  const struct esbx_inode *i;
+  bool found;
+
+  if (st->st_nlink < 2)
+    return NULL;
+  i = esbx_inode_set_add (&ex->linked, st->st_dev, st->st_ino, rel, 0, &found);
+  return found ? i->path : NULL;
+}
+
 /* Write the object NAME of directory DFD as archive path REL.  Returns 1 when
    written, 0 when skipped (a socket).  Not inlined: its buffer must not sit
    in every frame of the walks' recursion.  */
@@ -144,6 +162,7 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
   _cleanup_free_ char *shown = esbx_quote_path (rel);
   _cleanup_close_ int fd = -1;
   struct archive_entry *e = NULL;
+  const char *first = NULL;
   char target[4097];
   struct stat st;
   mode_t mode;
@@ -184,7 +203,16 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
   archive_entry_set_uid (e, st.st_uid);
   archive_entry_set_gid (e, st.st_gid);
   archive_entry_set_mtime (e, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-  if (S_ISREG (st.st_mode))
+  if (S_ISREG (st.st_mode) && (first = first_name (ex, &st, rel)) != NULL)
+    {
+      if (esbx_utf8_valid (first, strlen (first)))
+        archive_entry_set_hardlink_utf8 (e, first);
+      else
+        archive_entry_set_hardlink (e, first);
+      archive_entry_set_size (e, 0);
+      close (take_fd (&fd)); /* its data is the first name's */
+    }
+  else if (S_ISREG (st.st_mode))
     archive_entry_set_size (e, st.st_size);
   if (S_ISLNK (st.st_mode))
     {
@@ -202,7 +230,7 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
     }
   if (write_header (ex, e, rel, err) < 0)
     goto out;
-  if (S_ISREG (st.st_mode) && write_file_data (ex, fd, st.st_size, shown, err) < 0)
+  if (fd >= 0 && write_file_data (ex, fd, st.st_size, shown, err) < 0)
     goto out;
   ret = 1;
 
@@ -637,6 +665,7 @@ out:
     }
   free (ex.buf);
   tdestroy (ex.emitted, free);
+  esbx_inode_set_free (&ex.linked);
   if (tmp)
     {
       close (fd);

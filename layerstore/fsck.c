@@ -25,6 +25,25 @@ problem (struct fsck *f, const char *path, const char *what)
   f->problems++;
 }
 
+/* A later name of a hard link (ST) is the same file as the first one.  */
+static void
+check_link (struct fsck *f, int diff, const struct esbx_change *c, const struct stat *st)
+{
+  _cleanup_free_ char *base = NULL;
+  _cleanup_free_ char *what = NULL;
+  _cleanup_close_ int pfd = -1;
+  esbx_error_t e = NULL;
+  struct stat lst;
+
+  pfd = esbx_open_parent_beneath (diff, c->link + 1, &base, &e);
+  if (pfd >= 0 && fstatat (pfd, base, &lst, AT_SYMLINK_NOFOLLOW) == 0 && lst.st_dev == st->st_dev
+      && lst.st_ino == st->st_ino)
+    return;
+  esbx_error_free (&e);
+  what = xasprintf ("not the same file as %s", c->link);
+  problem (f, c->path, what);
+}
+
 static void
 check_change (struct fsck *f, int diff, const struct esbx_change *c)
 {
@@ -69,6 +88,8 @@ check_change (struct fsck *f, int diff, const struct esbx_change *c)
           }
         if (size != c->size || strcmp (sha, c->sha256) != 0)
           problem (f, c->path, "content differs from the record");
+        if (c->link)
+          check_link (f, diff, c, &st);
         break;
       }
     case ESBX_TYPE_DIR:

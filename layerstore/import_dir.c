@@ -2,6 +2,7 @@
  * metadata set on the copy by fd.  */
 #include "fs.h"
 #include "importer.h"
+#include "path.h"
 #include "text.h"
 #include "utils.h"
 
@@ -60,6 +61,29 @@ set_meta_fd (struct importer *im, int fd, const struct stat *st, mode_t mode, co
 
 static int copy_dir (struct importer *im, int *srcdfd, int *dstdfd, const char *rel, size_t depth,
                      esbx_error_t *err);
+
+/* A source file ST with several names (a hard link, a squash of a layer
+   that has them): its first name copied is linked to NAME instead of
+   copying it again.  1 when linked, 0 when the caller copies.  */
+static int
+link_copy (struct importer *im, int dstdfd, const char *name, const char *rel,
+           const struct stat *st, esbx_error_t *err)
+{
+  const struct esbx_inode *first;
+  _cleanup_free_ char *base = NULL;
+  _cleanup_close_ int pfd = -1;
+  bool found;
+
+  first = esbx_inode_set_add (&im->linked, st->st_dev, st->st_ino, rel, 0, &found);
+  if (!found)
+    return 0;
+  pfd = esbx_open_parent_beneath (im->destfd, first->path, &base, err);
+  if (pfd < 0)
+    return esbx_error_wrap (err, "link `%s`", rel);
+  if (linkat (pfd, base, dstdfd, name, 0) < 0)
+    return esbx_make_error (err, errno, "link `%s` to `%s`", rel, first->path);
+  return 1;
+}
 
 /* A directory and what is beneath it.  Deep trees: the parents' fds may be
    given back while the copy is below them (esbx_dir_release), so that a
@@ -125,6 +149,12 @@ copy_entry (struct importer *im, int *srcdfdp, int *dstdfdp, const char *name, c
   switch (st.st_mode & S_IFMT)
     {
     case S_IFREG:
+      if (st.st_nlink > 1)
+        {
+          int r = link_copy (im, dstdfd, name, rel, &st, err);
+          if (r != 0)
+            return r < 0 ? -1 : 0;
+        }
       esbx_import_strip_setid (rel, &mode);
       if (esbx_import_count_bytes (im, (uint64_t)st.st_size, err) < 0)
         return -1;
@@ -201,6 +231,8 @@ int
 esbx_import_dir (struct importer *im, esbx_error_t *err)
 {
   int src = im->srcfd, dst = im->destfd; /* depth 0: never given back */
+  int r = copy_dir (im, &src, &dst, "", 0, err);
 
-  return copy_dir (im, &src, &dst, "", 0, err);
+  esbx_inode_set_free (&im->linked);
+  return r;
 }

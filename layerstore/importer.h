@@ -5,6 +5,7 @@
 #define ESBX_LAYERSTORE_IMPORTER_H
 
 #include "error.h"
+#include "inodes.h"
 #include "json.h"
 
 #include <archive.h>
@@ -26,6 +27,7 @@ struct importer
   uint64_t bytes;
   uint64_t entries;
   bool is_dir;
+  struct esbx_inode_set linked; /* source files with several names (directories) */
 };
 
 /* Reading FROM through our own callbacks rather than archive_read_open_fd:

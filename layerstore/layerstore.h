@@ -76,6 +76,10 @@ struct esbx_change
   char *target;    /* symlinks */
   bool opaque;     /* a directory whose old contents were all removed */
   bool stripped;   /* setuid/setgid bits were removed */
+  /* Regular files: the first path of the change set (in path order) that
+     is the same file, a hard link made in the session; NULL for that first
+     name and for files with one name.  Record field "link".  */
+  char *link;
 };
 
 struct esbx_changeset

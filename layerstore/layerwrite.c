@@ -11,6 +11,7 @@
 #include "failpoint.h"
 #include "fs.h"
 #include "hash.h"
+#include "inodes.h"
 #include "path.h"
 #include "text.h"
 #include "utils.h"
@@ -60,15 +61,64 @@ make_parents (int srcfd, int dstfd, const char *rel, esbx_error_t *err)
   return 0;
 }
 
+/* A layer being filled from a session's upper.  */
+struct stage
+{
+  int srcfd;
+  int dstfd;
+  struct timespec now;
+  struct esbx_changeset *cs;
+  struct esbx_inode_set linked; /* files of the upper with more than one name */
+};
+
+/* Entry I, a file whose source IN (ST) has other names: when one of them
+   was written before, link to it instead of copying.  Returns 1 when
+   linked, 0 when the caller copies (and this is the first name).  The
+   record notes the link from what the upper holds now, whatever the scan
+   saw.  */
+static int
+link_entry (struct stage *sg, size_t i, const struct stat *st, esbx_error_t *err)
+{
+  struct esbx_change *c = &sg->cs->v[i];
+  const struct esbx_inode *first;
+  const struct esbx_change *f;
+  _cleanup_close_ int pfd = -1;
+  _cleanup_free_ char *base = NULL;
+  bool found;
+
+  free (c->link);
+  c->link = NULL;
+  if (st->st_nlink < 2)
+    return 0;
+  first = esbx_inode_set_add (&sg->linked, st->st_dev, st->st_ino, c->path, i, &found);
+  if (!found)
+    return 0;
+  f = &sg->cs->v[first->index];
+  pfd = esbx_open_parent_beneath (sg->dstfd, f->path + 1, &base, err);
+  if (pfd < 0)
+    return -1;
+  if (linkat (pfd, base, sg->dstfd, c->path + 1, 0) < 0)
+    return esbx_make_error (err, errno, "link `%s` to `%s`", c->path, f->path);
+  c->link = xstrdup (f->path);
+  memcpy (c->sha256, f->sha256, 65);
+  c->size = f->size;
+  c->mode = f->mode;
+  c->stripped = f->stripped;
+  return 1;
+}
+
 /* Every entry of a published layer gets the time of the publish as its
    mtime (README, "Ignore rules and file times"): a source edited in a
    session before another session built and published its object file
    must still look newer than that object file to make.  */
 static int
-write_entry (int srcfd, int dstfd, struct esbx_change *c, const struct timespec *now,
-             esbx_error_t *err)
+write_entry (struct stage *sg, size_t i, esbx_error_t *err)
 {
+  int srcfd = sg->srcfd, dstfd = sg->dstfd;
+  struct esbx_change *c = &sg->cs->v[i];
+  const struct timespec *now = &sg->now;
   const char *rel = c->path + 1;
+  int linked;
   _cleanup_close_ int in = -1;
   _cleanup_close_ int out = -1;
   _cleanup_close_ int pfd = -1;
@@ -112,6 +162,11 @@ write_entry (int srcfd, int dstfd, struct esbx_change *c, const struct timespec 
         return esbx_error_wrap (err, "`%s` changed while publishing", c->path);
       if (fstat (in, &st) < 0)
         return esbx_make_error (err, errno, "stat `%s`", c->path);
+      linked = link_entry (sg, i, &st, err);
+      if (linked < 0)
+        return -1;
+      if (linked)
+        return 0;
       out = TEMP_FAILURE_RETRY (
           openat (dstfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (out < 0)
@@ -182,7 +237,7 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   _cleanup_free_ char *tmpdir = xasprintf ("projects/%s/tmp", project);
   _cleanup_close_ int fd = -1;
   _cleanup_close_ int diff = -1;
-  struct timespec now;
+  struct stage sg = { .srcfd = srcfd, .cs = cs };
   size_t i;
 
   memset (out, 0, sizeof *out);
@@ -202,16 +257,19 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   diff = esbx_open_dir_at (fd, "diff", err);
   if (diff < 0)
     goto fail;
-  clock_gettime (CLOCK_REALTIME, &now);
+  clock_gettime (CLOCK_REALTIME, &sg.now);
+  sg.dstfd = diff;
   for (i = 0; srcfd >= 0 && i < cs->n; i++)
-    if (write_entry (srcfd, diff, &cs->v[i], &now, err) < 0)
+    if (write_entry (&sg, i, err) < 0)
       goto fail;
   if (sync_tree (&diff, 0, false, err) < 0)
     goto fail;
+  esbx_inode_set_free (&sg.linked);
   out->lockfd = take_fd (&fd);
   return 0;
 
 fail:
+  esbx_inode_set_free (&sg.linked);
   esbx_layer_unstage (store, out);
   return -1;
 }

@@ -6,6 +6,7 @@
 #include "fs.h"
 #include "path.h"
 #include "hash.h"
+#include "inodes.h"
 #include "log.h"
 #include "text.h"
 #include "utils.h"
@@ -24,6 +25,7 @@ struct scan
   struct esbx_changeset *ignored; /* changes the ignore rules exclude, or NULL */
   struct esbx_ignore *ig;         /* NULL: every change counts */
   const char *session;
+  struct esbx_inode_set linked; /* files of OUT with more than one name */
 };
 
 static enum esbx_file_type
@@ -243,6 +245,30 @@ fill_content (struct scan *sc, struct esbx_change *c, int dfd, const char *name,
   return 0;
 }
 
+/* File C has other names (ST): the first one met in the change set, if
+   any, carries its content, and C names it.  The walk goes in the order of
+   esbx_changeset_sort (names sorted, a directory's contents right after
+   it), so the first met is the first in path order.  Names of it that are
+   not changes (a base file linked to in the session, copied up
+   unchanged) are in another layer: C stays a copy of them.  True when C
+   is a later name, its content taken from the first.  */
+static bool
+is_link (struct scan *sc, struct esbx_change *c, const struct stat *st)
+{
+  const struct esbx_inode *first;
+  const struct esbx_change *f;
+  bool found;
+
+  first = esbx_inode_set_add (&sc->linked, st->st_dev, st->st_ino, c->path, sc->out->n - 1, &found);
+  if (!found)
+    return false;
+  f = &sc->out->v[first->index];
+  c->link = xstrdup (f->path);
+  memcpy (c->sha256, f->sha256, 65);
+  c->size = f->size;
+  return true;
+}
+
 /* A file, symlink or FIFO whose base is BST in LAYER (FOUND).  Not inlined:
    its buffers must not sit in every frame of the recursion of deep
    trees.  */
@@ -270,6 +296,8 @@ scan_leaf (struct scan *sc, struct esbx_changeset *cs, int dfd, const char *name
   c = &cs->v[cs->n - 1];
   if (usha[0])
     memcpy (c->sha256, usha, 65);
+  if (type == ESBX_TYPE_FILE && st->st_nlink > 1 && cs == sc->out && is_link (sc, c, st))
+    return 0;
   return fill_content (sc, c, dfd, name, rel, err);
 }
 
@@ -423,6 +451,7 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsi
 
 out:
   esbx_ignore_free (sc.ig);
+  esbx_inode_set_free (&sc.linked);
   if (r < 0)
     {
       esbx_changeset_free (out);

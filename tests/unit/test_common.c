@@ -294,6 +294,42 @@ test_deep_tree (void **state)
   rmdir (root);
 }
 
+/* A file with two names is counted once: a session's hard links (git's
+   commands) must not look like copies in upper_size and inspect.  */
+static void
+test_du_hard_links (void **state)
+{
+  char root[] = "/tmp/esbx-du-links-XXXXXX";
+  static char block[64 * 1024];
+  unsigned long long one = 0, two = 0;
+  esbx_error_t err = NULL;
+  int rootfd, fd;
+
+  (void)state;
+  memset (block, 'x', sizeof block);
+  assert_non_null (mkdtemp (root));
+  rootfd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_int_equal (mkdirat (rootfd, "t", 0755), 0);
+  assert_int_equal (mkdirat (rootfd, "t/sub", 0755), 0);
+  fd = openat (rootfd, "t/a", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, block, sizeof block), (ssize_t)sizeof block);
+  assert_int_equal (fsync (fd), 0);
+  close (fd);
+  assert_int_equal (esbx_du_at (rootfd, "t", &one, &err), 0);
+  assert_true (one >= sizeof block);
+
+  /* A second name in another directory of the tree: the same total.  */
+  assert_int_equal (linkat (rootfd, "t/a", rootfd, "t/sub/b", 0), 0);
+  assert_int_equal (esbx_du_at (rootfd, "t", &two, &err), 0);
+  assert_null (err);
+  assert_int_equal (two, one);
+
+  assert_int_equal (esbx_rm_rf_at (rootfd, "t", &err), 0);
+  close (rootfd);
+  rmdir (root);
+}
+
 /* A directory moved while a walk was below it is an error, never a reason
    to go on somewhere else.  */
 static void
@@ -414,6 +450,7 @@ main (void)
     cmocka_unit_test (test_rfc3339),
     cmocka_unit_test (test_deep_tree),
     cmocka_unit_test (test_walk_moved),
+    cmocka_unit_test (test_du_hard_links),
     cmocka_unit_test (test_close_fds_except),
     cmocka_unit_test (test_conffile),
   };
