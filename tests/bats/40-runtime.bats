@@ -264,7 +264,7 @@ EOF
   printf 'bogus\n' >"$BATS_TEST_TMPDIR/bad.conf"
   ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/bad.conf run "$RT" state c1
   assert_failure 1
-  assert_output --partial "expected key=value"
+  assert_output --partial "expected `key = value`"
 }
 
 @test "runtime: runtime.conf names the store root" {
