@@ -31,6 +31,10 @@ int cli_usage (esbx_error_t *err, const char *fmt, ...) __attribute__ ((format (
    session is missing.  */
 int cli_parse_session (int argc, char **argv, const char *expected, const char **session,
                        esbx_error_t *err);
+/* env_file.c: the "K=V" strings of `--env-file PATH` (docker's format),
+   appended to OUT.  */
+struct strv;
+int cli_read_env_file (const char *path, struct strv *out, esbx_error_t *err);
 /* Print a JSON document followed by a newline on stdout.  */
 void cli_print_json (const json_t *j);
 

@@ -10,8 +10,10 @@
 struct create_opts
 {
   const char *project;
-  struct esbx_session_opts session; /* its labels point into LABELS */
+  struct esbx_session_opts session; /* its labels and env point into LABELS and ENV */
   struct strv labels;
+  struct strv env_flags;     /* --env, in order */
+  struct strv env;           /* --env-file lines, then --env: later ones win */
   const char *memory, *pids; /* as given, for the gateway to parse */
 };
 
@@ -27,11 +29,13 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "pids", required_argument, NULL, 'p' },
                                         { "cpus", required_argument, NULL, 'c' },
                                         { "rootfs", required_argument, NULL, 'r' },
+                                        { "env", required_argument, NULL, 'e' },
+                                        { "env-file", required_argument, NULL, 'E' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
-  while ((c = getopt_long (argc, argv, "n:b:l:", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "n:b:l:e:", opts, NULL)) != -1)
     switch (c)
       {
       case 'n':
@@ -65,6 +69,14 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
       case 'r':
         o->session.rootfs = optarg;
         break;
+      case 'e':
+        strv_push (&o->env_flags, xstrdup (optarg));
+        break;
+      case 'E':
+        /* Read now: a bare KEY takes this process's value.  */
+        if (cli_read_env_file (optarg, &o->env, err) < 0)
+          return -1;
+        break;
       case 'J':
         break;
       default:
@@ -74,6 +86,10 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
     return cli_usage (err, "session create: expected PROJECT");
   o->project = argv[optind];
   o->session.labels = o->labels.v;
+  /* As docker run: --env wins over --env-file, wherever they stand.  */
+  for (size_t i = 0; i < o->env_flags.n; i++)
+    strv_push (&o->env, xstrdup (o->env_flags.v[i]));
+  o->session.env = o->env.v;
   return 0;
 }
 
@@ -106,6 +122,15 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
   for (i = 0; i < o->labels.n; i++)
     json_append (labels, json_new_string (o->labels.v[i]));
   json_set (body, "labels", labels);
+  if (o->env.n > 0)
+    {
+      _cleanup_json_ json_t *env = NULL;
+
+      /* Checked here too: the object sent cannot say which came last.  */
+      if (esbx_session_env_parse (o->env.v, &env, err) < 0)
+        return -1;
+      json_set (body, "env", steal_pointer (&env));
+    }
   json_set_string (body, "project", o->project);
   set_optional (body, "name", o->session.name);
   set_optional (body, "base", o->session.base);
@@ -131,6 +156,8 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   else if (ret == 0)
     ret = cli_remote_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
   strv_free (&o.labels);
+  strv_free (&o.env_flags);
+  strv_free (&o.env);
   return ret;
 }
 

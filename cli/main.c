@@ -27,6 +27,7 @@ static const struct verb verbs[] = {
   { "session", cmd_session,
     "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host]\n"
     "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
+    "    [--env K=V]... [--env-file FILE]...\n"
     "session list [--project P]\n"
     "session inspect S\n"
     "session path S\n"

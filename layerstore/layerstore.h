@@ -150,6 +150,7 @@ struct esbx_session_opts
   uint64_t pids;         /* 0 = unlimited */
   const char *cpus;      /* e.g. "1.5", NULL = unlimited */
   const char *rootfs;    /* DIR, tar or `docker save` archive; NULL: the host's */
+  char **env;            /* NULL-terminated "K=V", later ones win (esbx_session_env_parse) */
 };
 
 struct esbx_session
@@ -167,11 +168,24 @@ struct esbx_session
   uint64_t pids;
   char *cpus;
   char *rootfs;   /* key of its image root (rootfs.c), NULL: the host's */
+  json_t *env;    /* object of strings, may be empty: what its commands start with */
   json_t *record; /* the whole session.json */
 };
 
 int esbx_session_create (esbx_store_t *store, const char *project,
                          const struct esbx_session_opts *opts, char **name, esbx_error_t *err);
+/* The environment of a session (session_env.c).  KEY matches
+   [A-Za-z_][A-Za-z0-9_]*, VALUE is UTF-8 without a newline, and all of
+   them (KEY=VALUE and a NUL each) fit in ESBX_SESSION_ENV_MAX bytes; an
+   error (kind ESBX_ERR_USAGE) names the key.  */
+#define ESBX_SESSION_ENV_MAX (64u * 1024)
+int esbx_session_env_check (const char *key, const char *value, esbx_error_t *err);
+/* ENV ("K=V" strings, NULL-terminated, may be NULL) as an object, later
+   ones winning.  */
+int esbx_session_env_parse (char *const *env, json_t **out, esbx_error_t *err);
+/* The valid string members of ENV (any JSON, may be NULL), as a new object.  */
+json_t *esbx_session_env_copy (const json_t *env);
+
 int esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **out,
                        esbx_error_t *err);
 /* The same, read from the session's directory DFD (esbx_session_open_dir).  */

@@ -85,6 +85,7 @@ esbx_session_free (struct esbx_session *s)
   free (s->cpus);
   free (s->rootfs);
   json_free (s->labels);
+  json_free (s->env);
   json_free (s->record);
   free (s);
 }
@@ -157,6 +158,7 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
         strv_push (&pub, xstrdup (item->text));
   s->published = pub.v ? pub.v : xmalloc0 (sizeof (char *));
   s->labels = esbx_labels_copy (json_get (j, "labels"));
+  s->env = esbx_session_env_copy (json_get (j, "env"));
   *out = s;
   return 0;
 }
@@ -233,7 +235,7 @@ parse_labels (char **labels, json_t *obj, esbx_error_t *err)
 
 static json_t *
 session_record (const char *name, const char *project, const char *base,
-                const struct esbx_session_opts *o, json_t *labels, const char *rootfs)
+                const struct esbx_session_opts *o, json_t *labels, json_t *env, const char *rootfs)
 {
   json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *now = esbx_rfc3339_now (), *id = esbx_random_hex (SESSION_ID_BYTES);
@@ -247,6 +249,8 @@ session_record (const char *name, const char *project, const char *base,
   json_set (j, "published", json_new (JSON_ARRAY));
   json_set_string (j, "created", now);
   json_set (j, "labels", labels);
+  /* Older readers skip the members they do not know.  */
+  json_set (j, "env", env);
   json_set_string (j, "network", o->network ? o->network : "none");
   json_set_string (j, "workspace", o->workspace ? o->workspace : "/workspace");
   if (o->memory)
@@ -358,11 +362,12 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
   _cleanup_free_ char *rootfs = NULL;
   _cleanup_close_ int tmpfd = -1, guard = -1;
   json_t *labels = json_new (JSON_OBJECT);
-  _cleanup_json_ json_t *record = NULL;
+  _cleanup_json_ json_t *record = NULL, *env = NULL;
   size_t i, len;
 
   if (esbx_check_name ("project", project, err) < 0 || check_opts (opts, err) < 0
-      || parse_labels (opts->labels, labels, err) < 0)
+      || parse_labels (opts->labels, labels, err) < 0
+      || esbx_session_env_parse (opts->env, &env, err) < 0)
     {
       json_free (labels);
       return -1;
@@ -419,7 +424,7 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
           goto fail;
         }
     }
-  record = session_record (name, project, base, opts, labels, rootfs);
+  record = session_record (name, project, base, opts, labels, steal_pointer (&env), rootfs);
   text = json_serialize (record, true, &len);
   if (esbx_write_file_atomic_at (tmpfd, "session.json", text, len, 0644, err) < 0)
     goto fail;

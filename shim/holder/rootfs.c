@@ -6,11 +6,12 @@
  *                            (symlinks such as /bin -> usr/bin are copied)
  *   /etc                     the host's, read-only, secrets masked (etc.c)
  *   /tmp /run /home          private tmpfs
+ *   /root                    private tmpfs, 0700: HOME of an exec as uid 0
  *   /dev                     minimal (devfs.c)
  *   /proc /sys               of the session, Docker's masks (procfs.c)
  *   WORKSPACE                the session's merged view, nodev, nosuid
  *
- * Nothing else of the host exists inside: no /var, /root, /opt or /mnt, no
+ * Nothing else of the host exists inside: no /var, /opt or /mnt, no
  * host socket, no other session.  With --rootfs DIR every top-level entry
  * of DIR (an image's root, kept read-only in the store) takes the place of
  * the allow-list.  The store is never in the allow-list; should its root
@@ -46,7 +47,7 @@ static const char *const host_allowed[] = {
 };
 
 /* Made by the holder itself, whatever the source root holds.  */
-static const char *const private_dirs[] = { "tmp", "run", "home", "dev", "proc", "sys" };
+static const char *const private_dirs[] = { "tmp", "run", "home", "root", "dev", "proc", "sys" };
 
 static bool
 in_list (const char *name, const char *const *list, size_t n)
@@ -269,7 +270,8 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, esbx_error_t *err
   if (holder_mask_etc (etc, err) < 0)
     return -1;
   if (private_tmpfs ("tmp", "mode=1777", err) < 0 || private_tmpfs ("run", "mode=0755", err) < 0
-      || private_tmpfs ("home", "mode=0755", err) < 0)
+      || private_tmpfs ("home", "mode=0755", err) < 0
+      || private_tmpfs ("root", "mode=0700", err) < 0)
     return -1;
   if (kernel_dirs (err) < 0)
     return -1;

@@ -36,6 +36,7 @@
 
 #define LOGS_DIR     "logs"
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define ROOT_HOME    "/root"
 #define HOSTNAME_MAX 64
 #define RELAY_BUF    65536
 
@@ -144,33 +145,43 @@ resolve_cwd (const char *workspace, const char *cwd, char **out, esbx_error_t *e
   return 0;
 }
 
+/* Set KV ("K=V") in ENV, replacing an earlier K.  */
+static void
+env_set (struct strv *env, char *kv)
+{
+  size_t k, klen = strchr (kv, '=') - kv + 1;
+
+  for (k = 0; k < env->n; k++)
+    if (strncmp (env->v[k], kv, klen) == 0)
+      {
+        free (env->v[k]);
+        env->v[k] = kv;
+        return;
+      }
+  strv_push (env, kv);
+}
+
+/* The defaults, then the session's env (session.json), then --env.  HOME
+   is /root, a private tmpfs of the session's root, for uid 0; /tmp, the
+   one directory everyone may write, for other users.  */
 static char **
-build_env (const char *session, char *const *extra)
+build_env (const struct esbx_sandbox_session *ss, bool root, char *const *extra)
 {
   struct strv env = { 0 };
-  const char *term = getenv ("TERM");
-  size_t i, k, klen;
+  const char *term = getenv ("TERM"), *key;
+  const json_t *v;
+  size_t i;
 
   strv_push (&env, xstrdup ("PATH=" DEFAULT_PATH));
-  strv_push (&env, xstrdup ("HOME=/tmp"));
-  strv_push (&env, xasprintf ("HOSTNAME=%.*s", HOSTNAME_MAX, session));
-  strv_push (&env, xasprintf ("ESBX_SESSION=%s", session));
+  strv_push (&env, xstrdup (root ? "HOME=" ROOT_HOME : "HOME=/tmp"));
+  strv_push (&env, xasprintf ("HOSTNAME=%.*s", HOSTNAME_MAX, ss->name));
+  strv_push (&env, xasprintf ("ESBX_SESSION=%s", ss->name));
   if (term)
     strv_push (&env, xasprintf ("TERM=%s", term));
+  json_object_foreach (ss->rec->env, i, key, v)
+    env_set (&env, xasprintf ("%s=%s", key, v->text));
   for (i = 0; extra && extra[i]; i++)
-    {
-      klen = strchr (extra[i], '=') - extra[i] + 1;
-      for (k = 0; k < env.n; k++)
-        if (strncmp (env.v[k], extra[i], klen) == 0)
-          break;
-      if (k < env.n)
-        {
-          free (env.v[k]);
-          env.v[k] = xstrdup (extra[i]);
-        }
-      else
-        strv_push (&env, xstrdup (extra[i]));
-    }
+    env_set (&env, xstrdup (extra[i]));
   return env.v;
 }
 
@@ -307,7 +318,7 @@ prepare (struct exec_run *r, esbx_error_t *err)
   if (r->errlog < 0)
     return -1;
   r->log_limit = o->log_limit ? o->log_limit : default_log_limit ();
-  r->env = build_env (r->ss->name, o->env);
+  r->env = build_env (r->ss, !r->set_user || r->uid == 0, o->env);
   if (make_stdio (r, err) < 0)
     return -1;
   if (o->tty && isatty (STDIN_FILENO))

@@ -3,13 +3,14 @@
  * The command joins the holder's namespaces (setns), the session cgroup,
  * gives up privileges (confine.h, syscall_filter.h) and runs with the
  * session's root, the workspace as its default directory and a clean
- * environment: PATH, HOME=/tmp, HOSTNAME, TERM (when set), ESBX_SESSION,
- * then --env.  It is the leader of a session (setsid) of its own and never
- * holds the caller's terminal or descriptors: stdin is relayed through a
- * pipe, stdout and stderr come back through pipes, or all three through a
- * pty of the session's own devpts with `tty`.  What it writes passes
- * through and is kept, up to LOG_LIMIT bytes per stream, in
- * ROOT/sessions/S/logs/N.out and N.err.
+ * environment: PATH, HOME (/root for uid 0, else /tmp), HOSTNAME, TERM
+ * (when set), ESBX_SESSION, then the session's env (session create --env),
+ * then --env, each replacing what came before.  It is the leader of a
+ * session (setsid) of its own and never holds the caller's terminal or
+ * descriptors: stdin is relayed through a pipe, stdout and stderr come
+ * back through pipes, or all three through a pty of the session's own
+ * devpts with `tty`.  What it writes passes through and is kept, up to
+ * LOG_LIMIT bytes per stream, in ROOT/sessions/S/logs/N.out and N.err.
  *
  * A monitor process (the conmon of a command: in its own session, outside
  * the session's pid namespace and cgroup) forks the command, copies its

@@ -128,6 +128,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
 
   cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
   spec_join_holder (config, session, info.pid, cgroup);
+  spec_fill_env (config, ss->rec->env);
   if (write_config (bundlefd, bundle, config, err) < 0)
     return -1;
   if (runtime_map_set (store_root, args.id, session, err) < 0)

@@ -473,3 +473,45 @@ spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cg
     json_set_string (linux_, "cgroupsPath", cgroups_path);
   json_set_string (object_member (config, "annotations"), ESBX_SESSION_ANNOTATION, session);
 }
+
+/* KEY of "KEY=VALUE" is in LIST.  */
+static bool
+env_has (const json_t *list, const char *key)
+{
+  size_t i, klen = strlen (key);
+  const json_t *e;
+
+  json_array_foreach (list, i, e)
+    if (e->type == JSON_STRING && strncmp (e->text, key, klen) == 0
+        && (e->text[klen] == '=' || e->text[klen] == '\0'))
+      return true;
+  return false;
+}
+
+void
+spec_fill_env (json_t *config, const json_t *env)
+{
+  json_t *process = json_get (config, "process");
+  json_t *list;
+  const json_t *v;
+  const char *key;
+  size_t i;
+
+  if (process == NULL || process->type != JSON_OBJECT || json_len (env) == 0)
+    return;
+  list = json_get (process, "env");
+  if (list == NULL || list->type != JSON_ARRAY)
+    {
+      list = json_new (JSON_ARRAY);
+      json_set (process, "env", list);
+    }
+  /* HOME is left to runc, which takes the image's user's from its
+     /etc/passwd when the config has none: a session's HOME names a
+     directory of the session's root, not of the image's.  */
+  json_object_foreach (env, i, key, v)
+    if (strcmp (key, "HOME") != 0 && !env_has (list, key))
+      {
+        _cleanup_free_ char *kv = xasprintf ("%s=%s", key, v->text);
+        json_append (list, json_new_string (kv));
+      }
+}

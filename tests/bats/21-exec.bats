@@ -136,3 +136,73 @@ setup() { setup_session; }
   esbx_fails 1 events nosuch
   assert_file_not_exists "$ESBX_ROOT/sessions/s1/holder.json"
 }
+
+@test "session env: --env and --env-file reach every exec, exec --env wins, inspect shows it" {
+  cat >"$BATS_TEST_TMPDIR/env" <<'ENV'
+# a comment
+   # an indented comment
+
+FROM_FILE=a value with spaces
+SHARED=from-file
+CALLER_VAR
+NOT_IN_CALLER
+EMPTY=
+ENV
+  export CALLER_VAR=from-caller
+  unset NOT_IN_CALLER
+  esbx_ok session create p --name e1 --env-file "$BATS_TEST_TMPDIR/env" --env SHARED=from-flag \
+    --env CARGO_HOME=/workspace/.cargo
+  esbx_ok exec e1 -- sh -c 'echo "$FROM_FILE|$SHARED|$CALLER_VAR|${NOT_IN_CALLER-unset}|${EMPTY-unset}|$CARGO_HOME|$ESBX_SESSION"'
+  assert_output "a value with spaces|from-flag|from-caller|unset||/workspace/.cargo|e1"
+  esbx_ok exec e1 --env SHARED=from-exec -- sh -c 'echo $SHARED $FROM_FILE'
+  assert_output "from-exec a value with spaces"
+  esbx_ok --json session inspect e1
+  echo "$output" | jq -e '.env == {"FROM_FILE": "a value with spaces", "SHARED": "from-flag",
+    "CALLER_VAR": "from-caller", "EMPTY": "", "CARGO_HOME": "/workspace/.cargo"}'
+  # The session's env goes on top of the defaults, PATH and HOME too.
+  esbx_ok session create p --name e2 --env PATH=/bin --env HOME=/workspace
+  esbx_ok exec e2 -- /bin/sh -c 'echo $PATH $HOME'
+  assert_output "/bin /workspace"
+  esbx_ok --json session inspect s1
+  echo "$output" | jq -e '.env == {}'
+}
+
+# One error line (usage errors add the verb's forms after it).
+one_error_line() {
+  [ "$(grep -c '^esbx: ' <<<"$output")" = 1 ] || { echo "not one error line: $output" >&2; return 1; }
+}
+
+@test "session env: bad keys and values are refused with one line naming the key, no session" {
+  local bad
+  for bad in 1X=y A-B=y =y NOEQUALS 'A B=y'; do
+    esbx_fails 2 session create p --name bad --env "$bad"
+    one_error_line
+    assert_line --index 0 --partial "\`${bad%%=*}\`"
+    assert_file_not_exists "$ESBX_ROOT/sessions/bad"
+  done
+  esbx_fails 2 session create p --name bad --env "NL=$(printf 'a\nb')"
+  one_error_line
+  assert_line --index 0 --partial "\`NL\`"
+  assert_file_not_exists "$ESBX_ROOT/sessions/bad"
+  esbx_fails 2 session create p --name bad --env "BIG=$(head -c 70000 /dev/zero | tr '\0' x)"
+  one_error_line
+  assert_line --index 0 --partial "\`BIG\`"
+  assert_file_not_exists "$ESBX_ROOT/sessions/bad"
+  printf 'OK=1\nBAD KEY=2\n' >"$BATS_TEST_TMPDIR/env"
+  esbx_fails 2 session create p --name bad --env-file "$BATS_TEST_TMPDIR/env"
+  one_error_line
+  assert_line --index 0 --partial "line 2"
+  assert_line --index 0 --partial "\`BAD KEY\`"
+  assert_file_not_exists "$ESBX_ROOT/sessions/bad"
+  esbx_fails 1 session create p --name bad --env-file "$BATS_TEST_TMPDIR/nosuch"
+  assert_equal "${#lines[@]}" 1
+  assert_output --partial nosuch
+  assert_file_not_exists "$ESBX_ROOT/sessions/bad"
+}
+
+@test "HOME is /root (a private tmpfs) for uid 0, /tmp for other users" {
+  esbx_ok exec s1 -- sh -c 'echo $HOME; touch "$HOME/.probe" && stat -c %a "$HOME"'
+  assert_output "$(printf '/root\n700')"
+  esbx_ok exec s1 --user 1000 -- sh -c 'echo $HOME'
+  assert_output "/tmp"
+}

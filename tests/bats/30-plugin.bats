@@ -88,6 +88,27 @@ assert_err() {
   assert_output --partial "unknown option \`colour\`"
 }
 
+@test "plugin: -o env.KEY=VALUE is the session's env; a bad key is refused, nothing made" {
+  make_project demo
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "env.1X": "y"}}'
+  assert_err 400 "\`1X\`"
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "env.": "y"}}'
+  assert_err 400 "unknown option"
+  run "$ESBX" session list
+  refute_output --partial v1
+  run dvol -o project=demo -o env.GREETING=hi -o "env.SPACED=a b" v2
+  assert_success
+  esbx_ok --json session inspect v2
+  jq -e '.env == {"GREETING": "hi", "SPACED": "a b"}' <<<"$output"
+  esbx_ok exec v2 -- sh -c 'echo "$GREETING $SPACED"'
+  assert_output "hi a b"
+  # Adopting a session made with the CLI: its env must match.
+  esbx_ok session create demo --name v3 --env GREETING=hi
+  run dvol -o project=demo -o env.GREETING=other v3
+  assert_failure
+  assert_output --partial "GREETING=other"
+}
+
 @test "plugin: Get never invents a volume" {
   plugin_call VolumeDriver.Get '{"Name": "ghost"}'
   assert_err 404 "volume \`ghost\` does not exist"

@@ -35,13 +35,13 @@ teardown() {
   teardown_store
 }
 
-# A project with one file and a session of it: `new_session NAME`.
+# A project with one file and a session of it: `new_session NAME [OPTION...]`.
 new_session() {
   if ! [ -d "$ESBX_ROOT/projects/p" ]; then
     make_tree "$BATS_TEST_TMPDIR/tree"
     esbx_ok project create p --from "$BATS_TEST_TMPDIR/tree"
   fi
-  esbx_ok session create p --name "$1"
+  esbx_ok session create p --name "$@"
 }
 
 merged() {
@@ -189,6 +189,26 @@ wait_stopped() {
     </dev/null >/dev/null 2>&1
   run in_ctr c1 hostname
   assert_output s1
+}
+
+@test "runtime: a container gets the session's env where its config lacks the key" {
+  new_session s1 --env FROM_SESSION=yes --env PATH=/session/bin --env TERM=session \
+    --env HOME=/session/home
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  jq '.process.env += ["OWN=container"]' "$BATS_TEST_TMPDIR/b1/config.json" >"$BATS_TEST_TMPDIR/c"
+  mv "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/b1/config.json"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  run jq -r '.process.env[]' "$BATS_TEST_TMPDIR/b1/config.json"
+  assert_line "FROM_SESSION=yes"
+  assert_line "OWN=container"
+  assert_line "TERM=xterm"
+  refute_line "TERM=session"
+  refute_line "PATH=/session/bin"
+  refute_line --partial "HOME="
+  assert_equal "$(grep -c '^PATH=' <<<"$output")" 1
+  rt_start c1
+  run in_ctr c1 sh -c 'echo "$FROM_SESSION $OWN $TERM"'
+  assert_output "yes container xterm"
 }
 
 @test "runtime: a container without esbx mounts gets its config.json byte for byte" {

@@ -124,6 +124,27 @@ load ./gateway_helpers.bash
   [ ! -e "$ESBX_ROOT/sessions/s1/upper/big" ]
 }
 
+@test "gateway: session create with env; bad env gets 400 and makes nothing" {
+  make_demo
+  t=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/sessions "$t" '{"project":"demo","name":"e1","env":{"GREETING":"hi there","EMPTY":""}}'
+  gw_expect 200 GET /v1/sessions/e1 "$t"
+  jq -e '.env == {"GREETING": "hi there", "EMPTY": ""}' <<<"$output"
+  gw_expect 200 POST /v1/sessions/e1/exec "$t" '{"argv":["sh","-c","echo \"$GREETING\""]}'
+  jq -e '.stdout == "hi there\n"' <<<"$output"
+  before=$(store_state)
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","env":{"1X":"y"}}'
+  assert_output --partial '`1X`'
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","env":{"NL":"a\nb"}}'
+  assert_output --partial '`NL`'
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","env":{"N":1}}'
+  assert_output --partial "field \`env\`"
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","env":["A=b"]}'
+  assert_output --partial "field \`env\`"
+  assert_equal "$(store_state)" "$before"
+  [ ! -e "$ESBX_ROOT/sessions/bad" ]
+}
+
 @test "gateway: file read, write and list stay beneath the session" {
   make_demo
   t=$(token runtime)

@@ -134,6 +134,26 @@ remote() {
   assert_failure
 }
 
+@test "remote CLI: session create --env and --env-file go through the gateway" {
+  make_tree "$BATS_TEST_TMPDIR/tree"
+  esbx_ok project create demo --from "$BATS_TEST_TMPDIR/tree"
+  printf '# comment\nFROM_FILE=f\nCALLER_VAR\nSHARED=file\n' >"$BATS_TEST_TMPDIR/env"
+  export CALLER_VAR=caller
+  run remote session create demo --name e1 --env-file "$BATS_TEST_TMPDIR/env" --env SHARED=flag
+  assert_success
+  assert_output e1
+  run remote exec e1 -- sh -c 'echo "$FROM_FILE $CALLER_VAR $SHARED"'
+  assert_success
+  assert_output "f caller flag"
+  run remote --json session inspect e1
+  assert_success
+  jq -e '.env == {"FROM_FILE": "f", "CALLER_VAR": "caller", "SHARED": "flag"}' <<<"$output"
+  run remote session create demo --name bad --env 9X=y
+  assert_equal "$status" 2
+  assert_output --partial '`9X`'
+  [ ! -e "$ESBX_ROOT/sessions/bad" ]
+}
+
 @test "remote CLI: diff --patch into a reader that stops early ends as embedded mode does" {
   make_demo
   for i in $(seq 1 40); do seq 1 3000 >"$ESBX_ROOT/sessions/s1/merged/f$i"; done

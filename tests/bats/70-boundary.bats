@@ -185,9 +185,12 @@ for c in b"echo INJECTED\n": fcntl.ioctl(0, termios.TIOCSTI, bytes([c]))'
     [ -f "$f" ] && refute_output "$(cat "$f")"
   done
   esbx_ok exec s1 -- sh -c 'ls / | tr "\n" " "'
-  for gone in root var opt srv mnt media boot; do
+  for gone in var opt srv mnt media boot; do
     [[ " $output " != *" $gone "* ]] || fail "/$gone of the host is in the session: $output"
   done
+  # /root is the session's own (HOME of uid 0): an empty tmpfs, not the host's.
+  esbx_ok exec s1 -- sh -c 'ls -A /root | wc -l; stat -f -c %T /root'
+  assert_output $'0\ntmpfs'
   # What agents need still works.
   esbx_ok exec s1 -- sh -c 'id -un; head -1 /etc/passwd; printf "int main(void){return 3;}" >t.c && cc -o t t.c; ./t; echo cc=$?'
   assert_line "root"

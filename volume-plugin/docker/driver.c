@@ -92,7 +92,8 @@ no_such_volume (esbx_error_t *err, const char *name)
 
 static const char *const known_options[] = { "project", "base", "network", "from" };
 #define LABEL_PREFIX "label."
-#define OPTIONS_HELP "project, base, label.KEY, network, from"
+#define ENV_PREFIX   "env."
+#define OPTIONS_HELP "project, base, label.KEY, env.KEY, network, from"
 
 static int
 check_options (const json_t *opts, esbx_error_t *err)
@@ -117,6 +118,12 @@ check_options (const json_t *opts, esbx_error_t *err)
         {
           if (esbx_has_prefix (key, LABEL_PREFIX) && key[strlen (LABEL_PREFIX)] != '\0')
             continue;
+          if (esbx_has_prefix (key, ENV_PREFIX) && key[strlen (ENV_PREFIX)] != '\0')
+            {
+              if (esbx_session_env_check (key + strlen (ENV_PREFIX), value, err) < 0)
+                return esbx_error_wrap (err, "option `%s`", key);
+              continue;
+            }
           return bad_request (err, "unknown option `%s` (known: " OPTIONS_HELP ")", key);
         }
       if (strcmp (key, "project") == 0 && esbx_check_name ("project", value, err) < 0)
@@ -217,13 +224,16 @@ check_adoption (struct esbx_driver *d, const char *name, const json_t *opts, esb
     }
   json_object_foreach (opts, i, key, v)
     {
-      if (!esbx_has_prefix (key, LABEL_PREFIX))
+      bool label = esbx_has_prefix (key, LABEL_PREFIX);
+      const char *prefix = label ? LABEL_PREFIX : ENV_PREFIX;
+
+      if (!label && !esbx_has_prefix (key, ENV_PREFIX))
         continue;
-      have = json_get_string (s->labels, key + strlen (LABEL_PREFIX));
+      have = json_get_string (label ? s->labels : s->env, key + strlen (prefix));
       if (have == NULL || strcmp (have, v->text) != 0)
         {
-          esbx_make_error (err, 0, "session `%s` exists without label `%s=%s`", name,
-                           key + strlen (LABEL_PREFIX), v->text);
+          esbx_make_error (err, 0, "session `%s` exists without %s `%s=%s`", name,
+                           label ? "label" : "env", key + strlen (prefix), v->text);
           goto out;
         }
     }
@@ -274,12 +284,12 @@ static int
 create_session (struct esbx_driver *d, const char *name, const json_t *opts, esbx_error_t *err)
 {
   struct esbx_session_opts so = { .name = name };
-  _cleanup_strv_ char **labels = NULL;
+  _cleanup_strv_ char **labels = NULL, **env = NULL;
   _cleanup_free_ char *created = NULL;
   _cleanup_free_ char *implied = NULL;
   const char *project = json_get_string (opts, "project"), *key;
   const json_t *v;
-  size_t i, n = 0;
+  size_t i, n = 0, nenv = 0;
 
   if (project == NULL)
     {
@@ -292,10 +302,16 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
     return -1;
 
   labels = xmalloc0 ((json_len (opts) + 1) * sizeof (char *));
+  env = xmalloc0 ((json_len (opts) + 1) * sizeof (char *));
   json_object_foreach (opts, i, key, v)
-    if (esbx_has_prefix (key, LABEL_PREFIX))
-      labels[n++] = xasprintf ("%s=%s", key + strlen (LABEL_PREFIX), v->text);
+    {
+      if (esbx_has_prefix (key, LABEL_PREFIX))
+        labels[n++] = xasprintf ("%s=%s", key + strlen (LABEL_PREFIX), v->text);
+      else if (esbx_has_prefix (key, ENV_PREFIX))
+        env[nenv++] = xasprintf ("%s=%s", key + strlen (ENV_PREFIX), v->text);
+    }
   so.labels = labels;
+  so.env = env;
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
   if (esbx_sandbox_create (d->store, project, &so, &created, err) < 0)

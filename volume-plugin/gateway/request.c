@@ -144,13 +144,26 @@ field_allowed (const char *key, const char *const *allowed)
   return false;
 }
 
+/* The items of an array, or the members of an object, are all strings.  */
+static bool
+all_strings (const json_t *v)
+{
+  size_t i;
+
+  for (i = 0; i < json_len (v); i++)
+    if (json_at (v, i)->type != JSON_STRING)
+      return false;
+  return true;
+}
+
 /* Refuse unknown fields and fields of the wrong type.  TYPES holds one
-   letter per allowed field: s string, b bool, a array of strings.  */
+   letter per allowed field: s string, b bool, a array of strings, o
+   object of strings.  */
 int
 esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowed,
                          const char *types)
 {
-  const json_t *v, *item;
+  const json_t *v;
   const char *key;
   size_t i, k;
 
@@ -170,23 +183,17 @@ esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowe
       if (v->type == JSON_NULL)
         continue;
       if ((want == 's' && v->type != JSON_STRING) || (want == 'b' && v->type != JSON_BOOL)
-          || (want == 'a' && v->type != JSON_ARRAY))
+          || (want == 'a' && v->type != JSON_ARRAY) || (want == 'o' && v->type != JSON_OBJECT)
+          || ((want == 'a' || want == 'o') && !all_strings (v)))
         {
           esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
                                     "field `%s` must be %s", key,
                                     want == 's'   ? "a string"
                                     : want == 'b' ? "true or false"
-                                                  : "an array of strings");
+                                    : want == 'a' ? "an array of strings"
+                                                  : "an object of strings");
           return -1;
         }
-      if (want == 'a')
-        json_array_foreach (v, k, item)
-          if (item->type != JSON_STRING)
-            {
-              esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                        "field `%s` must be an array of strings", key);
-              return -1;
-            }
     }
   return 0;
 }

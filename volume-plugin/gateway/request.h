@@ -108,7 +108,8 @@ void esbx_gateway_reply_done (struct esbx_gateway_ctx *ctx,
 void esbx_gateway_reply_file (struct esbx_gateway_ctx *ctx, int fd, const char *content_type);
 
 /* Refuse unknown body fields and fields of the wrong type.  TYPES holds one
-   letter per allowed field: s string, b bool, a array of strings.  */
+   letter per allowed field: s string, b bool, a array of strings, o object
+   of strings.  */
 int esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowed,
                              const char *types);
 /* A NULL-terminated vector (owned) borrowing the strings of a JSON array.  */

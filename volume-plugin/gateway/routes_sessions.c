@@ -40,19 +40,43 @@ esbx_gateway_session_list (struct esbx_gateway_ctx *ctx)
       ctx, esbx_sandbox_list (ctx->store, project, token_sees_session, ctx, &err), &err);
 }
 
+/* The body's "env" object (checked: all strings) as "K=V" strings; each
+   key is checked first, or {"A=B": "c"} would pass as A.  */
+static int
+session_env (const json_t *obj, char ***out, esbx_error_t *err)
+{
+  size_t i, n = json_len (obj);
+  char **env = xmalloc0 ((n + 1) * sizeof *env);
+  const json_t *v;
+  const char *key;
+
+  *out = env;
+  json_object_foreach (obj, i, key, v)
+    {
+      if (esbx_session_env_check (key, v->text, err) < 0)
+        return -1;
+      env[i] = xasprintf ("%s=%s", key, v->text);
+    }
+  return 0;
+}
+
 void
 esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { "project",   "name",   "base", "labels", "network",
-                                        "workspace", "memory", "pids", "cpus",   NULL };
+  static const char *const fields[] = { "project", "name", "base", "labels", "network", "workspace",
+                                        "memory",  "pids", "cpus", "env",    NULL };
   struct esbx_session_opts o = { 0 };
   _cleanup_free_ char **labels = NULL;
+  _cleanup_strv_ char **env = NULL;
   _cleanup_free_ char *name = NULL;
   const char *project, *s;
   esbx_error_t err = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssassssss") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssassssso") < 0)
     return;
+  if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  o.env = env;
   project = json_get_string (ctx->json, "project");
   if (project == NULL)
     return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
