@@ -264,7 +264,7 @@ EOF
     # shellcheck disable=SC2086
     ESBX_RUNC=$fake run "$RT" $cmd
     assert_success
-  assert_output --partial 'expected `key = value`'
+    assert_output "fake runc"
     run cat "$argv"
     assert_output "$(printf '%s\n' $cmd)"
   done
@@ -284,7 +284,7 @@ EOF
   printf 'bogus\n' >"$BATS_TEST_TMPDIR/bad.conf"
   ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/bad.conf run "$RT" state c1
   assert_failure 1
-  assert_output --partial "expected `key = value`"
+  assert_output --partial 'expected `key = value`'
 }
 
 @test "runtime: runtime.conf names the store root" {
