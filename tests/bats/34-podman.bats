@@ -81,6 +81,12 @@ teardown_file() {
   grep -F "$PODMAN_DIR" /proc/self/mountinfo | awk '{print $5}' | sort -r |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$PODMAN_DIR"
+  # The cgroupfs manager's parent of conmons and containers, when empty.
+  local d
+  for d in /sys/fs/cgroup/libpod_parent /sys/fs/cgroup/*/libpod_parent; do
+    [ -d "$d" ] && rmdir "$d/conmon" "$d" 2>/dev/null
+  done
+  return 0
 }
 
 setup() {
