@@ -6,9 +6,12 @@
 
 #include <string.h>
 
-/* Global flags of runc that take a value.  Anything else that starts with a
-   dash is a boolean (--debug, --systemd-cgroup, --help, --version).  */
-static const char *const global_value_flags[] = { "root", "log", "log-format", "criu", "rootless" };
+/* Global flags of runc and crun that take a value (crun's --cgroup-manager
+   is podman's `--runtime-arg --cgroup-manager --runtime-arg disabled`).
+   Anything else that starts with a dash is a boolean (--debug,
+   --systemd-cgroup, --help, --version).  */
+static const char *const global_value_flags[]
+    = { "root", "log", "log-format", "criu", "rootless", "cgroup-manager" };
 
 /* Flags of create, run and delete that take a value.  */
 static const char *const verb_value_flags[]
@@ -80,6 +83,8 @@ runtime_parse_globals (struct runtime *rt, int argc, char **argv)
         rt->log_format = value;
       else if (is_flag (name, len, "systemd-cgroup"))
         rt->systemd_cgroup = value == NULL || strcmp (value, "false") != 0;
+      else if (is_flag (name, len, "cgroup-manager"))
+        rt->cgroup_manager = value;
     }
   rt->verb = i;
 }

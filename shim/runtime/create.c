@@ -26,16 +26,20 @@ cleanup_holder_infop (struct esbx_holder_info *info)
 }
 #define _cleanup_holder_info_ __attribute__ ((cleanup (cleanup_holder_infop)))
 
-/* With the systemd driver cgroupsPath is "slice:prefix:name" and systemd
-   owns the tree; the holder's cgroup is plain cgroupfs, so there is no
-   session slice to name.  The container keeps Docker's placement (it still
-   joins the session's namespaces) and the event says so.  */
+/* With the systemd driver (--systemd-cgroup, crun's --cgroup-manager
+   systemd) cgroupsPath is "slice:prefix:name" and systemd owns the tree;
+   the holder's cgroup is plain cgroupfs, so there is no session slice to
+   name.  With crun's --cgroup-manager disabled the container has no cgroup
+   of its own.  Either way the container keeps the engine's placement (it
+   still joins the session's namespaces) and the event says so.  */
 static char *
 cgroups_path (const struct runtime *rt, const struct esbx_holder_info *info, const char *id)
 {
   const char *cg = info->cgroup;
 
   if (rt->systemd_cgroup || cg == NULL || *cg == '\0')
+    return NULL;
+  if (rt->cgroup_manager && strcmp (rt->cgroup_manager, "cgroupfs") != 0)
     return NULL;
   while (*cg == '/')
     cg++;

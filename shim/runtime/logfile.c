@@ -1,6 +1,9 @@
-/* Errors in runc's own log format.  containerd's shim reports a failed
-   create by reading the last "error" line of the --log file, so that is
-   where `docker run` finds the cause.  */
+/* Errors in the wrapped runtime's own log format.  containerd's shim
+   reports a failed create by reading the last "error" line of the --log
+   file, so that is where `docker run` finds the cause; podman does the same
+   for runtimes it knows to log JSON (runtime_supports_json).  runc and crun
+   write the same JSON lines; their text lines differ: logrus's for runc,
+   the bare message for crun.  */
 #include "runtime.h"
 #include "fs.h"
 #include "text.h"
@@ -69,6 +72,8 @@ runtime_log (const struct runtime *rt, const char *level, const char *msg)
   time = esbx_rfc3339_now ();
   if (rt->log_format && strcmp (rt->log_format, "json") == 0)
     line = json_line (time, level, msg);
+  else if (runtime_is_crun (rt))
+    line = xasprintf ("%s\n", msg);
   else
     line = text_line (time, level, msg);
   fd = TEMP_FAILURE_RETRY (

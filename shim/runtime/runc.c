@@ -1,6 +1,8 @@
 /* Find runc and become it.  Order: $ESBX_RUNC, runc= of the config file,
-   then "runc" on $PATH, skipping this executable (it may be installed, or
-   linked, under the name runc).  */
+   then "runc" and "crun" on $PATH, skipping this executable (it may be
+   installed, or linked, under either name).  crun's command line is runc's,
+   so either serves; runc comes first for Docker's sake, crun is what a
+   podman-only host has.  */
 #include "runtime.h"
 #include "utils.h"
 
@@ -25,8 +27,10 @@ find_runc (const struct runtime *rt, char **out, esbx_error_t *err)
 {
   const char *env = getenv ("ESBX_RUNC");
   const char *path = getenv ("PATH");
+  static const char *const names[] = { "runc", "crun" };
   _cleanup_free_ char *copy = NULL;
   char *dir, *save = NULL;
+  size_t i;
 
   if (env && *env)
     {
@@ -40,19 +44,35 @@ find_runc (const struct runtime *rt, char **out, esbx_error_t *err)
     }
   if (path == NULL || *path == '\0')
     path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  copy = xstrdup (path);
-  for (dir = strtok_r (copy, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
+  for (i = 0; i < ARRAY_SIZE (names); i++)
     {
-      _cleanup_free_ char *candidate = xasprintf ("%s/runc", *dir ? dir : ".");
-
-      if (access (candidate, X_OK) == 0 && !is_self (candidate))
+      free (copy);
+      copy = xstrdup (path);
+      for (dir = strtok_r (copy, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
         {
-          *out = steal_pointer (&candidate);
-          return 0;
+          _cleanup_free_ char *candidate = xasprintf ("%s/%s", *dir ? dir : ".", names[i]);
+
+          if (access (candidate, X_OK) == 0 && !is_self (candidate))
+            {
+              *out = steal_pointer (&candidate);
+              return 0;
+            }
         }
     }
-  return esbx_make_error (err, ENOENT, "runc not found: set runc= in %s, $ESBX_RUNC or $PATH",
+  return esbx_make_error (err, ENOENT,
+                          "neither runc nor crun found on $PATH: set runc= in %s or $ESBX_RUNC",
                           ESBX_RUNTIME_CONF);
+}
+
+bool
+runtime_is_crun (const struct runtime *rt)
+{
+  const char *base;
+
+  if (rt->runc == NULL)
+    return false;
+  base = strrchr (rt->runc, '/');
+  return strcmp (base ? base + 1 : rt->runc, "crun") == 0;
 }
 
 int

@@ -1,6 +1,7 @@
 /* esbx-runtime: a runc-compatible OCI runtime wrapper.
  *
- * Docker (through the containerd shim) calls it exactly as it calls runc.
+ * Docker (through the containerd shim) calls it exactly as it calls runc,
+ * podman (through conmon) exactly as it calls crun.
  * Only `create` (and `run`, which creates) may rewrite the bundle's
  * config.json, so that a container that mounts a session's merged directory
  * joins that session's holder; every verb then execve()s runc with the
@@ -35,7 +36,8 @@ struct runtime
   const char *log;
   const char *log_format;
   bool systemd_cgroup;
-  int verb; /* index of the verb in argv; argc when there is none */
+  const char *cgroup_manager; /* crun's: cgroupfs, systemd or disabled */
+  int verb;                   /* index of the verb in argv; argc when there is none */
   struct runtime_conf conf;
   char *runc; /* found once, before anything else can fail */
 };
@@ -73,8 +75,12 @@ void spec_join_holder (json_t *config, const char *session, pid_t pid, const cha
 void spec_fill_env (json_t *config, const json_t *env);
 
 /* runc.c: find runc (rt->runc), and execve it with the original argv;
-   the latter returns only on error.  */
+   the latter returns only on error.  "runc" stands for the wrapped runtime,
+   which may be crun: its command line is runc's.  */
 int runtime_find_runc (struct runtime *rt, esbx_error_t *err);
+/* Whether the wrapped runtime is crun (by its file name), whose text log
+   lines differ from runc's.  */
+bool runtime_is_crun (const struct runtime *rt);
 int runtime_exec_runc (struct runtime *rt, esbx_error_t *err);
 
 /* logfile.c: runc's log lines in --log (json or text) and on stderr.  */

@@ -2,12 +2,24 @@
 # esbx-runtime without Docker: real runc, OCI bundles over a busybox rootfs.
 # Containers are created through esbx-runtime exactly as the containerd shim
 # would (global flags, then the verb), started with runc's `start`.
+#
+# ESBX_TEST_OCI=crun runs the same cases with crun as the wrapped runtime
+# (hack/test runs both): $OCI is the runtime the tests call directly and
+# the one esbx-runtime execs ($ESBX_RUNC); with runc, esbx-runtime finds it
+# on $PATH as it does on a Docker host.
 
 load helpers
 load runtime_helpers
 
+OCI_NAME=${ESBX_TEST_OCI:-runc}
+
 setup_file() {
-  command -v runc >/dev/null || skip "runc is not installed"
+  command -v "$OCI_NAME" >/dev/null || skip "$OCI_NAME is not installed"
+  OCI=$(oci_runtime "$OCI_NAME")
+  export OCI
+  if [ "$OCI_NAME" != runc ]; then
+    export ESBX_RUNC=$OCI
+  fi
   local rootfs=$BATS_FILE_TMPDIR/rootfs busybox=/bin/busybox a
   file -L "$busybox" | grep -q 'statically linked' || skip "needs busybox-static"
   mkdir -p "$rootfs"/{bin,proc,sys,dev,tmp,etc,work,w1,w2}
@@ -28,8 +40,8 @@ setup() {
 
 teardown() {
   local id
-  for id in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
-    runc --root "$RUNC_ROOT" delete -f "$id" >/dev/null 2>&1 || true
+  for id in $("$OCI" --root "$RUNC_ROOT" list -q 2>/dev/null); do
+    "$OCI" --root "$RUNC_ROOT" delete -f "$id" >/dev/null 2>&1 || true
   done
   stop_holders
   teardown_store
@@ -59,7 +71,7 @@ make_bundle() {
     shift 2
   done
   mkdir -p "$dir"
-  (cd "$dir" && runc spec)
+  (cd "$dir" && "$OCI" spec)
   jq --arg root "$ROOTFS" --argjson args "$args" --argjson mounts "$mounts" \
     '.root.path = $root | .process.terminal = false | .process.args = $args
      | .mounts += $mounts' "$dir/config.json" >"$dir/config.json.new"
@@ -87,11 +99,11 @@ rt_start() {
 }
 
 in_ctr() {
-  runc --root "$RUNC_ROOT" exec "$@" </dev/null
+  "$OCI" --root "$RUNC_ROOT" exec "$@" </dev/null
 }
 
 containers() {
-  runc --root "$RUNC_ROOT" list -q
+  "$OCI" --root "$RUNC_ROOT" list -q
 }
 
 # The last error line of the --log file, as the containerd shim reads it.
@@ -102,7 +114,7 @@ last_error() {
 wait_stopped() {
   local i
   for i in $(seq 50); do
-    [ "$(runc --root "$RUNC_ROOT" state "$1" | jq -r .status)" = stopped ] && return 0
+    [ "$("$OCI" --root "$RUNC_ROOT" state "$1" | jq -r .status)" = stopped ] && return 0
     sleep 0.1
   done
   return 1
@@ -220,7 +232,8 @@ wait_stopped() {
   cmp "$BATS_TEST_TMPDIR/orig.json" "$BATS_TEST_TMPDIR/b1/config.json"
   rt_start c1
   run in_ctr c1 hostname
-  assert_output runc
+  # The spec's own hostname: "runc" or "crun".
+  assert_output "$OCI_NAME"
   [ ! -e "$ESBX_ROOT/runtime/c1" ]
 }
 
@@ -230,7 +243,10 @@ wait_stopped() {
   make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
   "$RT" --root="$RUNC_ROOT" --log="$LOG" --log-format=json --debug create \
     -b "$BATS_TEST_TMPDIR/b1" c1 </dev/null >/dev/null 2>&1
-  (cd "$BATS_TEST_TMPDIR/b2" && "$RT" -root "$RUNC_ROOT" create c2 </dev/null >/dev/null 2>&1)
+  # runc (Go's flag package) also takes -root; crun (argp) does not.
+  local root_flag=-root
+  [ "$OCI_NAME" = runc ] || root_flag=--root
+  (cd "$BATS_TEST_TMPDIR/b2" && "$RT" "$root_flag" "$RUNC_ROOT" create c2 </dev/null >/dev/null 2>&1)
   run containers
   assert_line c1
   assert_line c2
@@ -240,17 +256,18 @@ wait_stopped() {
   assert_output s1
 }
 
-# A stand-in runc that records its arguments.
+# A stand-in runc that records its arguments: `fake_runc [NAME]`, NAME runc
+# (the default) or crun.
 fake_runc() {
-  local dir=$BATS_TEST_TMPDIR/fake
+  local dir=$BATS_TEST_TMPDIR/fake name=${1:-runc}
   mkdir -p "$dir"
-  cat >"$dir/runc" <<EOF
+  cat >"$dir/$name" <<EOF
 #!/bin/sh
 for a in "\$@"; do printf '%s\n' "\$a"; done >"$dir/argv"
 echo fake runc
 EOF
-  chmod +x "$dir/runc"
-  echo "$dir/runc"
+  chmod +x "$dir/$name"
+  echo "$dir/$name"
 }
 
 @test "runtime: other verbs reach runc with the original arguments" {
@@ -276,15 +293,28 @@ EOF
   mkdir -p "$BATS_TEST_TMPDIR/path"
   # esbx-runtime installed as `runc` first on PATH must not exec itself.
   ln -s "$RT" "$BATS_TEST_TMPDIR/path/runc"
-  PATH=$BATS_TEST_TMPDIR/path:$BATS_TEST_TMPDIR/fake:$PATH run "$RT" state c1
+  ESBX_RUNC='' PATH=$BATS_TEST_TMPDIR/path:$BATS_TEST_TMPDIR/fake:$PATH run "$RT" state c1
   assert_output "fake runc"
   printf '# test\nrunc = %s\nroot=%s\n' "$fake" "$ESBX_ROOT" >"$BATS_TEST_TMPDIR/runtime.conf"
-  ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/runtime.conf run "$RT" state c1
+  ESBX_RUNC='' ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/runtime.conf run "$RT" state c1
   assert_output "fake runc"
   printf 'bogus\n' >"$BATS_TEST_TMPDIR/bad.conf"
-  ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/bad.conf run "$RT" state c1
+  ESBX_RUNC='' ESBX_RUNTIME_CONF=$BATS_TEST_TMPDIR/bad.conf run "$RT" state c1
   assert_failure 1
   assert_output --partial 'expected `key = value`'
+}
+
+@test "runtime: crun on PATH serves when there is no runc, esbx-runtime as crun skipped" {
+  local fake
+  fake=$(fake_runc crun)
+  mkdir -p "$BATS_TEST_TMPDIR/path"
+  ln -s "$RT" "$BATS_TEST_TMPDIR/path/crun"
+  ESBX_RUNC='' PATH=$BATS_TEST_TMPDIR/path:$BATS_TEST_TMPDIR/fake run "$RT" state c1
+  assert_success
+  assert_output "fake runc"
+  ESBX_RUNC='' PATH=$BATS_TEST_TMPDIR/path run "$RT" state c1
+  assert_failure 1
+  assert_output --partial "neither runc nor crun found"
 }
 
 @test "runtime: runtime.conf names the store root" {
@@ -350,10 +380,22 @@ EOF
 }
 
 @test "runtime: errors use runc's text format without --log-format json" {
-  "$RT" --root "$RUNC_ROOT" --log "$LOG" create --bundle "$BATS_TEST_TMPDIR/nope" c1 \
-    </dev/null >/dev/null 2>&1 || true
+  ESBX_RUNC=$(fake_runc) "$RT" --root "$RUNC_ROOT" --log "$LOG" create \
+    --bundle "$BATS_TEST_TMPDIR/nope" c1 </dev/null >/dev/null 2>&1 || true
   run cat "$LOG"
   assert_output --regexp '^time="[0-9T:.Z-]+" level=error msg="open bundle `.*nope`: No such file or directory"$'
+}
+
+@test "runtime: errors use crun's text format, the bare message, when wrapping crun" {
+  ESBX_RUNC=$(fake_runc crun) "$RT" --root "$RUNC_ROOT" --log "$LOG" create \
+    --bundle "$BATS_TEST_TMPDIR/nope" c1 </dev/null >/dev/null 2>&1 || true
+  run cat "$LOG"
+  assert_output --regexp '^open bundle `.*nope`: No such file or directory$'
+  # JSON lines are the same for both.
+  ESBX_RUNC=$(fake_runc crun) "$RT" --root "$RUNC_ROOT" --log "$LOG.json" --log-format json \
+    create --bundle "$BATS_TEST_TMPDIR/nope" c1 </dev/null >/dev/null 2>&1 || true
+  run jq -r '"\(.level) \(.msg)"' "$LOG.json"
+  assert_output --regexp '^error open bundle `.*nope`: No such file or directory$'
 }
 
 @test "runtime: --systemd-cgroup joins the namespaces but keeps Docker's cgroup path" {
@@ -376,6 +418,40 @@ EOF
   assert_output --regexp '^/proc/[0-9]+/ns/uts$'
   run grep '"container-attached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
   assert_output --partial '"cgroup":null'
+}
+
+@test "runtime: crun's --cgroup-manager takes a value; systemd and disabled keep the cgroup path" {
+  new_session s1
+  local fake mgr cfg
+  fake=$(fake_runc crun)
+  for mgr in disabled systemd cgroupfs; do
+    make_bundle "$BATS_TEST_TMPDIR/b-$mgr" '["sleep", "1001"]' "$(merged s1)" /work
+    cfg=$BATS_TEST_TMPDIR/b-$mgr/config.json
+    jq '.linux.cgroupsPath = "/libpod_parent/libpod-c1"' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
+    # podman: --runtime-arg --cgroup-manager --runtime-arg disabled
+    ESBX_RUNC=$fake run "$RT" --cgroup-manager "$mgr" --root "$RUNC_ROOT" create \
+      --bundle "$BATS_TEST_TMPDIR/b-$mgr" "c-$mgr"
+    assert_success
+    run cat "$BATS_TEST_TMPDIR/fake/argv"
+    assert_output "$(printf '%s\n' --cgroup-manager "$mgr" --root "$RUNC_ROOT" create --bundle \
+      "$BATS_TEST_TMPDIR/b-$mgr" "c-$mgr")"
+    run jq -r '.linux.namespaces[] | select(.type == "pid") | .path' "$cfg"
+    assert_output --regexp '^/proc/[0-9]+/ns/pid$'
+    run jq -r '.linux.cgroupsPath' "$cfg"
+    if [ "$mgr" = cgroupfs ]; then
+      assert_output --regexp "^/esbx/(.*\.)?s1/c-$mgr\$"
+    else
+      assert_output /libpod_parent/libpod-c1
+    fi
+  done
+  # --cgroup-manager=VALUE, one argument.
+  make_bundle "$BATS_TEST_TMPDIR/b-eq" '["sleep", "1001"]' "$(merged s1)" /work
+  ESBX_RUNC=$fake run "$RT" --cgroup-manager=systemd create --bundle "$BATS_TEST_TMPDIR/b-eq" c-eq
+  assert_success
+  run jq -r '.annotations["io.esbx.session"]' "$BATS_TEST_TMPDIR/b-eq/config.json"
+  assert_output s1
+  run grep -c '"cgroup":null' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output 3
 }
 
 @test "runtime: sixteen holders of one store start at once, three rounds" {

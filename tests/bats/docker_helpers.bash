@@ -79,7 +79,7 @@ teardown_docker() {
 # The default hooks of the Docker suites, in place of helpers.bash's; a suite
 # that needs more defines its own after `load`.
 setup_file() { setup_docker_file; }
-setup() { setup_docker; }
+setup() { setup_docker "$@"; }
 teardown() { teardown_docker; }
 
 # Every volume this test's esbxd has a record of, whether or not its session
