@@ -38,6 +38,7 @@ snapdir() { echo "$ESBX_ROOT/projects/p/snapshots/$1/diff"; }
   # The writer appends i to the log, then writes i to the counter: at any
   # instant the log's last line is the counter or one more.  A copy made
   # while it runs (counter first, log after) would see the log run ahead.
+  # shellcheck disable=SC2016
   esbx_ok exec s1 --detach -- sh -c 'i=0; while :; do i=$((i+1)); echo $i >>log; echo $i >counter.tmp; mv counter.tmp counter; done'
   until [ -s "$m/counter" ]; do sleep 0.05; done
   for k in $(seq 1 15); do
@@ -247,6 +248,7 @@ snapdir() { echo "$ESBX_ROOT/projects/p/snapshots/$1/diff"; }
   sleep 3
   esbx_ok gc
   assert_output --regexp "retired session \`w\` \(ttl\): kept as snapshot \`w-expired-[0-9a-f]+\`"
+  # shellcheck disable=SC2016
   snap=$(echo "$output" | sed -n 's/.*kept as snapshot `\(.*\)`.*/\1/p')
   esbx_ok session create p --from-snapshot "$snap" --name back
   [ "$(cat "$(path_of back)/result.txt")" = result ]
