@@ -58,6 +58,8 @@ void cli_print_event (bool json, const json_t *event);
 void cli_print_report (struct esbx_cli *cli, const json_t *o);
 /* `trash list`: ENTRY SESSION PROJECT BASE CHANGES SIZE DELETED EXPIRES.  */
 void cli_print_trash (struct esbx_cli *cli, const json_t *arr);
+/* `snapshot list`: NAME PROJECT BASE SESSION SIZE SESSIONS CREATED.  */
+void cli_print_snapshots (struct esbx_cli *cli, const json_t *arr);
 
 /* Remote mode (remote.c): requests to the gateway at cli->host.  Each goes
    to the path FMT, whose only conversions are %s: each is replaced by its
@@ -101,6 +103,7 @@ int cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_token (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_trash (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 
 #endif

@@ -1,5 +1,6 @@
-/* esbx project create|list|log|rm|squash */
+/* esbx project create|list|log|rm|squash|lifetime */
 #include "cli.h"
+#include "text.h"
 #include "utils.h"
 
 #include <getopt.h>
@@ -130,6 +131,60 @@ project_squash (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   return 0;
 }
 
+/* esbx project lifetime NAME [--ttl D] [--idle-ttl D] [--on-expiry X]:
+   the defaults of new sessions; without options, print them.  */
+static int
+project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "ttl", required_argument, NULL, 'T' },
+                                        { "idle-ttl", required_argument, NULL, 'I' },
+                                        { "on-expiry", required_argument, NULL, 'E' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  const char *on_expiry = NULL;
+  int64_t ttl = 0, idle = 0;
+  bool set = false;
+  int c;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'T':
+        if (esbx_parse_duration (optarg, &ttl, err) < 0)
+          return -1;
+        set = true;
+        break;
+      case 'I':
+        if (esbx_parse_duration (optarg, &idle, err) < 0)
+          return -1;
+        set = true;
+        break;
+      case 'E':
+        on_expiry = optarg;
+        set = true;
+        break;
+      case 'J':
+        break;
+      default:
+        return cli_usage (err, "project lifetime: unknown option `%s`", argv[optind - 1]);
+      }
+  if (optind + 1 != argc)
+    return cli_usage (err, "project lifetime: expected NAME");
+  if (cli_remote_mode (cli))
+    return cli_usage (err, "project lifetime: a setting of the store: not through the gateway");
+  if (cli_store (cli, err) == NULL)
+    return -1;
+  if (set)
+    return esbx_lifetime_set_defaults (cli->store, argv[optind], ttl, idle, on_expiry, err);
+  {
+    _cleanup_json_ json_t *j = esbx_lifetime_defaults (cli->store, argv[optind], err);
+    if (j == NULL)
+      return -1;
+    cli_print_json (j);
+  }
+  return 0;
+}
+
 int
 cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -141,6 +196,8 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_create (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "list") == 0 || strcmp (sub, "ls") == 0)
     return project_list (cli, err);
+  if (strcmp (sub, "lifetime") == 0)
+    return project_lifetime (cli, argc - 1, argv + 1, err);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "project %s: expected NAME", sub);
   if (strcmp (sub, "log") == 0)

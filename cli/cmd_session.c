@@ -1,4 +1,4 @@
-/* esbx session create|list|inspect|path */
+/* esbx session create|list|inspect|path|stop|snapshot|fork */
 #include "cli.h"
 #include "sandbox.h"
 #include "text.h"
@@ -15,6 +15,7 @@ struct create_opts
   struct strv env_flags;     /* --env, in order */
   struct strv env;           /* --env-file lines, then --env: later ones win */
   const char *memory, *pids; /* as given, for the gateway to parse */
+  const char *ttl, *idle_ttl;
 };
 
 static int
@@ -31,6 +32,10 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "rootfs", required_argument, NULL, 'r' },
                                         { "env", required_argument, NULL, 'e' },
                                         { "env-file", required_argument, NULL, 'E' },
+                                        { "from-snapshot", required_argument, NULL, 'S' },
+                                        { "ttl", required_argument, NULL, 'T' },
+                                        { "idle-ttl", required_argument, NULL, 'I' },
+                                        { "on-expiry", required_argument, NULL, 'X' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   int c;
@@ -77,13 +82,30 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
         if (cli_read_env_file (optarg, &o->env, err) < 0)
           return -1;
         break;
+      case 'S':
+        o->session.snapshot = optarg;
+        break;
+      case 'T':
+        if (esbx_parse_duration (optarg, &o->session.ttl, err) < 0)
+          return -1;
+        o->ttl = optarg;
+        break;
+      case 'I':
+        if (esbx_parse_duration (optarg, &o->session.idle_ttl, err) < 0)
+          return -1;
+        o->idle_ttl = optarg;
+        break;
+      case 'X':
+        o->session.on_expiry = optarg;
+        break;
       case 'J':
         break;
       default:
-        return cli_usage (err, "session create: unknown option `%s`", argv[optind - 1]);
+        return cli_usage (err, "%s: unknown option `%s`", argv[0], argv[optind - 1]);
       }
   if (optind + 1 != argc)
-    return cli_usage (err, "session create: expected PROJECT");
+    return strcmp (argv[0], "fork") == 0 ? cli_usage (err, "session fork: expected a session")
+                                         : cli_usage (err, "session create: expected PROJECT");
   o->project = argv[optind];
   o->session.labels = o->labels.v;
   /* As docker run: --env wins over --env-file, wherever they stand.  */
@@ -139,6 +161,10 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
   set_optional (body, "memory", o->memory);
   set_optional (body, "pids", o->pids);
   set_optional (body, "cpus", o->session.cpus);
+  set_optional (body, "snapshot", o->session.snapshot);
+  set_optional (body, "ttl", o->ttl);
+  set_optional (body, "idle_ttl", o->idle_ttl);
+  set_optional (body, "on_expiry", o->session.on_expiry);
   return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions");
 }
 
@@ -262,6 +288,75 @@ inspect_remote (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   return 0;
 }
 
+/* esbx session snapshot S [--name SNAP]: prints the snapshot's name.  */
+static int
+session_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "name", required_argument, NULL, 'n' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  _cleanup_free_ char *snap = NULL;
+  const char *name = NULL;
+  esbx_store_t *store;
+  int c;
+
+  while ((c = getopt_long (argc, argv, "n:", opts, NULL)) != -1)
+    {
+      if (c == 'n')
+        name = optarg;
+      else if (c != 'J')
+        return cli_usage (err, "session snapshot: unknown option `%s`", argv[optind - 1]);
+    }
+  if (optind + 1 != argc)
+    return cli_usage (err, "session snapshot: expected a session");
+  if (cli_remote_mode (cli))
+    {
+      _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
+      set_optional (body, "name", name);
+      return cli_remote_print (cli, "POST", body, NULL, "snapshot", err, "/v1/sessions/%s/snapshot",
+                               argv[optind]);
+    }
+  store = cli_store (cli, err);
+  if (store == NULL || esbx_sandbox_snapshot (store, argv[optind], name, &snap, err) < 0)
+    return -1;
+  printf ("%s\n", snap);
+  return 0;
+}
+
+/* esbx session fork S [create options]: prints the new session's name.  */
+static int
+session_fork (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  struct create_opts o = { 0 };
+  _cleanup_free_ char *snap = NULL, *name = NULL;
+  int ret;
+
+  ret = parse_create_opts (argc, argv, &o, err);
+  if (ret == 0 && (o.session.rootfs || o.session.base || o.session.snapshot))
+    ret = cli_usage (err, "session fork: --base, --from-snapshot and --rootfs do not apply: a "
+                          "fork starts from the session's own state");
+  if (ret == 0 && cli_remote_mode (cli))
+    {
+      _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
+      set_optional (body, "name", o.session.name);
+      set_optional (body, "ttl", o.ttl);
+      set_optional (body, "idle_ttl", o.idle_ttl);
+      set_optional (body, "on_expiry", o.session.on_expiry);
+      ret = cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions/%s/fork",
+                              o.project);
+    }
+  else if (ret == 0)
+    {
+      esbx_store_t *store = cli_store (cli, err);
+      if (store == NULL || esbx_sandbox_fork (store, o.project, &o.session, &snap, &name, err) < 0)
+        ret = -1;
+      else
+        printf ("%s\n", name);
+    }
+  strv_free (&o.labels);
+  return ret;
+}
+
 int
 cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -269,6 +364,10 @@ cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (sub == NULL)
     return cli_usage (err, "session: expected a subcommand");
+  if (strcmp (sub, "snapshot") == 0)
+    return session_snapshot (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "fork") == 0)
+    return session_fork (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "create") == 0)
     return session_create (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "list") == 0 || strcmp (sub, "ls") == 0)

@@ -23,11 +23,16 @@ static const struct verb verbs[] = {
     "project list\n"
     "project log NAME\n"
     "project rm NAME\n"
+    "project lifetime NAME [--ttl DURATION] [--idle-ttl DURATION] [--on-expiry discard|snapshot]\n"
     "project squash NAME" },
   { "session", cmd_session,
     "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host]\n"
     "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
     "    [--env K=V]... [--env-file FILE]...\n"
+    "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
+    "    [--on-expiry discard|snapshot]\n"
+    "session snapshot S [--name SNAP]\n"
+    "session fork S [--name N] [--label K=V]... [--ttl DURATION] [--idle-ttl DURATION] ...\n"
     "session list [--project P]\n"
     "session inspect S\n"
     "session path S\n"
@@ -39,7 +44,8 @@ static const struct verb verbs[] = {
   { "discard", cmd_discard, "discard S [--force]" },
   { "export", cmd_export, "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
-  { "gc", cmd_gc, "gc" },
+  { "gc", cmd_gc, "gc [--snapshots]" },
+  { "snapshot", cmd_snapshot, "snapshot list [--project P] | inspect SNAP | rm SNAP" },
   { "trash", cmd_trash,
     "trash list | restore ENTRY [--name S] | purge ENTRY|--all | ttl [DURATION]" },
   { "exec", cmd_exec,

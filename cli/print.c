@@ -24,6 +24,19 @@ int_of (const json_t *o, const char *key)
   return v;
 }
 
+/* "45s", "12m", "5h", "3d": coarse, for a table.  */
+static char *
+duration (int64_t s)
+{
+  if (s < 120)
+    return xasprintf ("%" PRId64 "s", s);
+  if (s < 120 * 60)
+    return xasprintf ("%" PRId64 "m", s / 60);
+  if (s < 48 * 3600)
+    return xasprintf ("%" PRId64 "h", s / 3600);
+  return xasprintf ("%" PRId64 "d", s / 86400);
+}
+
 void
 cli_print_projects (struct esbx_cli *cli, const json_t *arr)
 {
@@ -99,10 +112,45 @@ cli_print_sessions (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
-  printf ("NAME\tPROJECT\tBASE\tSTATE\n");
+  printf ("NAME\tPROJECT\tBASE\tSTATE\tAGE\tIDLE\tEXPIRES\n");
   json_array_foreach (arr, i, s)
-    printf ("%s\t%s\t%s\t%s\n", str_or (s, "name", ""), str_or (s, "project", ""),
-            str_or (s, "base", ""), json_get_bool (s, "mounted", false) ? "mounted" : "unmounted");
+    {
+      const json_t *l = json_get (s, "lifetime");
+      _cleanup_free_ char *age = duration (int_of (l, "age"));
+      _cleanup_free_ char *idle = duration (int_of (l, "idle"));
+      _cleanup_free_ char *expires = NULL;
+      int64_t in;
+
+      if (json_get_int (l, "expires_in", &in))
+        {
+          _cleanup_free_ char *left = duration (in > 0 ? in : 0);
+          expires = xasprintf ("in %s (%s)", left, str_or (l, "expires_by", ""));
+        }
+      printf ("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", str_or (s, "name", ""), str_or (s, "project", ""),
+              str_or (s, "base", ""), json_get_bool (s, "mounted", false) ? "mounted" : "unmounted",
+              age, idle, expires ? expires : "-");
+    }
+}
+
+void
+cli_print_snapshots (struct esbx_cli *cli, const json_t *arr)
+{
+  const json_t *t;
+  size_t i;
+
+  if (cli->json)
+    {
+      cli_print_json (arr);
+      return;
+    }
+  printf ("NAME\tPROJECT\tBASE\tSESSION\tBYTES\tSESSIONS\tCREATED\n");
+  json_array_foreach (arr, i, t)
+    {
+      const json_t *users = json_get (t, "sessions");
+      printf ("%s\t%s\t%.12s\t%s\t%" PRId64 "\t%zu\t%s\n", str_or (t, "name", ""),
+              str_or (t, "project", ""), str_or (t, "base", ""), str_or (t, "session", ""),
+              int_of (t, "bytes"), json_len (users), str_or (t, "created", ""));
+    }
 }
 
 void

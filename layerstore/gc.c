@@ -197,7 +197,8 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
 
       for (k = 0; k < n && !used; k++)
         used = strcmp (ids[k], layers[i]) == 0;
-      if (used || layer_in_use (store, sessions, layers[i]))
+      if (used || layer_in_use (store, sessions, layers[i])
+          || esbx_snapshot_uses_layer (store, project, layers[i]))
         continue;
       shown = xasprintf ("projects/%s/layers/%s", project, layers[i]);
       if (esbx_rm_rf_at (lfd, layers[i], &e) < 0)

@@ -187,4 +187,27 @@ int esbx_layer_sync (int diffd, esbx_error_t *err);
 int esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
                        struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err);
 
+/* Lifetimes (lifetime.c): check the options, then write ttl, idle_ttl and
+   on_expiry (PROJECT's defaults where the options have none) in RECORD.  */
+int esbx_lifetime_check (const struct esbx_session_opts *o, esbx_error_t *err);
+int esbx_lifetime_record (esbx_store_t *store, const char *project,
+                          const struct esbx_session_opts *o, json_t *record, esbx_error_t *err);
+
+/* Snapshots (snapshot.c).  */
+struct strv;
+/* The base layer of snapshot NAME of PROJECT.  */
+int esbx_snapshot_resolve (esbx_store_t *store, const char *project, const char *name, char **base,
+                           esbx_error_t *err);
+/* Append the diff directories of snapshot NAME and its parents, bottom to
+   top, to OUT: the lower layers above the base of a session made from it.  */
+int esbx_snapshot_lowers (esbx_store_t *store, const char *project, const char *name,
+                          struct strv *out, esbx_error_t *err);
+/* Whether a snapshot of PROJECT builds on LAYER (true when unknown).  */
+bool esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const char *layer);
+/* The private state of session S made from a snapshot, as one upper
+   directory: the snapshots' diffs and its upper merged (hard links) in a
+   locked temp dir *PATH (*LOCKFD keeps gc away).  Returns its fd.  */
+int esbx_snapshot_view (esbx_store_t *store, const struct esbx_session *s, char **path, int *lockfd,
+                        esbx_error_t *err);
+
 #endif

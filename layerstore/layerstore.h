@@ -151,6 +151,10 @@ struct esbx_session_opts
   const char *cpus;      /* e.g. "1.5", NULL = unlimited */
   const char *rootfs;    /* DIR, tar or `docker save` archive; NULL: the host's */
   char **env;            /* NULL-terminated "K=V", later ones win (esbx_session_env_parse) */
+  const char *snapshot;  /* start from this snapshot of PROJECT (on its base) */
+  int64_t ttl;           /* seconds the session may live, 0: the project's default */
+  int64_t idle_ttl;      /* seconds it may stay unused, 0: the project's default */
+  const char *on_expiry; /* "discard" (default) or "snapshot" */
 };
 
 struct esbx_session
@@ -169,7 +173,11 @@ struct esbx_session
   char *cpus;
   char *rootfs;   /* key of its image root (rootfs.c), NULL: the host's */
   json_t *env;    /* object of strings, may be empty: what its commands start with */
+  char *snapshot; /* the snapshot it was made from (a lower layer over its base) */
   json_t *record; /* the whole session.json */
+  char *view;     /* a scan's merged view of snapshot and upper (snapshot.c),
+                     removed by esbx_session_free */
+  int view_lock;
 };
 
 int esbx_session_create (esbx_store_t *store, const char *project,
@@ -280,6 +288,43 @@ int esbx_rootfs_add (esbx_store_t *store, const char *from, char **key, esbx_err
 bool esbx_rootfs_valid_key (const char *key);
 /* The tree of KEY: ROOT/rootfs/KEY/root.  */
 char *esbx_rootfs_dir (esbx_store_t *store, const char *key);
+
+/* ---- snapshots (snapshot.c) ---------------------------------------------- */
+
+/* Copy SESSION's private state (its upper, whiteouts and opaque
+   directories kept) into snapshot NAME (NULL: "<session>-snap-<hex>") of
+   its project; *OUT is its name.  Snapshot names are unique in the store.
+   The caller makes the upper hold still (esbx_sandbox_snapshot freezes the
+   session's processes).  */
+int esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name, char **out,
+                          esbx_error_t *err);
+/* The snapshots (of PROJECT when not NULL): each its record plus
+   "sessions" (made from it) and "children" (snapshots of those).  */
+json_t *esbx_snapshot_list (esbx_store_t *store, const char *project, esbx_error_t *err);
+json_t *esbx_snapshot_inspect (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* Refused (ESBX_ERR_BUSY) while a session or another snapshot uses it.  */
+int esbx_snapshot_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
+/* Remove every snapshot nothing uses (`gc --snapshots`).  */
+int esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+
+/* ---- lifetimes (lifetime.c) --------------------------------------------- */
+
+/* PROJECT's defaults for new sessions: ttl, idle_ttl (seconds, 0: none)
+   and on_expiry (NULL: discard).  */
+int esbx_lifetime_set_defaults (esbx_store_t *store, const char *project, int64_t ttl,
+                                int64_t idle_ttl, const char *on_expiry, esbx_error_t *err);
+json_t *esbx_lifetime_defaults (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* The session was used now (exec, Docker mount, file operation): what its
+   idle time to live counts from.  Cheap, and never fails.  */
+void esbx_session_touch (esbx_store_t *store, const char *name);
+/* Seconds since the epoch of its last use (its creation if never used).  */
+int64_t esbx_session_last_used (esbx_store_t *store, const struct esbx_session *s);
+/* When S expires (seconds since the epoch; 0: never) and *WHY ("ttl" or
+   "idle-ttl").  */
+int64_t esbx_session_expires (esbx_store_t *store, const struct esbx_session *s, const char **why);
+/* {"age", "idle", "ttl", "idle_ttl", "expires", "expires_in", "expires_by",
+   "on_expiry"} for `session list` and inspect.  */
+json_t *esbx_session_lifetime_json (esbx_store_t *store, const struct esbx_session *s);
 
 /* ---- import/export (import.c, export.c) --------------------------------- */
 

@@ -130,10 +130,19 @@ mount_legacy (char *const *lowers, size_t n, const char *upper, const char *work
   int status;
 
   dir = xstrdup (lowers[0]);
-  /* .../layers/ID/diff -> .../layers */
+  /* .../layers/ID/diff -> .../layers; the project's directory when a
+     snapshot (.../snapshots/NAME/diff) is among them.  */
   for (i = 0; i < 2 && (p = strrchr (dir, '/')) != NULL; i++)
     *p = '\0';
   dirlen = strlen (dir);
+  for (i = 0; i < n; i++)
+    if (strncmp (lowers[i], dir, dirlen) != 0 || lowers[i][dirlen] != '/')
+      {
+        if ((p = strrchr (dir, '/')) != NULL)
+          *p = '\0';
+        dirlen = strlen (dir);
+        break;
+      }
   for (i = 0; i < n; i++)
     {
       if (strncmp (lowers[i], dir, dirlen) != 0 || lowers[i][dirlen] != '/')

@@ -478,7 +478,15 @@ esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esb
   if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
     return esbx_error_wrap (err, "session `%s`", s->name);
   upper = esbx_session_upper (store, s->name);
-  ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
+  if (s->snapshot && s->view == NULL)
+    {
+      /* A fork publishes what it has over the base: the snapshot's
+         changes and its own, scanned as one upper.  */
+      struct esbx_session *m = (struct esbx_session *)s;
+      ufd = esbx_snapshot_view (store, s, &m->view, &m->view_lock, err);
+    }
+  else
+    ufd = esbx_open_dir_at (AT_FDCWD, upper, err);
   if (ufd < 0 || esbx_scan_upper (&base, ufd, s->name, flags, out, same, ignored, err) < 0)
     {
       esbx_stack_close (&base);

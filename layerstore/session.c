@@ -84,6 +84,15 @@ esbx_session_free (struct esbx_session *s)
   free (s->created);
   free (s->cpus);
   free (s->rootfs);
+  free (s->snapshot);
+  if (s->view)
+    {
+      esbx_error_t ignored = NULL;
+      if (esbx_rm_rf_at (AT_FDCWD, s->view, &ignored) < 0)
+        esbx_error_free (&ignored);
+      close (s->view_lock);
+      free (s->view);
+    }
   json_free (s->labels);
   json_free (s->env);
   json_free (s->record);
@@ -142,6 +151,12 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
   s->created = xstrdup (json_get_string (j, "created"));
   s->cpus = xstrdup (json_get_string (j, "cpus"));
   s->rootfs = xstrdup (json_get_string (j, "rootfs"));
+  s->snapshot = xstrdup (json_get_string (j, "snapshot"));
+  if (s->snapshot && !esbx_name_valid (s->snapshot))
+    {
+      esbx_session_free (s);
+      return esbx_make_error (err, 0, "session `%s`: record with a malformed snapshot", name);
+    }
   if (s->rootfs && !esbx_rootfs_valid_key (s->rootfs))
     {
       esbx_session_free (s);
@@ -261,6 +276,8 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "cpus", o->cpus);
   if (rootfs)
     json_set_string (j, "rootfs", rootfs);
+  if (o->snapshot)
+    json_set_string (j, "snapshot", o->snapshot);
   return j;
 }
 
@@ -278,6 +295,13 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid workspace `%s`: expected an absolute path below /",
                                  o->workspace);
+  if (o->snapshot && o->base)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "--base and --from-snapshot: a snapshot has its own base");
+  if (o->snapshot && esbx_check_name ("snapshot", o->snapshot, err) < 0)
+    return -1;
+  if (esbx_lifetime_check (o, err) < 0)
+    return -1;
   if (o->cpus)
     {
       char *end;
@@ -317,6 +341,13 @@ esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s, es
   upper = xasprintf ("%s/upper", dir);
   work = xasprintf ("%s/work", dir);
   ret = esbx_stack_lowers (store, s->project, s->base, NULL, &lowers, &n, err);
+  if (ret == 0 && s->snapshot)
+    {
+      struct strv v = { .v = steal_pointer (&lowers), .n = n, .cap = n + 1 };
+      ret = esbx_snapshot_lowers (store, s->project, s->snapshot, &v, err);
+      lowers = v.v;
+      n = v.n;
+    }
   if (ret == 0)
     {
       _cleanup_free_ char *folded = xasprintf ("%s/lower", dir);
@@ -378,7 +409,8 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
       return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
                                    project);
     }
-  if (esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
+  if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
+                     : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
     {
       json_free (labels);
       return -1;
@@ -425,6 +457,8 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
         }
     }
   record = session_record (name, project, base, opts, labels, steal_pointer (&env), rootfs);
+  if (esbx_lifetime_record (store, project, opts, record, err) < 0)
+    goto fail;
   text = json_serialize (record, true, &len);
   if (esbx_write_file_atomic_at (tmpfd, "session.json", text, len, 0644, err) < 0)
     goto fail;

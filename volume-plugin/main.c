@@ -3,6 +3,7 @@
 #include "docker/driver.h"
 #include "docker/plugin.h"
 #include "docker/volumes.h"
+#include "expiry.h"
 #include "fs.h"
 #include "gateway/audit.h"
 #include "gateway/gateway.h"
@@ -197,6 +198,8 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
   struct esbx_volumes *vols = NULL;
   struct esbx_driver *driver = NULL;
   struct esbx_plugin *plugin = NULL;
+  struct esbx_expiry *expiry = NULL;
+  const char *interval = getenv ("ESBXD_EXPIRY_INTERVAL_MS");
   sigset_t sigs;
   int sig = 0, ret = -1;
 
@@ -227,6 +230,14 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
       goto out;
     }
   esbx_listen_adopted_leftovers ();
+  /* Sessions past their lifetime are retired by the daemon while it runs
+     (by `esbx gc` otherwise).  */
+  if (esbx_expiry_start (store, metrics, interval ? atol (interval) : 1000, &expiry, err) < 0)
+    {
+      esbx_plugin_stop (plugin);
+      esbx_gateway_stop (gw);
+      goto out;
+    }
 
   for (;;)
     {
@@ -246,6 +257,7 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
         }
     }
   esbx_info ("signal %d: stopping", sig);
+  esbx_expiry_stop (expiry);
   esbx_plugin_stop (plugin);
   esbx_gateway_stop (gw);
   ret = 0;

@@ -37,6 +37,7 @@ struct esbx_metrics
   struct histogram *hists;
   size_t n_hists;
   uint64_t auth_failures;
+  uint64_t expiries;
   struct esbx_http_server *server;
 };
 
@@ -123,6 +124,16 @@ esbx_metrics_auth_failure (struct esbx_metrics *m)
   pthread_mutex_unlock (&m->lock);
 }
 
+void
+esbx_metrics_expired (struct esbx_metrics *m, size_t n)
+{
+  if (m == NULL || n == 0)
+    return;
+  pthread_mutex_lock (&m->lock);
+  m->expiries += n;
+  pthread_mutex_unlock (&m->lock);
+}
+
 struct buf
 {
   char *s;
@@ -181,6 +192,14 @@ render_store (struct esbx_metrics *m, struct buf *b)
   bprintf (b, "esbx_sessions{state=\"running\"} %" PRIu64 "\n", running);
   bprintf (b, "esbx_sessions{state=\"mounted\"} %" PRIu64 "\n", mounted);
   bprintf (b, "esbx_sessions{state=\"unmounted\"} %" PRIu64 "\n", unmounted);
+  pthread_mutex_lock (&m->lock);
+  bprintf (b,
+           "# HELP esbx_session_expiries_total Sessions this esbxd retired at the end of "
+           "their lifetime.\n"
+           "# TYPE esbx_session_expiries_total counter\n"
+           "esbx_session_expiries_total %" PRIu64 "\n",
+           m->expiries);
+  pthread_mutex_unlock (&m->lock);
   bprintf (b,
            "# HELP esbx_holders Session holders running.\n"
            "# TYPE esbx_holders gauge\n"

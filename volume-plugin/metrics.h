@@ -20,6 +20,8 @@ void esbx_metrics_free (struct esbx_metrics *m);
 void esbx_metrics_request (struct esbx_metrics *m, const char *endpoint, const char *method,
                            unsigned status, double seconds);
 void esbx_metrics_auth_failure (struct esbx_metrics *m);
+/* N sessions retired at the end of their lifetime (expiry.c).  */
+void esbx_metrics_expired (struct esbx_metrics *m, size_t n);
 
 /* The Prometheus text exposition (owned).  */
 char *esbx_metrics_render (struct esbx_metrics *m);

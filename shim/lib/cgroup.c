@@ -507,6 +507,73 @@ esbx_cgroup_kill (const char *rel, esbx_error_t *err)
   return esbx_make_error (err, EBUSY, "cgroup `%s`: processes survive SIGKILL", rel);
 }
 
+/* The freezer state of REL reached FROZEN (or THAWED): 1, 0 not yet.  */
+static int
+freeze_reached (const char *rel, bool frozen)
+{
+  char buf[256];
+
+  if (v2_root ())
+    {
+      _cleanup_free_ char *ev = xasprintf ("%s/%s/cgroup.events", v2_root (), rel);
+      if (read_small (ev, buf, sizeof buf) < 0)
+        return 1;
+      return (strstr (buf, frozen ? "frozen 1" : "frozen 0") != NULL);
+    }
+  {
+    _cleanup_free_ char *st = xasprintf (CGROUP_FS "/freezer/%s/freezer.state", rel);
+    if (read_small (st, buf, sizeof buf) < 0)
+      return 1;
+    return strncmp (buf, frozen ? "FROZEN" : "THAWED", 6) == 0;
+  }
+}
+
+int
+esbx_cgroup_freeze (const char *rel, bool frozen, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = NULL;
+  const char *file, *value;
+  int tries;
+
+  if (!esbx_cgroup_exists (rel))
+    return 0;
+  if (v2_root ())
+    {
+      dir = dir_of (NULL, rel);
+      file = "cgroup.freeze";
+      value = frozen ? "1" : "0";
+    }
+  else if (v1_mounted ("freezer"))
+    {
+      dir = dir_of ("freezer", rel);
+      file = "freezer.state";
+      value = frozen ? "FROZEN" : "THAWED";
+    }
+  else
+    return esbx_make_error (err, ENOTSUP, "cgroup `%s`: no freezer", rel);
+  if (set_value (dir, file, value, err) < 0)
+    return -1;
+  for (tries = 0; tries < KILL_TRIES; tries++)
+    {
+      if (freeze_reached (rel, frozen))
+        return 0;
+      sleep_ms (5);
+      /* v1 retries a freeze that stopped half-way (FREEZING).  */
+      if (!v2_root ())
+        set_value (dir, file, value, NULL);
+    }
+  return esbx_make_error (err, EBUSY, "cgroup `%s`: %s did not complete", rel,
+                          frozen ? "freeze" : "thaw");
+}
+
+bool
+esbx_cgroup_frozen (const char *rel)
+{
+  if (!esbx_cgroup_exists (rel) || (!v2_root () && !v1_mounted ("freezer")))
+    return false;
+  return freeze_reached (rel, true) == 1;
+}
+
 static int
 rmdir_tree (const char *dir)
 {

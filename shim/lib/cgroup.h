@@ -66,6 +66,12 @@ int esbx_cgroup_pids (const char *rel, pid_t **pids, size_t *n, esbx_error_t *er
 int esbx_cgroup_usage (const char *rel, struct esbx_cgroup_usage *usage, esbx_error_t *err);
 /* SIGKILL every process of REL and wait (bounded) until it is empty.  */
 int esbx_cgroup_kill (const char *rel, esbx_error_t *err);
+/* Freeze (FROZEN true) or thaw every process of REL and wait until the
+   kernel says it is done: v2 cgroup.freeze, v1 freezer.state.  A missing
+   cgroup (no holder) is nothing to do.  */
+int esbx_cgroup_freeze (const char *rel, bool frozen, esbx_error_t *err);
+/* Whether REL exists and is frozen.  */
+bool esbx_cgroup_frozen (const char *rel);
 /* Kill what is left and remove REL.  Missing is not an error.  */
 int esbx_cgroup_remove (const char *rel, esbx_error_t *err);
 /* Names (last components) of the cgroups directly under "esbx".  */

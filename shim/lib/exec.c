@@ -590,6 +590,8 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
   r.ss = ss;
   if (resolve_cwd (ss->rec->workspace, opts->cwd, &r.cwd, err) < 0)
     return -1;
+  /* An exec is use: the idle time to live counts from its start and end.  */
+  esbx_session_touch (store, session);
 
   if (esbx_owner_begin (ss, err) < 0)
     return -1;
@@ -599,6 +601,7 @@ esbx_exec_run (esbx_store_t *store, const char *session, const struct esbx_exec_
   if (ret == 0)
     ret = run (&r, status, err);
   esbx_owner_end (ss);
+  esbx_session_touch (store, session);
   close_run (&r);
   esbx_holder_info_free (&info);
   return ret;

@@ -85,7 +85,29 @@ json_t *esbx_sandbox_list (esbx_store_t *store, const char *project, esbx_sandbo
 /* One session's view with its runtime status (`session inspect`).  */
 json_t *esbx_sandbox_inspect (esbx_store_t *store, const char *name, esbx_error_t *err);
 
+/* Snapshot SESSION (esbx_snapshot_create) as NAME (NULL: generated) while
+   its processes are frozen; *OUT is the snapshot's name.  */
+int esbx_sandbox_snapshot (esbx_store_t *store, const char *session, const char *name, char **out,
+                           esbx_error_t *err);
+/* Snapshot SESSION, then create a session of its project from that
+   snapshot with OPTS (its base and snapshot must be unset); *SNAPSHOT
+   (when not NULL) and *NAME name them.  */
+int esbx_sandbox_fork (esbx_store_t *store, const char *session,
+                       const struct esbx_session_opts *opts, char **snapshot, char **name,
+                       esbx_error_t *err);
+/* Thaw SESSION when a snapshot that did not finish left it frozen (gc).  */
+void esbx_sandbox_thaw_abandoned (esbx_store_t *store, const char *session, FILE *report);
+/* Retire every session past its time to live or idle time to live: holder
+   and processes stopped, an "expired" event, then a snapshot first when
+   its on_expiry says so, and the discard (to the trash when it has
+   unpublished work and no snapshot was made).  *RETIRED counts them.  */
+int esbx_sandbox_expire (esbx_store_t *store, FILE *report, size_t *retired, esbx_error_t *err);
+
 /* esbx_gc plus the sessions whose holder died or whose owner crashed.  */
 int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+/* What gc does besides (flags of esbx_sandbox_gc_flags).  */
+#define ESBX_GC_SNAPSHOTS 1u /* remove the snapshots nothing uses */
+int esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report,
+                           esbx_error_t *err);
 
 #endif

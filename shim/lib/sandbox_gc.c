@@ -116,6 +116,12 @@ clean_stray_cgroups (esbx_store_t *store, FILE *report)
 int
 esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 {
+  return esbx_sandbox_gc_flags (store, 0, report, err);
+}
+
+int
+esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report, esbx_error_t *err)
+{
   _cleanup_strv_ char **sessions = NULL;
   char **s;
   int ret = 0;
@@ -127,6 +133,7 @@ esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
     {
       esbx_error_t serr = NULL;
 
+      esbx_sandbox_thaw_abandoned (store, *s, report);
       if (clean_session (store, *s, report, &serr) < 0)
         {
           /* Another gc or a discard got there first.  */
@@ -142,6 +149,17 @@ esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
         }
     }
   clean_stray_cgroups (store, report);
+  /* Without a daemon, gc is what ends sessions past their lifetime.  */
+  if (esbx_sandbox_expire (store, report, NULL, err) < 0)
+    ret = -1;
+  if (ret < 0 && err && *err)
+    {
+      if (report)
+        fprintf (report, "%s\n", (*err)->msg);
+      esbx_error_free (err);
+    }
+  if ((flags & ESBX_GC_SNAPSHOTS) && esbx_snapshot_gc (store, report, err) < 0)
+    return -1;
   if (esbx_gc (store, report, err) < 0)
     return -1;
   if (ret < 0)

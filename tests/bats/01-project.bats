@@ -69,7 +69,7 @@ load helpers
   esbx_ok project list
   assert_output "$(printf 'NAME\tLAYERS\tHEAD')"
   esbx_ok session list
-  assert_output "$(printf 'NAME\tPROJECT\tBASE\tSTATE')"
+  assert_output "$(printf 'NAME\tPROJECT\tBASE\tSTATE\tAGE\tIDLE\tEXPIRES')"
   esbx_ok --json project list
   assert_output "[]"
   esbx_ok --json session list
@@ -83,8 +83,8 @@ load helpers
   assert_line --index 1 --regexp "^$head +0 "
   esbx_ok session create p --name s1
   esbx_ok session list
-  assert_line --index 0 "$(printf 'NAME\tPROJECT\tBASE\tSTATE')"
-  assert_line --index 1 "$(printf 's1\tp\t%s\tmounted' "$head")"
+  assert_line --index 0 "$(printf 'NAME\tPROJECT\tBASE\tSTATE\tAGE\tIDLE\tEXPIRES')"
+  assert_line --index 1 --regexp "^s1	p	$head	mounted	[0-9]+s	[0-9]+s	-$"
   esbx_ok --json session list
   echo "$output" | jq -e 'length == 1'
   esbx_ok --json project log p

@@ -341,3 +341,18 @@ assert_err() {
   run "$ESBXD" --no-such-option
   assert_failure 2
 }
+
+@test "docker volume create -o snapshot=SNAP starts from the snapshot's files" {
+  make_project demo
+  esbx_ok session create demo --name src
+  echo from-snapshot >"$(path_of src)/snap.txt"
+  esbx_ok session snapshot src --name snap
+  plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "snapshot": "nosuch"}}'
+  assert_err 400 "snapshot \`nosuch\`"
+  dvol -o project=demo -o snapshot=snap fromsnap >/dev/null
+  run drun -v fromsnap:/work "$ESBX_TEST_IMAGE" cat /work/snap.txt
+  assert_success
+  assert_output from-snapshot
+  esbx_ok --json session inspect fromsnap
+  echo "$output" | jq -e '.snapshot == "snap"'
+}

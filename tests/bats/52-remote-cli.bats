@@ -34,7 +34,7 @@ remote() {
   assert_line --index 0 --regexp '^LAYER +# CREATED +SESSION +CHANGES +MESSAGE$'
   same --json project log demo
   same session list
-  assert_line --index 0 "$(printf 'NAME\tPROJECT\tBASE\tSTATE')"
+  assert_line --index 0 "$(printf 'NAME\tPROJECT\tBASE\tSTATE\tAGE\tIDLE\tEXPIRES')"
   same --json session list --project demo
   same diff s1
   same diff s1 --json

@@ -90,10 +90,10 @@ no_such_volume (esbx_error_t *err, const char *name)
 /* A request that can never succeed as sent.  */
 #define bad_request(err, ...) esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, __VA_ARGS__)
 
-static const char *const known_options[] = { "project", "base", "network", "from" };
+static const char *const known_options[] = { "project", "base", "network", "from", "snapshot" };
 #define LABEL_PREFIX "label."
 #define ENV_PREFIX   "env."
-#define OPTIONS_HELP "project, base, label.KEY, env.KEY, network, from"
+#define OPTIONS_HELP "project, base, label.KEY, env.KEY, network, from, snapshot"
 
 static int
 check_options (const json_t *opts, esbx_error_t *err)
@@ -127,6 +127,8 @@ check_options (const json_t *opts, esbx_error_t *err)
           return bad_request (err, "unknown option `%s` (known: " OPTIONS_HELP ")", key);
         }
       if (strcmp (key, "project") == 0 && esbx_check_name ("project", value, err) < 0)
+        return -1;
+      if (strcmp (key, "snapshot") == 0 && esbx_check_name ("snapshot", value, err) < 0)
         return -1;
       if (strcmp (key, "network") == 0 && strcmp (value, "none") != 0
           && strcmp (value, "host") != 0)
@@ -314,6 +316,7 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   so.env = env;
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
+  so.snapshot = json_get_string (opts, "snapshot");
   if (esbx_sandbox_create (d->store, project, &so, &created, err) < 0)
     return -1;
   return 0;
@@ -464,6 +467,7 @@ do_mount (struct esbx_driver *d, const char *name, const json_t *req, esbx_error
     return NULL;
   if (esbx_sandbox_view_acquire (d->store, name, NULL, err) < 0)
     return NULL;
+  esbx_session_touch (d->store, name);
   esbx_volume_count_mount (vol, id, 1);
   if (esbx_volume_save (d->vols, vol, err) < 0)
     return NULL;

@@ -1,0 +1,762 @@
+/* Snapshots (README, "Snapshots and forks"): a session's private state
+ * frozen as ROOT/projects/P/snapshots/SNAP/{record.json, diff/}.  The diff
+ * is the session's upper copied as it is, whiteouts (0/0 devices) and
+ * opaque directories included, so that it mounts as one more lower layer
+ * over the session's base for every session made from it: ten forks share
+ * one copy and cost only their own changes.  A snapshot of a fork names
+ * the snapshot under it (its parent), whose diff mounts below its own.
+ *
+ * A snapshot is written under projects/P/tmp and renamed into place: a
+ * crash leaves a temp directory for gc, never a half snapshot.  */
+#include "internal.h"
+#include "failpoint.h"
+#include "fs.h"
+#include "hash.h"
+#include "log.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <time.h>
+
+#define OPAQUE_XATTR "trusted.overlay.opaque"
+/* A chain of snapshots of forks of forks deeper than this is refused: each
+   one is a lower layer of the sessions made from the top one.  */
+#define MAX_CHAIN 64
+
+static char *
+snapshot_rel (const char *project, const char *name)
+{
+  return xasprintf ("projects/%s/snapshots/%s", project, name);
+}
+
+/* The project holding snapshot NAME; an error that says so when none does.  */
+static int
+find_project (esbx_store_t *store, const char *name, char **project, esbx_error_t *err)
+{
+  _cleanup_strv_ char **projects = NULL;
+  size_t i;
+
+  if (esbx_check_name ("snapshot", name, err) < 0)
+    return -1;
+  projects = esbx_project_list (store, err);
+  if (projects == NULL)
+    return -1;
+  for (i = 0; projects[i]; i++)
+    {
+      _cleanup_free_ char *dir = snapshot_rel (projects[i], name);
+      _cleanup_free_ char *rel = xasprintf ("%s/record.json", dir);
+
+      if (esbx_exists_at (store->rootfd, rel))
+        {
+          *project = xstrdup (projects[i]);
+          return 0;
+        }
+    }
+  return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "snapshot `%s` does not exist", name);
+}
+
+static json_t *
+load_record (esbx_store_t *store, const char *project, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = snapshot_rel (project, name);
+  _cleanup_free_ char *rel = xasprintf ("%s/record.json", dir);
+  json_t *j;
+
+  if (!esbx_exists_at (store->rootfd, rel))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
+                                 "snapshot `%s` of project `%s` does not exist", name, project),
+           NULL;
+  j = json_parse_file_at (store->rootfd, rel, err);
+  if (j == NULL)
+    return esbx_error_wrap (err, "snapshot `%s`", name), NULL;
+  if (json_get_string (j, "base") == NULL)
+    {
+      json_free (j);
+      return esbx_make_error (err, 0, "snapshot `%s`: record without base", name), NULL;
+    }
+  return j;
+}
+
+int
+esbx_snapshot_resolve (esbx_store_t *store, const char *project, const char *name, char **base,
+                       esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = NULL;
+
+  if (esbx_check_name ("snapshot", name, err) < 0)
+    return -1;
+  j = load_record (store, project, name, err);
+  if (j == NULL)
+    return -1;
+  *base = xstrdup (json_get_string (j, "base"));
+  return 0;
+}
+
+int
+esbx_snapshot_lowers (esbx_store_t *store, const char *project, const char *name, struct strv *out,
+                      esbx_error_t *err)
+{
+  _cleanup_strv_ char **chain = NULL;
+  struct strv v = { 0 };
+  _cleanup_free_ char *next = xstrdup (name);
+  size_t i;
+
+  /* Top down through the parents, then appended bottom up.  */
+  while (next)
+    {
+      json_t *j;
+      const char *parent;
+
+      if (v.n >= MAX_CHAIN)
+        {
+          strv_free (&v);
+          return esbx_make_error (err, 0, "snapshot `%s`: chain of parents deeper than %d", name,
+                                  MAX_CHAIN);
+        }
+      j = load_record (store, project, next, err);
+      if (j == NULL)
+        {
+          strv_free (&v);
+          return -1;
+        }
+      strv_push (&v, steal_pointer (&next));
+      parent = json_get_string (j, "parent");
+      next = parent ? xstrdup (parent) : NULL;
+      json_free (j);
+    }
+  chain = v.v;
+  for (i = v.n; i > 0; i--)
+    {
+      _cleanup_free_ char *dir = snapshot_rel (project, chain[i - 1]);
+      strv_push (out, xasprintf ("%s/%s/diff", store->root, dir));
+    }
+  return 0;
+}
+
+/* ---- copying an upper directory as it is ------------------------------- */
+
+static int copy_tree (int src, int dst, const char *rel, esbx_error_t *err);
+
+static void
+copy_meta (int dst, const char *name, const struct stat *st)
+{
+  struct timespec ts[2] = { st->st_atim, st->st_mtim };
+
+  fchownat (dst, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW);
+  if (!S_ISLNK (st->st_mode))
+    fchmodat (dst, name, st->st_mode & 07777, 0);
+  utimensat (dst, name, ts, AT_SYMLINK_NOFOLLOW);
+}
+
+static int
+set_opaque (int dst, const char *name, esbx_error_t *err)
+{
+  _cleanup_close_ int fd
+      = TEMP_FAILURE_RETRY (openat (dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+
+  if (fd < 0 || fsetxattr (fd, OPAQUE_XATTR, "y", 1, 0) < 0)
+    return esbx_make_error (err, errno, "mark `%s` opaque", name);
+  return 0;
+}
+
+static int
+copy_file (int src, int dst, const char *name, const char *rel, esbx_error_t *err)
+{
+  _cleanup_close_ int in = esbx_open_regular_at (src, name, err);
+  _cleanup_close_ int out = -1;
+  char sha[ESBX_SHA256_HEX_LEN + 1];
+  off_t size;
+
+  if (in < 0)
+    return esbx_error_wrap (err, "copy `/%s`", rel);
+  out = TEMP_FAILURE_RETRY (
+      openat (dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (out < 0)
+    return esbx_make_error (err, errno, "create `/%s`", rel);
+  if (esbx_copy_hash_fd (in, out, sha, &size, err) < 0)
+    return esbx_error_wrap (err, "copy `/%s`", rel);
+  if (fsync (out) < 0)
+    return esbx_make_error (err, errno, "fsync `/%s`", rel);
+  return 0;
+}
+
+/* One entry NAME of SRC into DST.  */
+static int
+copy_entry (int src, int dst, const char *name, const char *rel, esbx_error_t *err)
+{
+  struct stat st;
+
+  if (fstatat (src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : esbx_make_error (err, errno, "stat `/%s`", rel);
+  if (esbx_is_whiteout (&st))
+    {
+      if (mknodat (dst, name, S_IFCHR, makedev (0, 0)) < 0)
+        return esbx_make_error (err, errno, "whiteout `/%s`", rel);
+      return 0;
+    }
+  if (S_ISDIR (st.st_mode))
+    {
+      _cleanup_close_ int s = -1, d = -1;
+
+      if (mkdirat (dst, name, 0700) < 0)
+        return esbx_make_error (err, errno, "mkdir `/%s`", rel);
+      if (esbx_is_opaque_at (src, name) && set_opaque (dst, name, err) < 0)
+        return -1;
+      s = TEMP_FAILURE_RETRY (openat (src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      d = TEMP_FAILURE_RETRY (openat (dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (s < 0 || d < 0)
+        return esbx_make_error (err, errno, "open `/%s`", rel);
+      if (copy_tree (s, d, rel, err) < 0)
+        return -1;
+      if (fsync (d) < 0)
+        return esbx_make_error (err, errno, "fsync `/%s`", rel);
+    }
+  else if (S_ISREG (st.st_mode))
+    {
+      if (copy_file (src, dst, name, rel, err) < 0)
+        return -1;
+    }
+  else if (S_ISLNK (st.st_mode))
+    {
+      char buf[4097];
+      ssize_t l = readlinkat (src, name, buf, sizeof buf - 1);
+
+      if (l < 0)
+        return esbx_make_error (err, errno, "readlink `/%s`", rel);
+      buf[l] = '\0';
+      if (symlinkat (buf, dst, name) < 0)
+        return esbx_make_error (err, errno, "symlink `/%s`", rel);
+    }
+  else if (S_ISFIFO (st.st_mode))
+    {
+      if (mkfifoat (dst, name, st.st_mode & 07777) < 0)
+        return esbx_make_error (err, errno, "mkfifo `/%s`", rel);
+    }
+  else
+    return 0; /* sockets: never part of a change set either */
+  copy_meta (dst, name, &st);
+  return 0;
+}
+
+static int
+copy_tree (int src, int dst, const char *rel, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (src, ".", err);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i]) : xstrdup (names[i]);
+      if (strlen (child) >= 4095)
+        return esbx_make_error (err, ENAMETOOLONG, "`/%.64s...`", child);
+      if (copy_entry (src, dst, names[i], child, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* ---- taking one ------------------------------------------------------- */
+
+static bool
+name_taken (esbx_store_t *store, const char *name)
+{
+  _cleanup_free_ char *project = NULL;
+  esbx_error_t e = NULL;
+
+  if (find_project (store, name, &project, &e) == 0)
+    return true;
+  esbx_error_free (&e);
+  return false;
+}
+
+int
+esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name, char **out,
+                      esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  _cleanup_free_ char *snap = NULL, *tmp = NULL, *dest = NULL, *dir = NULL, *text = NULL;
+  _cleanup_free_ char *hex = esbx_random_hex (8), *now = esbx_rfc3339_now ();
+  _cleanup_close_ int tfd = -1, sfd = -1, ufd = -1, dfd = -1;
+  _cleanup_json_ json_t *rec = NULL;
+  unsigned long long bytes = 0;
+  size_t len;
+  int ret = -1;
+
+  if (name && esbx_check_name ("snapshot", name, err) < 0)
+    return -1;
+  sfd = esbx_session_open_dir (store, session, err);
+  if (sfd < 0 || esbx_session_load_at (sfd, session, &s, err) < 0)
+    return -1;
+  if (name)
+    snap = xstrdup (name);
+  else
+    {
+      _cleanup_free_ char *h = esbx_random_hex (4);
+      snap = xasprintf ("%.110s-snap-%s", session, h);
+    }
+  if (name_taken (store, snap))
+    {
+      esbx_make_error (err, EEXIST, "snapshot `%s`", snap);
+      goto out;
+    }
+  dir = xasprintf ("projects/%s/snapshots", s->project);
+  if (mkdirat (store->rootfd, dir, 0755) < 0 && errno != EEXIST)
+    {
+      esbx_make_error (err, errno, "mkdir `%s`", dir);
+      goto out;
+    }
+  free (dir);
+  dir = xasprintf ("projects/%s/tmp", s->project);
+  if (mkdirat (store->rootfd, dir, 0700) < 0 && errno != EEXIST)
+    {
+      esbx_make_error (err, errno, "mkdir `%s`", dir);
+      goto out;
+    }
+  /* Locked: gc leaves it alone while we work, and removes it after a
+     crash.  */
+  tmp = xasprintf ("projects/%s/tmp/snapshot-%s", s->project, hex);
+  tfd = esbx_mkdir_locked (store, tmp, err);
+  if (tfd < 0)
+    goto out;
+  ufd = esbx_open_dir_at (sfd, "upper", err);
+  if (ufd < 0 || mkdirat (tfd, "diff", 0755) < 0 || (dfd = esbx_open_dir_at (tfd, "diff", err)) < 0)
+    {
+      if (ufd >= 0 && dfd < 0 && errno)
+        esbx_make_error (err, errno, "mkdir `%s/diff`", tmp);
+      goto out;
+    }
+  /* The upper's root may be opaque (a session that emptied `/`).  */
+  if (esbx_is_opaque_at (ufd, ".") && fsetxattr (dfd, OPAQUE_XATTR, "y", 1, 0) < 0)
+    {
+      esbx_make_error (err, errno, "mark `%s/diff` opaque", tmp);
+      goto out;
+    }
+  if (copy_tree (ufd, dfd, "", err) < 0 || fsync (dfd) < 0)
+    {
+      if (err && *err == NULL)
+        esbx_make_error (err, errno, "fsync `%s/diff`", tmp);
+      goto out;
+    }
+  esbx_failpoint ("snapshot-copied");
+  if (esbx_du_at (dfd, ".", &bytes, NULL) < 0)
+    bytes = 0;
+  rec = json_new (JSON_OBJECT);
+  json_set_string (rec, "name", snap);
+  json_set_string (rec, "project", s->project);
+  json_set_string (rec, "base", s->base);
+  json_set_string (rec, "session", s->name);
+  json_set_string (rec, "session_id", s->id);
+  json_set (rec, "parent", s->snapshot ? json_new_string (s->snapshot) : json_new (JSON_NULL));
+  json_set_string (rec, "created", now);
+  json_set_int (rec, "bytes", (int64_t)bytes);
+  text = json_serialize (rec, true, &len);
+  if (esbx_write_file_atomic_at (tfd, "record.json", text, len, 0644, err) < 0)
+    goto out;
+  dest = snapshot_rel (s->project, snap);
+  if (renameat2 (store->rootfd, tmp, store->rootfd, dest, RENAME_NOREPLACE) < 0)
+    {
+      esbx_make_error (err, errno, "install `%s`", dest);
+      goto out;
+    }
+  free (dir);
+  dir = xasprintf ("projects/%s/snapshots", s->project);
+  if (esbx_fsync_at (store->rootfd, dir, err) < 0)
+    goto out;
+  free (tmp);
+  tmp = NULL;
+  *out = steal_pointer (&snap);
+  ret = 0;
+
+out:
+  if (ret < 0 && tmp)
+    {
+      esbx_error_t ignored = NULL;
+      if (esbx_rm_rf_at (store->rootfd, tmp, &ignored) < 0)
+        esbx_error_free (&ignored);
+    }
+  if (ret < 0)
+    esbx_error_wrap (err, "snapshot `%s`", session);
+  esbx_session_free (s);
+  return ret;
+}
+
+/* ---- users, list, inspect, rm, gc --------------------------------------- */
+
+/* Sessions made from snapshot NAME of PROJECT, and snapshots whose parent
+   it is.  */
+static int
+users (esbx_store_t *store, const char *project, const char *name, struct strv *sessions,
+       struct strv *children, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_session_list (store, project, err);
+  _cleanup_strv_ char **snaps = NULL;
+  _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", project);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      struct esbx_session *s = NULL;
+      esbx_error_t e = NULL;
+
+      if (esbx_session_load (store, names[i], &s, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (s->snapshot && strcmp (s->snapshot, name) == 0)
+        strv_push (sessions, xstrdup (s->name));
+      esbx_session_free (s);
+    }
+  if (!esbx_exists_at (store->rootfd, dir))
+    return 0;
+  snaps = esbx_list_dir_at (store->rootfd, dir, err);
+  if (snaps == NULL)
+    return -1;
+  for (i = 0; snaps[i]; i++)
+    {
+      esbx_error_t e = NULL;
+      _cleanup_json_ json_t *j = load_record (store, project, snaps[i], &e);
+      const char *parent = j ? json_get_string (j, "parent") : NULL;
+
+      esbx_error_free (&e);
+      if (parent && strcmp (parent, name) == 0)
+        strv_push (children, xstrdup (snaps[i]));
+    }
+  return 0;
+}
+
+static json_t *
+strv_json (const struct strv *v)
+{
+  json_t *a = json_new (JSON_ARRAY);
+  size_t i;
+
+  for (i = 0; i < v->n; i++)
+    json_append (a, json_new_string (v->v[i]));
+  return a;
+}
+
+static json_t *
+snapshot_json (esbx_store_t *store, const char *project, const char *name, esbx_error_t *err)
+{
+  json_t *j = load_record (store, project, name, err);
+  struct strv sessions = { 0 }, children = { 0 };
+
+  if (j == NULL)
+    return NULL;
+  if (users (store, project, name, &sessions, &children, err) < 0)
+    {
+      json_free (j);
+      return NULL;
+    }
+  json_set (j, "sessions", strv_json (&sessions));
+  json_set (j, "children", strv_json (&children));
+  strv_free (&sessions);
+  strv_free (&children);
+  return j;
+}
+
+json_t *
+esbx_snapshot_inspect (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *project = NULL;
+
+  if (find_project (store, name, &project, err) < 0)
+    return NULL;
+  return snapshot_json (store, project, name, err);
+}
+
+json_t *
+esbx_snapshot_list (esbx_store_t *store, const char *project, esbx_error_t *err)
+{
+  _cleanup_strv_ char **projects = NULL;
+  json_t *arr;
+  size_t i, k;
+
+  if (project && !esbx_project_exists (store, project))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                 project),
+           NULL;
+  projects = esbx_project_list (store, err);
+  if (projects == NULL)
+    return NULL;
+  arr = json_new (JSON_ARRAY);
+  for (i = 0; projects[i]; i++)
+    {
+      _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+      _cleanup_strv_ char **snaps = NULL;
+      esbx_error_t e = NULL;
+
+      if ((project && strcmp (project, projects[i]) != 0) || !esbx_exists_at (store->rootfd, dir))
+        continue;
+      snaps = esbx_list_dir_at (store->rootfd, dir, &e);
+      esbx_error_free (&e);
+      for (k = 0; snaps && snaps[k]; k++)
+        {
+          json_t *j = snapshot_json (store, projects[i], snaps[k], &e);
+          if (j)
+            json_append (arr, j);
+          esbx_error_free (&e);
+        }
+    }
+  return arr;
+}
+
+/* Remove snapshot NAME of PROJECT unless something uses it; the caller
+   holds the project lock.  1 when it is in use (USED_BY names a user).  */
+static int
+remove_unused (esbx_store_t *store, const char *project, const char *name, char **used_by,
+               esbx_error_t *err)
+{
+  struct strv sessions = { 0 }, children = { 0 };
+  _cleanup_free_ char *rel = snapshot_rel (project, name), *hex = esbx_random_hex (6);
+  _cleanup_free_ char *grave = NULL;
+
+  if (users (store, project, name, &sessions, &children, err) < 0)
+    return -1;
+  if (sessions.n || children.n)
+    {
+      *used_by = sessions.n ? xasprintf ("session `%s`", sessions.v[0])
+                            : xasprintf ("snapshot `%s`", children.v[0]);
+      strv_free (&sessions);
+      strv_free (&children);
+      return 1;
+    }
+  /* Out of snapshots/ first: a crash half-way leaves a temp dir for gc.  */
+  grave = xasprintf ("projects/%s/tmp/rm-snapshot-%s", project, hex);
+  if (renameat (store->rootfd, rel, store->rootfd, grave) < 0)
+    return esbx_make_error (err, errno, "snapshot `%s`: remove", name);
+  if (esbx_rm_rf_at (store->rootfd, grave, err) < 0)
+    return esbx_error_wrap (err, "snapshot `%s`", name);
+  return 0;
+}
+
+int
+esbx_snapshot_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *project = NULL, *used_by = NULL;
+  _cleanup_close_ int lock = -1;
+  int r;
+
+  if (find_project (store, name, &project, err) < 0)
+    return -1;
+  lock = esbx_project_lock (store, project, err);
+  if (lock < 0)
+    return -1;
+  r = remove_unused (store, project, name, &used_by, err);
+  if (r > 0)
+    return esbx_make_error_kind (err, ESBX_ERR_BUSY, 0, "snapshot `%s`: in use by %s", name,
+                                 used_by);
+  return r;
+}
+
+int
+esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
+{
+  _cleanup_strv_ char **projects = esbx_project_list (store, err);
+  bool removed = true;
+  size_t i, k;
+
+  if (projects == NULL)
+    return -1;
+  /* Removing a snapshot can free its parent: again until nothing goes.  */
+  while (removed)
+    {
+      removed = false;
+      for (i = 0; projects[i]; i++)
+        {
+          _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+          _cleanup_strv_ char **snaps = NULL;
+          _cleanup_close_ int lock = -1;
+
+          if (!esbx_exists_at (store->rootfd, dir))
+            continue;
+          lock = esbx_project_lock (store, projects[i], err);
+          if (lock < 0)
+            return -1;
+          snaps = esbx_list_dir_at (store->rootfd, dir, err);
+          if (snaps == NULL)
+            return -1;
+          for (k = 0; snaps[k]; k++)
+            {
+              _cleanup_free_ char *used_by = NULL;
+              int r = remove_unused (store, projects[i], snaps[k], &used_by, err);
+              if (r < 0)
+                return -1;
+              if (r == 0)
+                {
+                  removed = true;
+                  if (report)
+                    fprintf (report, "removed snapshot `%s`\n", snaps[k]);
+                }
+            }
+        }
+    }
+  return 0;
+}
+
+bool
+esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const char *layer)
+{
+  _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", project);
+  _cleanup_strv_ char **snaps = NULL;
+  esbx_error_t e = NULL;
+  size_t i;
+
+  if (!esbx_exists_at (store->rootfd, dir))
+    return false;
+  snaps = esbx_list_dir_at (store->rootfd, dir, &e);
+  if (snaps == NULL)
+    {
+      esbx_error_free (&e);
+      return true; /* unknown: keep the layer */
+    }
+  for (i = 0; snaps[i]; i++)
+    {
+      _cleanup_json_ json_t *j = load_record (store, project, snaps[i], &e);
+      const char *base = j ? json_get_string (j, "base") : NULL;
+
+      esbx_error_free (&e);
+      if (j == NULL || strcmp (base, layer) == 0)
+        return true;
+    }
+  return false;
+}
+
+/* ---- the view a fork publishes ------------------------------------------ */
+
+/* Merge the overlay-format tree SRC over DST, the way overlayfs stacks
+   them: a whiteout or a non-directory replaces what DST had; an opaque
+   directory, or one that replaces a non-directory, hides what DST had
+   beneath it (it becomes opaque); any other directory merges.  Files are
+   hard links: the view costs no copy.  */
+static int
+merge_tree (int src, int dst, const char *rel, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (src, ".", err);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      const char *name = names[i];
+      _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, name) : xstrdup (name);
+      struct stat st, dst_st;
+      bool had = fstatat (dst, name, &dst_st, AT_SYMLINK_NOFOLLOW) == 0;
+
+      if (fstatat (src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (S_ISDIR (st.st_mode))
+        {
+          bool opaque = esbx_is_opaque_at (src, name);
+          _cleanup_close_ int s = -1, d = -1;
+
+          if (had && (opaque || !S_ISDIR (dst_st.st_mode)))
+            {
+              if (esbx_rm_rf_at (dst, name, err) < 0)
+                return -1;
+              opaque = true;
+              had = false;
+            }
+          if (!had && mkdirat (dst, name, st.st_mode & 07777) < 0)
+            return esbx_make_error (err, errno, "mkdir `/%s`", child);
+          if (opaque && set_opaque (dst, name, err) < 0)
+            return -1;
+          copy_meta (dst, name, &st);
+          s = TEMP_FAILURE_RETRY (
+              openat (src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+          d = TEMP_FAILURE_RETRY (
+              openat (dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+          if (s < 0 || d < 0)
+            return esbx_make_error (err, errno, "open `/%s`", child);
+          if (merge_tree (s, d, child, err) < 0)
+            return -1;
+          continue;
+        }
+      if (had && esbx_rm_rf_at (dst, name, err) < 0)
+        return -1;
+      if (S_ISREG (st.st_mode) && linkat (src, name, dst, name, 0) == 0)
+        continue;
+      if (copy_entry (src, dst, name, child, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* A layer whose root is opaque hides everything below it: the view starts
+   again from an empty opaque root.  */
+static int
+clear_root (int vfd, const char *tmp, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (vfd, ".", err);
+  size_t i;
+
+  for (i = 0; names && names[i]; i++)
+    if (esbx_rm_rf_at (vfd, names[i], err) < 0)
+      return -1;
+  if (names == NULL)
+    return -1;
+  if (fsetxattr (vfd, OPAQUE_XATTR, "y", 1, 0) < 0)
+    return esbx_make_error (err, errno, "mark `%s/view` opaque", tmp);
+  return 0;
+}
+
+int
+esbx_snapshot_view (esbx_store_t *store, const struct esbx_session *s, char **path, int *lockfd,
+                    esbx_error_t *err)
+{
+  struct strv lowers = { 0 };
+  _cleanup_free_ char *tmp = NULL, *upper = NULL;
+  _cleanup_close_ int tfd = -1, vfd = -1;
+  size_t i;
+  int ret = -1;
+
+  if (esbx_snapshot_lowers (store, s->project, s->snapshot, &lowers, err) < 0)
+    return esbx_error_wrap (err, "session `%s`", s->name);
+  upper = esbx_session_upper (store, s->name);
+  strv_push (&lowers, steal_pointer (&upper));
+  tfd = esbx_store_tmpdir (store, "view", &tmp, err);
+  if (tfd < 0)
+    goto out;
+  if (mkdirat (tfd, "view", 0755) < 0 || (vfd = esbx_open_dir_at (tfd, "view", err)) < 0)
+    {
+      if (vfd < 0 && err && *err == NULL)
+        esbx_make_error (err, errno, "mkdir `%s/view`", tmp);
+      goto out;
+    }
+  for (i = 0; i < lowers.n; i++)
+    {
+      _cleanup_close_ int lfd = esbx_open_dir_at (AT_FDCWD, lowers.v[i], err);
+      if (lfd < 0)
+        goto out;
+      if (esbx_is_opaque_at (lfd, ".") && clear_root (vfd, tmp, err) < 0)
+        goto out;
+      if (merge_tree (lfd, vfd, "", err) < 0)
+        goto out;
+    }
+  *path = steal_pointer (&tmp);
+  *lockfd = take_fd (&tfd);
+  ret = take_fd (&vfd);
+
+out:
+  if (ret < 0)
+    {
+      esbx_error_t ignored = NULL;
+      if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+        esbx_error_free (&ignored);
+      esbx_error_wrap (err, "session `%s`: view over snapshot `%s`", s->name, s->snapshot);
+    }
+  strv_free (&lowers);
+  return ret;
+}
