@@ -145,6 +145,9 @@ esbx_sandbox_view_acquire (esbx_store_t *store, const char *name, char **merged,
 {
   if (esbx_session_mount (store, name, err) < 0)
     return -1;
+  /* A Docker mount, a gateway file operation: the session is in use
+     (--idle-ttl).  */
+  esbx_session_touch (store, name);
   if (merged)
     *merged = esbx_session_merged (store, name);
   return 0;

@@ -56,7 +56,7 @@ int esbx_sandbox_discard (esbx_store_t *store, const char *name, unsigned int fl
                           esbx_error_t *err);
 
 /* The merged view, mounted on demand (after a reboot, say); *MERGED (when
-   not NULL) is its path.  */
+   not NULL) is its path.  Counts as use of the session (--idle-ttl).  */
 int esbx_sandbox_view_acquire (esbx_store_t *store, const char *name, char **merged,
                                esbx_error_t *err);
 /* A front end no longer needs the merged view (Docker's last Unmount): it

@@ -210,3 +210,41 @@ remote() {
   assert_output --regexp '^purged trash entry `s4\.'
   [ "$("$ESBX" --json trash list | jq length)" = 0 ]
 }
+
+@test "remote CLI: snapshot, fork, snapshot list, inspect and rm, gc --snapshots, lifetimes" {
+  make_demo
+  run remote session snapshot s1 --name snap1
+  assert_success
+  assert_output snap1
+  run remote session fork s1 --name f1 --ttl 2h
+  assert_success
+  assert_output f1
+  run cat "$ESBX_ROOT/sessions/f1/merged/README"
+  assert_output changed
+  esbx_ok session inspect f1
+  assert_output --partial '"ttl"'
+  same snapshot list
+  same --json snapshot inspect snap1
+  run remote session create demo --name s2 --from-snapshot snap1 --idle-ttl 30m
+  assert_success
+  run cat "$ESBX_ROOT/sessions/s2/merged/README"
+  assert_output changed
+  # In use: refused as embedded mode refuses it.
+  run remote snapshot rm snap1
+  assert_failure
+  assert_output --partial "snap1"
+  run remote discard --force s2
+  assert_success
+  run remote discard --force f1
+  assert_success
+  # A token limited to a session reaches no snapshot listing.
+  local limited
+  limited=$(token observe --session s1)
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$limited" "$ESBX" snapshot list
+  assert_failure
+  run remote gc --snapshots
+  assert_success
+  assert_output --partial "snap1"
+  run "$ESBX" snapshot list --json
+  refute_output --partial "snap1"
+}

@@ -467,7 +467,6 @@ do_mount (struct esbx_driver *d, const char *name, const json_t *req, esbx_error
     return NULL;
   if (esbx_sandbox_view_acquire (d->store, name, NULL, err) < 0)
     return NULL;
-  esbx_session_touch (d->store, name);
   esbx_volume_count_mount (vol, id, 1);
   if (esbx_volume_save (d->vols, vol, err) < 0)
     return NULL;

@@ -7,6 +7,7 @@
 #include "routes_maintenance.h"
 #include "routes_projects.h"
 #include "routes_sessions.h"
+#include "routes_snapshots.h"
 #include "routes_trash.h"
 #include "utils.h"
 
@@ -48,6 +49,16 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_session_publish, NULL },
   { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GATEWAY_TARGET_SESSION, true,
     esbx_gateway_session_rebase, NULL },
+  { "POST", "/v1/sessions/*/snapshot", "session_snapshot", M, GATEWAY_TARGET_SESSION, true,
+    esbx_gateway_session_snapshot, NULL },
+  { "POST", "/v1/sessions/*/fork", "session_fork", M, GATEWAY_TARGET_SESSION, true,
+    esbx_gateway_session_fork, NULL },
+  { "GET", "/v1/snapshots", "snapshot_list", O, GATEWAY_TARGET_STORE, false,
+    esbx_gateway_snapshot_list, NULL },
+  { "GET", "/v1/snapshots/*", "snapshot_inspect", O, GATEWAY_TARGET_STORE, false,
+    esbx_gateway_snapshot_inspect, NULL },
+  { "DELETE", "/v1/snapshots/*", "snapshot_rm", M, GATEWAY_TARGET_STORE, false,
+    esbx_gateway_snapshot_rm, NULL },
   { "POST", "/v1/sessions/*/stop", "session_stop", R, GATEWAY_TARGET_SESSION, false,
     esbx_gateway_session_stop, NULL },
   { "POST", "/v1/sessions/*/exec", "session_exec", R, GATEWAY_TARGET_SESSION, true,

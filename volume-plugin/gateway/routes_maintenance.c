@@ -62,7 +62,10 @@ fsck_report (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err)
 static int
 gc_report (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err)
 {
-  return esbx_sandbox_gc (ctx->store, out, err);
+  const char *snapshots = esbx_gateway_query (ctx, "snapshots");
+  bool all = snapshots && strcmp (snapshots, "1") == 0;
+
+  return esbx_sandbox_gc_flags (ctx->store, all ? ESBX_GC_SNAPSHOTS : 0, out, err);
 }
 
 void

@@ -6,6 +6,7 @@
 #include "events.h"
 #include "metrics.h"
 #include "ps.h"
+#include "routes_snapshots.h"
 #include "sandbox.h"
 #include "text.h"
 #include "utils.h"
@@ -63,8 +64,9 @@ session_env (const json_t *obj, char ***out, esbx_error_t *err)
 void
 esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { "project", "name", "base", "labels", "network", "workspace",
-                                        "memory",  "pids", "cpus", "env",    NULL };
+  static const char *const fields[]
+      = { "project", "name", "base", "labels",   "network",  "workspace", "memory", "pids",
+          "cpus",    "env",  "ttl",  "idle_ttl", "snapshot", "on_expiry", NULL };
   struct esbx_session_opts o = { 0 };
   _cleanup_free_ char **labels = NULL;
   _cleanup_strv_ char **env = NULL;
@@ -72,7 +74,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   const char *project, *s;
   esbx_error_t err = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssassssso") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssassssssossss") < 0)
     return;
   if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
@@ -92,7 +94,8 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
     return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
-  if (esbx_sandbox_create (ctx->store, project, &o, &name, &err) < 0)
+  if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0
+      || esbx_sandbox_create (ctx->store, project, &o, &name, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
