@@ -74,7 +74,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   const char *project, *s;
   esbx_error_t err = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssassssssossss") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssasssssossss") < 0)
     return;
   if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
