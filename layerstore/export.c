@@ -9,7 +9,8 @@
  *                         export fails or the process dies, and overlayfs's
  *                         "two lowers at least without an upper" rule does not
  *                         apply to one-layer projects
- *   oci-layer, session    esbx_session_changes, content from the upper dir
+ *   oci-layer, session    the session's change set, content from its upper dir
+ *                         (for a fork: the view of its snapshot and upper)
  *   oci-layer, LAYER      the layer's own diff directory, converted: char
  *                         device 0/0 -> `.wh.NAME`, opaque directory ->
  *                         `.wh..wh..opq`
@@ -485,17 +486,19 @@ emit_upper (struct exporter *ex, int upperfd, const char *rel, esbx_error_t *err
 static int
 export_session_oci (struct exporter *ex, esbx_store_t *store, const char *name, esbx_error_t *err)
 {
-  _cleanup_free_ char *upper = esbx_session_upper (store, name);
   struct esbx_changeset cs = { 0 };
+  struct esbx_session *s = NULL;
   _cleanup_close_ int upperfd = -1;
   int ret = -1;
   size_t i;
 
-  upperfd = esbx_open_dir_at (AT_FDCWD, upper, err);
+  /* The scan's directory: the upper, or for a fork the view of its
+     snapshot and upper, which lives as long as S.  */
+  if (esbx_session_load (store, name, &s, err) < 0)
+    return -1;
+  upperfd = esbx_session_scan (store, s, NULL, 0, &cs, NULL, NULL, err);
   if (upperfd < 0)
-    return -1;
-  if (esbx_session_changes (store, name, &cs, err) < 0)
-    return -1;
+    goto out;
   for (i = 0; i < cs.n; i++)
     {
       const struct esbx_change *c = &cs.v[i];
@@ -526,6 +529,7 @@ export_session_oci (struct exporter *ex, esbx_store_t *store, const char *name, 
 
 out:
   esbx_changeset_free (&cs);
+  esbx_session_free (s);
   return ret;
 }
 

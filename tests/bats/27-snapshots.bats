@@ -268,3 +268,20 @@ snapdir() { echo "$ESBX_ROOT/projects/p/snapshots/$1/diff"; }
   esbx_ok --json session inspect e
   echo "$output" | jq -e '.lifetime.idle_ttl == 60'
 }
+
+@test "exports of a fork carry the snapshot's changes and its own" {
+  setup_session
+  echo from-snapshot >"$m/README"
+  esbx_ok session snapshot s1 --name base1
+  esbx_ok session fork s1 --name f1
+  echo own >"$(path_of f1)/own"
+  esbx_ok export f1 -o "$BATS_TEST_TMPDIR/f1.tar"
+  run tar -xOf "$BATS_TEST_TMPDIR/f1.tar" README
+  assert_output from-snapshot
+  esbx_ok export f1 --format oci-layer -o "$BATS_TEST_TMPDIR/f1.layer"
+  run tar -tf "$BATS_TEST_TMPDIR/f1.layer"
+  assert_line --regexp '^(\./)?README$'
+  assert_line --regexp '^(\./)?own$'
+  run tar -xOf "$BATS_TEST_TMPDIR/f1.layer" README
+  assert_output from-snapshot
+}
