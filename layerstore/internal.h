@@ -3,6 +3,7 @@
 #define ESBX_LAYERSTORE_INTERNAL_H
 
 #include "layerstore.h"
+#include "utils.h"
 
 #include <sys/stat.h>
 
@@ -90,6 +91,10 @@ int esbx_trash_put (esbx_store_t *store, const struct esbx_session *s, const cha
 void esbx_counters_publish (esbx_store_t *store, bool conflict);
 
 /* Sessions (session.c).  */
+/* The trash entries of forks of SNAPSHOT of PROJECT (trash.c): restoring
+   one needs the snapshot, so it is in use.  */
+int esbx_trash_snapshot_users (esbx_store_t *store, const char *project, const char *snapshot,
+                               struct strv *out, esbx_error_t *err);
 /* Unmount the merged view and the folded bottom layers under it (LAZY:
    MNT_DETACH).  */
 int esbx_session_unmount_views (esbx_store_t *store, const char *name, bool lazy,

@@ -518,18 +518,24 @@ static int
 remove_unused (esbx_store_t *store, const char *project, const char *name, char **used_by,
                esbx_error_t *err)
 {
-  struct strv sessions = { 0 }, children = { 0 };
+  struct strv sessions = { 0 }, children = { 0 }, trashed = { 0 };
   _cleanup_free_ char *rel = snapshot_rel (project, name), *hex = esbx_random_hex (6);
   _cleanup_free_ char *grave = NULL;
 
-  if (users (store, project, name, &sessions, &children, err) < 0)
+  if (users (store, project, name, &sessions, &children, err) < 0
+      || esbx_trash_snapshot_users (store, project, name, &trashed, err) < 0)
     return -1;
-  if (sessions.n || children.n)
+  if (sessions.n || children.n || trashed.n)
     {
-      *used_by = sessions.n ? xasprintf ("session `%s`", sessions.v[0])
-                            : xasprintf ("snapshot `%s`", children.v[0]);
+      if (sessions.n)
+        *used_by = xasprintf ("session `%s`", sessions.v[0]);
+      else if (children.n)
+        *used_by = xasprintf ("snapshot `%s`", children.v[0]);
+      else
+        *used_by = xasprintf ("trash entry `%s`", trashed.v[0]);
       strv_free (&sessions);
       strv_free (&children);
+      strv_free (&trashed);
       return 1;
     }
   /* Out of snapshots/ first: a crash half-way leaves a temp dir for gc.  */

@@ -206,6 +206,32 @@ entries (esbx_store_t *store, esbx_error_t *err)
   return out.v ? out.v : xmalloc0 (sizeof (char *));
 }
 
+int
+esbx_trash_snapshot_users (esbx_store_t *store, const char *project, const char *snapshot,
+                           struct strv *out, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = entries (store, err);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *path = xasprintf ("trash/%s/session.json", names[i]);
+      _cleanup_json_ json_t *rec = NULL;
+      esbx_error_t e = NULL;
+      const char *p, *snap;
+
+      rec = json_parse_file_at (store->rootfd, path, &e);
+      esbx_error_free (&e);
+      p = json_get_string (rec, "project");
+      snap = json_get_string (rec, "snapshot");
+      if (p && snap && strcmp (p, project) == 0 && strcmp (snap, snapshot) == 0)
+        strv_push (out, xstrdup (names[i]));
+    }
+  return 0;
+}
+
 json_t *
 esbx_trash_list (esbx_store_t *store, esbx_error_t *err)
 {

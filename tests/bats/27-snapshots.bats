@@ -285,3 +285,24 @@ snapdir() { echo "$ESBX_ROOT/projects/p/snapshots/$1/diff"; }
   run tar -xOf "$BATS_TEST_TMPDIR/f1.layer" README
   assert_output from-snapshot
 }
+
+@test "a fork in the trash keeps its snapshot from rm and gc --snapshots" {
+  setup_session
+  echo s >"$m/README"
+  esbx_ok session snapshot s1 --name keep1
+  esbx_ok session create p --name f1 --from-snapshot keep1
+  echo work >"$(path_of f1)/work"
+  esbx_ok discard f1
+  esbx_ok discard --force s1
+  esbx_fails 1 snapshot rm keep1
+  assert_output --partial "trash entry"
+  esbx_ok gc --snapshots
+  esbx_ok snapshot inspect keep1
+  local entry
+  entry=$("$ESBX" --json trash list | jq -r '.[0].entry // .[0].name')
+  esbx_ok trash restore "$entry"
+  run cat "$(path_of f1)/work"
+  assert_output work
+  run cat "$(path_of f1)/README"
+  assert_output s
+}
