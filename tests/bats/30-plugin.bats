@@ -348,7 +348,7 @@ assert_err() {
   echo from-snapshot >"$(path_of src)/snap.txt"
   esbx_ok session snapshot src --name snap
   plugin_call VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "demo", "snapshot": "nosuch"}}'
-  assert_err 400 "snapshot \`nosuch\`"
+  assert_err 404 "snapshot \`nosuch\`"
   dvol -o project=demo -o snapshot=snap fromsnap >/dev/null
   run drun -v fromsnap:/work "$ESBX_TEST_IMAGE" cat /work/snap.txt
   assert_success
