@@ -19,7 +19,7 @@ struct verb
 /* USAGE: one line per form, each without the leading "esbx ".  */
 static const struct verb verbs[] = {
   { "project", cmd_project,
-    "project create NAME [--from SRC]\n"
+    "project create NAME [--from SRC] [--progress | --quiet]\n"
     "project list\n"
     "project log NAME\n"
     "project rm NAME\n"
@@ -53,7 +53,8 @@ static const struct verb verbs[] = {
 };
 
 static const char global_usage[]
-    = "esbx [--root DIR] [--host unix:///PATH|tcp://HOST:PORT] [--json] COMMAND ...";
+    = "esbx [--root DIR] [--host unix:///PATH|tcp://HOST:PORT] [--json] [--progress | --quiet]\n"
+      "     COMMAND ...";
 
 esbx_store_t *
 cli_store (struct esbx_cli *cli, esbx_error_t *err)
@@ -147,7 +148,9 @@ static void
 verb_help (const struct verb *verb)
 {
   print_forms (stdout, verb, "usage: ");
-  printf ("global options: --root DIR, --host URL (before COMMAND), --json (before or after it)\n");
+  printf ("global options: --root DIR, --host URL (before COMMAND), --json (before or after it),\n"
+          "  --progress | --quiet (progress of long work on stderr: forced | never; by default\n"
+          "  when stderr is a terminal)\n");
 }
 
 int
@@ -174,6 +177,10 @@ main (int argc, char **argv)
         cli.host = argv[i] + 7;
       else if (strcmp (argv[i], "--json") == 0)
         cli.json = true;
+      else if (strcmp (argv[i], "--progress") == 0)
+        cli.progress = CLI_PROGRESS_ON;
+      else if (strcmp (argv[i], "--quiet") == 0)
+        cli.progress = CLI_PROGRESS_OFF;
       else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
         {
           usage (stdout);
@@ -217,6 +224,7 @@ main (int argc, char **argv)
       opterr = 0; /* verbs report bad options themselves, on one line */
       optind = 0; /* glibc: full re-initialisation for each verb */
       ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
+      cli_progress_stop ();
       if (ret < 0)
         {
           if (err && err->kind == ESBX_ERR_USAGE)
