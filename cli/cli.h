@@ -66,7 +66,9 @@ void cli_print_trash (struct esbx_cli *cli, const json_t *arr);
 /* Progress of long operations on stderr (progress.c).  A verb that runs
    one puts CLI_PROGRESS_OPTIONS in its getopt table, hands each option to
    cli_progress_option (true when it was one of them), and calls
-   cli_progress_start before the work; main calls cli_progress_stop.  */
+   cli_progress_start before the work; main calls cli_progress_stop.
+   STDOUT_BUSY: the verb writes to stdout while it works (a patch, a
+   report), so that a terminal there shows no progress unless forced.  */
 #define CLI_OPT_PROGRESS 0x100
 #define CLI_OPT_QUIET    0x101
 #define CLI_PROGRESS_OPTIONS                                                                       \
@@ -75,7 +77,7 @@ void cli_print_trash (struct esbx_cli *cli, const json_t *arr);
     "quiet", no_argument, NULL, CLI_OPT_QUIET                                                      \
   }
 bool cli_progress_option (struct esbx_cli *cli, int c);
-void cli_progress_start (struct esbx_cli *cli);
+void cli_progress_start (struct esbx_cli *cli, bool stdout_busy);
 void cli_progress_stop (void);
 
 /* Remote mode (remote.c): requests to the gateway at cli->host.  Each goes

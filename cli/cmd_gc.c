@@ -1,16 +1,26 @@
-/* esbx gc */
+/* esbx gc [--progress | --quiet] */
 #include "cli.h"
 #include "sandbox.h"
+
+#include <getopt.h>
 
 int
 cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
+  static const struct option opts[]
+      = { { "json", no_argument, NULL, 'J' }, CLI_PROGRESS_OPTIONS, { NULL, 0, NULL, 0 } };
   esbx_store_t *store;
+  int c;
 
-  if (argc != 1)
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    if (c != 'J' && !cli_progress_option (cli, c))
+      return cli_usage (err, "gc: unknown option `%s`", argv[optind - 1]);
+  if (optind != argc)
     return cli_usage (err, "gc: takes no argument");
   if (cli_remote_mode (cli))
     return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/gc");
+  /* What gc removes is reported on stdout as it goes.  */
+  cli_progress_start (cli, true);
   store = cli_store (cli, err);
   if (store == NULL || esbx_sandbox_gc (store, stdout, err) < 0)
     return -1;

@@ -57,7 +57,7 @@ project_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (cli_remote_mode (cli))
     return create_remote (cli, &o, err);
-  cli_progress_start (cli);
+  cli_progress_start (cli, false);
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_create (store, o.name, o.from, err) < 0)
     return -1;

@@ -32,13 +32,15 @@ static const struct verb verbs[] = {
     "session path S\n"
     "session stop S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
-  { "diff", cmd_diff, "diff S [--json | --patch] [--ignored | --include-ignored]" },
+  { "diff", cmd_diff,
+    "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },
   { "publish", cmd_publish, "publish S [-m|--message MESSAGE] [--discard] [--include-ignored]" },
   { "rebase", cmd_rebase, "rebase S [--restart]" },
   { "discard", cmd_discard, "discard S [--force]" },
-  { "export", cmd_export, "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer]" },
+  { "export", cmd_export,
+    "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer] [--progress | --quiet]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
-  { "gc", cmd_gc, "gc" },
+  { "gc", cmd_gc, "gc [--progress | --quiet]" },
   { "trash", cmd_trash,
     "trash list | restore ENTRY [--name S] | purge ENTRY|--all | ttl [DURATION]" },
   { "exec", cmd_exec,
@@ -122,6 +124,7 @@ usage (FILE *out)
   size_t i;
 
   fprintf (out, "usage: %s\n", global_usage);
+  fprintf (out, "  esbx help [COMMAND]\n");
   for (i = 0; i < ARRAY_SIZE (verbs); i++)
     print_forms (out, &verbs[i], "  ");
 }
@@ -204,6 +207,24 @@ main (int argc, char **argv)
       return ESBX_EXIT_USAGE;
     }
 
+  /* `esbx help [VERB]`: as `esbx --help`, `esbx VERB --help`.  */
+  if (strcmp (argv[i], "help") == 0)
+    {
+      if (i + 1 >= argc)
+        {
+          usage (stdout);
+          return ESBX_EXIT_OK;
+        }
+      for (size_t v = 0; v < ARRAY_SIZE (verbs); v++)
+        if (strcmp (verbs[v].name, argv[i + 1]) == 0)
+          {
+            verb_help (&verbs[v]);
+            return ESBX_EXIT_OK;
+          }
+      fprintf (stderr, "esbx: help: unknown command `%s`\n", argv[i + 1]);
+      usage (stderr);
+      return ESBX_EXIT_USAGE;
+    }
   for (size_t v = 0; v < ARRAY_SIZE (verbs); v++)
     {
       if (strcmp (verbs[v].name, argv[i]) != 0)

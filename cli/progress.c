@@ -65,33 +65,35 @@ human_bytes (char *buf, size_t size, uint64_t n)
 }
 
 /* "Importing: 41% (41,023 files, 233 MiB), 2.1 s", the percentage when a
-   total is known.  */
+   total is known, the bytes when there are any.  */
 static void
 format_line (char *line, size_t size, const struct esbx_progress *p)
 {
-  char done[32], total[32], bytes[32];
+  char done[32], total[32] = "", bytes[40] = "", count[128];
   double secs = (double)p->elapsed_ns / 1e9;
   int pct = -1;
 
   thousands (done, sizeof done, p->done);
-  human_bytes (bytes, sizeof bytes, p->bytes);
+  if (p->bytes)
+    {
+      memcpy (bytes, ", ", 3);
+      human_bytes (bytes + 2, sizeof bytes - 2, p->bytes);
+    }
   if (p->total)
-    pct = (int)(p->done * 100 / p->total);
+    {
+      total[0] = '/';
+      thousands (total + 1, sizeof total - 1, p->total);
+      pct = (int)(p->done * 100 / p->total);
+    }
   else if (p->in_total)
     pct = (int)(p->in * 100 / p->in_total);
   if (pct > 100)
     pct = 100;
-  if (p->total)
-    {
-      thousands (total, sizeof total, p->total);
-      snprintf (line, size, "%s: %3d%% (%s/%s %s, %s), %.1f s", label (p->phase), pct, done, total,
-                p->unit, bytes, secs);
-    }
-  else if (pct >= 0)
-    snprintf (line, size, "%s: %3d%% (%s %s, %s), %.1f s", label (p->phase), pct, done, p->unit,
-              bytes, secs);
+  snprintf (count, sizeof count, "%s%s %s%s", done, total, p->unit, bytes);
+  if (pct >= 0)
+    snprintf (line, size, "%s: %3d%% (%s), %.1f s", label (p->phase), pct, count, secs);
   else
-    snprintf (line, size, "%s: %s %s, %s, %.1f s", label (p->phase), done, p->unit, bytes, secs);
+    snprintf (line, size, "%s: %s, %.1f s", label (p->phase), count, secs);
 }
 
 struct drawer
@@ -133,10 +135,13 @@ cli_progress_option (struct esbx_cli *cli, int c)
 }
 
 void
-cli_progress_start (struct esbx_cli *cli)
+cli_progress_start (struct esbx_cli *cli, bool stdout_busy)
 {
+  bool automatic;
+
   drawer.tty = isatty (STDERR_FILENO) == 1;
-  if (cli->progress == CLI_PROGRESS_OFF || (cli->progress == CLI_PROGRESS_AUTO && !drawer.tty))
+  automatic = drawer.tty && !(stdout_busy && isatty (STDOUT_FILENO) == 1);
+  if (cli->progress == CLI_PROGRESS_OFF || (cli->progress == CLI_PROGRESS_AUTO && !automatic))
     return;
   memset (&sink, 0, sizeof sink);
   sink.report = draw;

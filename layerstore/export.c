@@ -54,6 +54,7 @@ struct exporter
   struct archive *a;
   void *emitted; /* tsearch tree of paths already written (oci-layer) */
   char *buf;
+  struct esbx_progress *progress; /* entries and bytes written */
 };
 
 static int
@@ -102,7 +103,10 @@ write_header (struct exporter *ex, struct archive_entry *e, const char *rel, esb
   _cleanup_free_ char *shown = NULL;
 
   if (archive_write_header (ex->a, e) >= ARCHIVE_WARN)
-    return 0;
+    {
+      esbx_progress_add (ex->progress, 0);
+      return 0;
+    }
   shown = esbx_quote_path (rel);
   return esbx_make_error (err, archive_errno (ex->a), "write `/%s`: %s", shown,
                           archive_error_string (ex->a));
@@ -131,6 +135,8 @@ write_file_data (struct exporter *ex, int fd, int64_t size, const char *rel, esb
         return esbx_make_error (err, archive_errno (ex->a), "write `/%s`: %s", rel,
                                 archive_error_string (ex->a));
       done += n;
+      if (ex->progress)
+        ex->progress->bytes += (uint64_t)n;
     }
   return 0;
 }
@@ -617,6 +623,7 @@ esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_e
       esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
       goto out;
     }
+  ex.progress = esbx_progress_begin ("export", "files", 0);
   if (export_to (store, &ex, session, project, id, format, err) < 0)
     goto out;
   if (archive_write_close (ex.a) != ARCHIVE_OK)
@@ -626,6 +633,7 @@ esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_e
     }
   if (tmp && commit_output (file, tmp, fd, err) < 0)
     goto out;
+  esbx_progress_end (ex.progress);
   ret = 0;
 
 out:

@@ -64,3 +64,25 @@ setup() {
   assert_line --partial "more than 100 entries"
   refute_output --partial "done."
 }
+
+@test "export, diff --patch and gc report progress with --progress, none piped" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+  make_session p s1
+  echo changed >"$m/README"
+  echo new >"$m/new.txt"
+
+  "$ESBX" export p -o "$BATS_TEST_TMPDIR/p.tar" --progress 2>"$BATS_TEST_TMPDIR/log"
+  grep -qE '^Exporting: [0-9]+ files, .*, done\.$' "$BATS_TEST_TMPDIR/log"
+  "$ESBX" diff s1 --patch --progress >/dev/null 2>"$BATS_TEST_TMPDIR/log"
+  grep -qE '^Writing patch: 100% \(2/2 changes\), .* s, done\.$' "$BATS_TEST_TMPDIR/log"
+  "$ESBX" gc --progress >/dev/null 2>"$BATS_TEST_TMPDIR/log"
+  grep -qE '^Collecting garbage: 100% \(1/1 projects\), .* s, done\.$' "$BATS_TEST_TMPDIR/log"
+
+  run --separate-stderr "$ESBX" export s1 -o "$BATS_TEST_TMPDIR/s1.tar"
+  [ "$status" -eq 0 ] && [ -z "$stderr" ]
+  run --separate-stderr "$ESBX" gc
+  [ "$status" -eq 0 ] && [ -z "$stderr" ]
+  esbx_fails 2 gc extra
+  esbx_fails 2 gc --bogus
+}
