@@ -10,11 +10,19 @@
 
 #include <stdbool.h>
 
+enum cli_progress_mode
+{
+  CLI_PROGRESS_AUTO, /* when stderr is a terminal */
+  CLI_PROGRESS_ON,   /* --progress */
+  CLI_PROGRESS_OFF,  /* --quiet */
+};
+
 struct esbx_cli
 {
   const char *root; /* --root or $ESBX_ROOT */
   const char *host; /* --host or $ESBX_HOST: gateway mode */
   bool json;        /* --json */
+  enum cli_progress_mode progress;
   esbx_store_t *store;
 };
 
@@ -60,6 +68,23 @@ void cli_print_report (struct esbx_cli *cli, const json_t *o);
 void cli_print_trash (struct esbx_cli *cli, const json_t *arr);
 /* `snapshot list`: NAME PROJECT BASE SESSION SIZE SESSIONS CREATED.  */
 void cli_print_snapshots (struct esbx_cli *cli, const json_t *arr);
+
+/* Progress of long operations on stderr (progress.c).  A verb that runs
+   one puts CLI_PROGRESS_OPTIONS in its getopt table, hands each option to
+   cli_progress_option (true when it was one of them), and calls
+   cli_progress_start before the work; main calls cli_progress_stop.
+   STDOUT_BUSY: the verb writes to stdout while it works (a patch, a
+   report), so that a terminal there shows no progress unless forced.  */
+#define CLI_OPT_PROGRESS 0x100
+#define CLI_OPT_QUIET    0x101
+#define CLI_PROGRESS_OPTIONS                                                                       \
+  { "progress", no_argument, NULL, CLI_OPT_PROGRESS },                                             \
+  {                                                                                                \
+    "quiet", no_argument, NULL, CLI_OPT_QUIET                                                      \
+  }
+bool cli_progress_option (struct esbx_cli *cli, int c);
+void cli_progress_start (struct esbx_cli *cli, bool stdout_busy);
+void cli_progress_stop (void);
 
 /* Remote mode (remote.c): requests to the gateway at cli->host.  Each goes
    to the path FMT, whose only conversions are %s: each is replaced by its

@@ -1,4 +1,4 @@
-/* esbx diff S [--json | --patch] [--ignored | --include-ignored] */
+/* esbx diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet] */
 #include "cli.h"
 #include "utils.h"
 
@@ -22,6 +22,7 @@ parse_diff_opts (struct esbx_cli *cli, int argc, char **argv, struct diff_opts *
                                         { "patch", no_argument, NULL, 'p' },
                                         { "ignored", no_argument, NULL, 'i' },
                                         { "include-ignored", no_argument, NULL, 'I' },
+                                        CLI_PROGRESS_OPTIONS,
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -33,7 +34,7 @@ parse_diff_opts (struct esbx_cli *cli, int argc, char **argv, struct diff_opts *
         o->ignored = true;
       else if (c == 'I')
         o->include_ignored = true;
-      else if (c != 'J')
+      else if (c != 'J' && !cli_progress_option (cli, c))
         return cli_usage (err, "diff: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
@@ -100,8 +101,12 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;
+  /* The patch goes to stdout as it is made: no line redrawn among it.  */
   if (o.patch)
-    return patch_local (store, o.session, err);
+    {
+      cli_progress_start (cli, true);
+      return patch_local (store, o.session, err);
+    }
   if (esbx_session_diff (store, o.session, o.include_ignored ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
                          &cs, o.ignored ? &ignored : NULL, err)
       < 0)

@@ -1,4 +1,4 @@
-/* esbx export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer] */
+/* esbx export S|PROJECT[@LAYER] -o FILE [--format tar|oci-layer] [--progress | --quiet] */
 #include "cli.h"
 #include "fs.h"
 #include "utils.h"
@@ -17,11 +17,13 @@ struct export_opts
 };
 
 static int
-parse_export_opts (int argc, char **argv, struct export_opts *o, esbx_error_t *err)
+parse_export_opts (struct esbx_cli *cli, int argc, char **argv, struct export_opts *o,
+                   esbx_error_t *err)
 {
   static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
                                         { "format", required_argument, NULL, 'f' },
                                         { "json", no_argument, NULL, 'J' },
+                                        CLI_PROGRESS_OPTIONS,
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -45,6 +47,8 @@ parse_export_opts (int argc, char **argv, struct export_opts *o, esbx_error_t *e
       case 'J':
         break;
       default:
+        if (cli_progress_option (cli, c))
+          break;
         return cli_usage (err, "export: unknown option `%s`", argv[optind - 1]);
       }
   if (optind + 1 != argc || o->file == NULL)
@@ -76,10 +80,12 @@ cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   struct export_opts o = { 0 };
   esbx_store_t *store;
 
-  if (parse_export_opts (argc, argv, &o, err) < 0)
+  if (parse_export_opts (cli, argc, argv, &o, err) < 0)
     return -1;
   if (cli_remote_mode (cli))
     return export_remote (cli, &o, err);
+  /* -o - writes the archive to stdout.  */
+  cli_progress_start (cli, strcmp (o.file, "-") == 0);
   store = cli_store (cli, err);
   if (store == NULL || esbx_export (store, o.ref, o.file, o.format, err) < 0)
     return -1;

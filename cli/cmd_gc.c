@@ -1,27 +1,34 @@
-/* esbx gc [--snapshots] */
+/* esbx gc [--snapshots] [--progress | --quiet] */
 #include "cli.h"
 #include "sandbox.h"
 
-#include <string.h>
+#include <getopt.h>
 
 int
 cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
+  static const struct option opts[] = { { "json", no_argument, NULL, 'J' },
+                                        { "snapshots", no_argument, NULL, 'S' },
+                                        CLI_PROGRESS_OPTIONS,
+                                        { NULL, 0, NULL, 0 } };
   unsigned int flags = 0;
   esbx_store_t *store;
-  int k;
+  int c;
 
-  for (k = 1; k < argc; k++)
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
     {
-      if (strcmp (argv[k], "--snapshots") == 0)
+      if (c == 'S')
         flags |= ESBX_GC_SNAPSHOTS;
-      else if (strcmp (argv[k], "--json") != 0)
-        return cli_usage (err, "gc: unknown argument `%s`", argv[k]);
+      else if (c != 'J' && !cli_progress_option (cli, c))
+        return cli_usage (err, "gc: unknown option `%s`", argv[optind - 1]);
     }
-  if (cli_remote_mode (cli) && flags)
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/gc?snapshots=1");
+  if (optind != argc)
+    return cli_usage (err, "gc: takes no argument");
   if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/gc");
+    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err,
+                             flags ? "/v1/gc?snapshots=1" : "/v1/gc");
+  /* What gc removes is reported on stdout as it goes.  */
+  cli_progress_start (cli, true);
   store = cli_store (cli, err);
   if (store == NULL || esbx_sandbox_gc_flags (store, flags, stdout, err) < 0)
     return -1;

@@ -13,10 +13,12 @@ struct create_opts
 };
 
 static int
-parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *err)
+parse_create_opts (struct esbx_cli *cli, int argc, char **argv, struct create_opts *o,
+                   esbx_error_t *err)
 {
   static const struct option opts[] = { { "from", required_argument, NULL, 'f' },
                                         { "json", no_argument, NULL, 'J' },
+                                        CLI_PROGRESS_OPTIONS,
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -24,7 +26,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
     {
       if (c == 'f')
         o->from = optarg;
-      else if (c != 'J')
+      else if (c != 'J' && !cli_progress_option (cli, c))
         return cli_usage (err, "project create: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
@@ -52,10 +54,11 @@ project_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   struct create_opts o = { 0 };
   esbx_store_t *store;
 
-  if (parse_create_opts (argc, argv, &o, err) < 0)
+  if (parse_create_opts (cli, argc, argv, &o, err) < 0)
     return -1;
   if (cli_remote_mode (cli))
     return create_remote (cli, &o, err);
+  cli_progress_start (cli, false);
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_create (store, o.name, o.from, err) < 0)
     return -1;

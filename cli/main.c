@@ -19,7 +19,7 @@ struct verb
 /* USAGE: one line per form, each without the leading "esbx ".  */
 static const struct verb verbs[] = {
   { "project", cmd_project,
-    "project create NAME [--from SRC]\n"
+    "project create NAME [--from SRC] [--progress | --quiet]\n"
     "project list\n"
     "project log NAME\n"
     "project rm NAME\n"
@@ -38,13 +38,15 @@ static const struct verb verbs[] = {
     "session path S\n"
     "session stop S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
-  { "diff", cmd_diff, "diff S [--json | --patch] [--ignored | --include-ignored]" },
+  { "diff", cmd_diff,
+    "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },
   { "publish", cmd_publish, "publish S [-m|--message MESSAGE] [--discard] [--include-ignored]" },
   { "rebase", cmd_rebase, "rebase S [--restart]" },
   { "discard", cmd_discard, "discard S [--force]" },
-  { "export", cmd_export, "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer]" },
+  { "export", cmd_export,
+    "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer] [--progress | --quiet]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
-  { "gc", cmd_gc, "gc [--snapshots]" },
+  { "gc", cmd_gc, "gc [--snapshots] [--progress | --quiet]" },
   { "snapshot", cmd_snapshot, "snapshot list [--project P] | inspect SNAP | rm SNAP" },
   { "trash", cmd_trash,
     "trash list | restore ENTRY [--name S] | purge ENTRY|--all | ttl [DURATION]" },
@@ -60,7 +62,8 @@ static const struct verb verbs[] = {
 };
 
 static const char global_usage[]
-    = "esbx [--root DIR] [--host unix:///PATH|tcp://HOST:PORT] [--json] COMMAND ...";
+    = "esbx [--root DIR] [--host unix:///PATH|tcp://HOST:PORT] [--json] [--progress | --quiet]\n"
+      "     COMMAND ...";
 
 esbx_store_t *
 cli_store (struct esbx_cli *cli, esbx_error_t *err)
@@ -128,6 +131,7 @@ usage (FILE *out)
   size_t i;
 
   fprintf (out, "usage: %s\n", global_usage);
+  fprintf (out, "  esbx help [COMMAND]\n");
   for (i = 0; i < ARRAY_SIZE (verbs); i++)
     print_forms (out, &verbs[i], "  ");
 }
@@ -154,7 +158,9 @@ static void
 verb_help (const struct verb *verb)
 {
   print_forms (stdout, verb, "usage: ");
-  printf ("global options: --root DIR, --host URL (before COMMAND), --json (before or after it)\n");
+  printf ("global options: --root DIR, --host URL (before COMMAND), --json (before or after it),\n"
+          "  --progress | --quiet (progress of long work on stderr: forced | never; by default\n"
+          "  when stderr is a terminal)\n");
 }
 
 int
@@ -181,6 +187,10 @@ main (int argc, char **argv)
         cli.host = argv[i] + 7;
       else if (strcmp (argv[i], "--json") == 0)
         cli.json = true;
+      else if (strcmp (argv[i], "--progress") == 0)
+        cli.progress = CLI_PROGRESS_ON;
+      else if (strcmp (argv[i], "--quiet") == 0)
+        cli.progress = CLI_PROGRESS_OFF;
       else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
         {
           usage (stdout);
@@ -204,6 +214,24 @@ main (int argc, char **argv)
       return ESBX_EXIT_USAGE;
     }
 
+  /* `esbx help [VERB]`: as `esbx --help`, `esbx VERB --help`.  */
+  if (strcmp (argv[i], "help") == 0)
+    {
+      if (i + 1 >= argc)
+        {
+          usage (stdout);
+          return ESBX_EXIT_OK;
+        }
+      for (size_t v = 0; v < ARRAY_SIZE (verbs); v++)
+        if (strcmp (verbs[v].name, argv[i + 1]) == 0)
+          {
+            verb_help (&verbs[v]);
+            return ESBX_EXIT_OK;
+          }
+      fprintf (stderr, "esbx: help: unknown command `%s`\n", argv[i + 1]);
+      usage (stderr);
+      return ESBX_EXIT_USAGE;
+    }
   for (size_t v = 0; v < ARRAY_SIZE (verbs); v++)
     {
       if (strcmp (verbs[v].name, argv[i]) != 0)
@@ -224,6 +252,7 @@ main (int argc, char **argv)
       opterr = 0; /* verbs report bad options themselves, on one line */
       optind = 0; /* glibc: full re-initialisation for each verb */
       ret = verbs[v].fn (&cli, argc - i, argv + i, &err);
+      cli_progress_stop ();
       if (ret < 0)
         {
           if (err && err->kind == ESBX_ERR_USAGE)

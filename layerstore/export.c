@@ -59,6 +59,7 @@ struct exporter
   char *buf;
   /* Regular files with several names, by the first name written.  */
   struct esbx_inode_set linked;
+  struct esbx_progress *progress; /* entries and bytes written */
 };
 
 static int
@@ -107,7 +108,10 @@ write_header (struct exporter *ex, struct archive_entry *e, const char *rel, esb
   _cleanup_free_ char *shown = NULL;
 
   if (archive_write_header (ex->a, e) >= ARCHIVE_WARN)
-    return 0;
+    {
+      esbx_progress_add (ex->progress, 0);
+      return 0;
+    }
   shown = esbx_quote_path (rel);
   return esbx_make_error (err, archive_errno (ex->a), "write `/%s`: %s", shown,
                           archive_error_string (ex->a));
@@ -136,6 +140,8 @@ write_file_data (struct exporter *ex, int fd, int64_t size, const char *rel, esb
         return esbx_make_error (err, archive_errno (ex->a), "write `/%s`: %s", rel,
                                 archive_error_string (ex->a));
       done += n;
+      if (ex->progress)
+        ex->progress->bytes += (uint64_t)n;
     }
   return 0;
 }
@@ -649,6 +655,7 @@ esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_e
       esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
       goto out;
     }
+  ex.progress = esbx_progress_begin ("export", "files", 0);
   if (export_to (store, &ex, session, project, id, format, err) < 0)
     goto out;
   if (archive_write_close (ex.a) != ARCHIVE_OK)
@@ -658,6 +665,7 @@ esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_e
     }
   if (tmp && commit_output (file, tmp, fd, err) < 0)
     goto out;
+  esbx_progress_end (ex.progress);
   ret = 0;
 
 out:

@@ -326,9 +326,11 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 {
   _cleanup_strv_ char **projects = NULL;
   struct gc g = { .store = store, .report = report };
+  struct esbx_progress *progress;
   size_t i;
 
   projects = esbx_list_dir_at (store->rootfd, "projects", err);
+  progress = esbx_progress_begin ("gc", "projects", projects ? strv_len (projects) : 0);
   if (projects == NULL || gc_temp_areas (&g, projects, err) < 0)
     {
       esbx_error_free (&g.first);
@@ -359,9 +361,13 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 
       if (esbx_project_exists (store, projects[i]) && gc_layers (&g, projects[i], &e) < 0)
         gc_failed (&g, what, &e);
+      esbx_progress_add (progress, 0);
     }
   if (g.failed == 0)
-    return 0;
+    {
+      esbx_progress_end (progress);
+      return 0;
+    }
   esbx_make_error (err, 0, "gc: %zu leftover%s could not be removed; the first: %s", g.failed,
                    g.failed == 1 ? "" : "s", g.first->msg);
   esbx_error_free (&g.first);

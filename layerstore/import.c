@@ -36,7 +36,9 @@
 #include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -126,6 +128,43 @@ child_result (pid_t pid, int rfd, const char *shown, esbx_error_t *err)
                           WEXITSTATUS (status));
 }
 
+/* Progress while the child works: it counts entries and bytes in the
+   importer, which sits in memory shared with us, and reads the archive
+   through the file description we share, so that its offset tells how far
+   it is; we look ten times a second, the child makes no call for it.  */
+static struct esbx_progress *
+watch_child (int rfd, const struct importer *im, uint64_t archive_size)
+{
+  struct esbx_progress *p = esbx_progress_begin ("import", "files", 0);
+  struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+  off_t off;
+
+  if (p == NULL)
+    return NULL;
+  p->in_total = archive_size;
+  for (;;)
+    {
+      int n = poll (&pfd, 1, 100);
+
+      p->done = __atomic_load_n (&im->entries, __ATOMIC_RELAXED);
+      p->bytes = __atomic_load_n (&im->bytes, __ATOMIC_RELAXED);
+      if (n != 0 && !(n < 0 && errno == EINTR))
+        break;
+      if (archive_size && (off = lseek (im->srcfd, 0, SEEK_CUR)) >= 0)
+        p->in = (uint64_t)off;
+      esbx_progress_tick (p);
+    }
+  p->in = p->in_total;
+  return p;
+}
+
+static void
+unmap_importer (struct importer **im)
+{
+  if (*im != MAP_FAILED)
+    munmap (*im, sizeof **im);
+}
+
 int
 esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
 {
@@ -133,13 +172,18 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
   _cleanup_close_ int srcfd = -1;
   _cleanup_close_ int rfd = -1;
   _cleanup_close_ int wfd = -1;
-  struct importer im = { 0 };
+  __attribute__ ((cleanup (unmap_importer))) struct importer *im = MAP_FAILED;
+  struct esbx_progress *prog;
   struct stat st;
   int fds[2];
   pid_t pid;
 
-  if (read_limit ("ESBX_IMPORT_MAX_BYTES", DEFAULT_MAX_BYTES, &im.max_bytes, err) < 0
-      || read_limit ("ESBX_IMPORT_MAX_ENTRIES", DEFAULT_MAX_ENTRIES, &im.max_entries, err) < 0)
+  /* Shared with the child, for progress (watch_child).  */
+  im = mmap (NULL, sizeof *im, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (im == MAP_FAILED)
+    return esbx_make_error (err, errno, "import `%s`: mmap", shown);
+  if (read_limit ("ESBX_IMPORT_MAX_BYTES", DEFAULT_MAX_BYTES, &im->max_bytes, err) < 0
+      || read_limit ("ESBX_IMPORT_MAX_ENTRIES", DEFAULT_MAX_ENTRIES, &im->max_entries, err) < 0)
     return esbx_error_wrap (err, "import `%s`", shown);
 
   /* O_NONBLOCK: a FIFO must not hang the caller before it is refused.  */
@@ -150,10 +194,10 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
     return esbx_make_error (err, errno, "import `%s`: stat", shown);
   if (!S_ISDIR (st.st_mode) && !S_ISREG (st.st_mode))
     return esbx_make_error (err, 0, "import `%s`: not a directory or an archive file", shown);
-  im.srcfd = srcfd;
-  im.destfd = destfd;
-  im.is_dir = S_ISDIR (st.st_mode);
-  im.root = geteuid () == 0;
+  im->srcfd = srcfd;
+  im->destfd = destfd;
+  im->is_dir = S_ISDIR (st.st_mode);
+  im->root = geteuid () == 0;
 
   if (pipe2 (fds, O_CLOEXEC) < 0)
     return esbx_make_error (err, errno, "import `%s`: pipe", shown);
@@ -167,7 +211,7 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
       esbx_error_t cerr = NULL;
       char *p;
 
-      if (run_child (&im, &cerr) == 0)
+      if (run_child (im, &cerr) == 0)
         _exit (0);
       /* The message names archive entries and ends up in one-line logs.  */
       for (p = cerr->msg; *p; p++)
@@ -177,5 +221,9 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
       _exit (1);
     }
   close (take_fd (&wfd));
-  return child_result (pid, rfd, shown, err);
+  prog = watch_child (rfd, im, im->is_dir ? 0 : (uint64_t)st.st_size);
+  if (child_result (pid, rfd, shown, err) < 0)
+    return -1;
+  esbx_progress_end (prog);
+  return 0;
 }

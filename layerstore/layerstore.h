@@ -326,6 +326,51 @@ int64_t esbx_session_expires (esbx_store_t *store, const struct esbx_session *s,
    "on_expiry"} for `session list` and inspect.  */
 json_t *esbx_session_lifetime_json (esbx_store_t *store, const struct esbx_session *s);
 
+/* ---- progress of long operations (progress.c) --------------------------- */
+
+/* A front end that wants progress sets a sink for its thread; import,
+   export, diff --patch and gc then count their work in it (plain counters,
+   no system call per file) and call REPORT at most every INTERVAL_MS, and
+   once more with FINAL set at the end.  Libraries never print: REPORT
+   draws (the CLI) or streams (the gateway).  */
+struct esbx_progress
+{
+  void (*report) (const struct esbx_progress *p, void *data);
+  void *data;
+  unsigned interval_ms; /* 0: 100 */
+  const char *phase;    /* "import", "export", "patch", "gc" */
+  const char *unit;     /* what DONE counts: "files", "layers" */
+  uint64_t done;
+  uint64_t total;      /* 0: unknown */
+  uint64_t bytes;      /* written or read */
+  uint64_t in;         /* how far into a source of known size (an archive) */
+  uint64_t in_total;   /* its size (0: unknown); the percentage when TOTAL is 0 */
+  uint64_t start_ns;   /* monotonic */
+  uint64_t elapsed_ns; /* at the last report */
+  bool final;
+  uint64_t next_ns; /* the earliest time of the next report */
+};
+
+/* The sink of the calling thread (NULL: no progress).  */
+void esbx_progress_set (struct esbx_progress *p);
+struct esbx_progress *esbx_progress_get (void);
+/* Start PHASE on the current sink, if any: counters to zero.  */
+struct esbx_progress *esbx_progress_begin (const char *phase, const char *unit, uint64_t total);
+/* Report when the interval has passed (a clock read from the vDSO).  */
+void esbx_progress_tick (struct esbx_progress *p);
+/* The final report of the phase begun.  */
+void esbx_progress_end (struct esbx_progress *p);
+/* One more item of N bytes on P (NULL: nothing), reported if it is time.  */
+static inline void
+esbx_progress_add (struct esbx_progress *p, uint64_t n)
+{
+  if (p == NULL)
+    return;
+  p->done++;
+  p->bytes += n;
+  esbx_progress_tick (p);
+}
+
 /* ---- import/export (import.c, export.c) --------------------------------- */
 
 /* Fill the empty directory DESTFD from FROM (directory, archive, docker save).

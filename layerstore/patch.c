@@ -72,6 +72,7 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
   struct esbx_changeset cs = { 0 };
   struct esbx_stack base;
   _cleanup_close_ int ufd = -1;
+  struct esbx_progress *progress;
   size_t i;
   int ret = -1;
 
@@ -83,6 +84,7 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
       esbx_session_free (s);
       return -1;
     }
+  progress = esbx_progress_begin ("patch", "changes", cs.n);
   for (i = 0; i < cs.n; i++)
     {
       const struct esbx_change *c = &cs.v[i];
@@ -91,6 +93,7 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
       struct stat st;
       size_t layer;
 
+      esbx_progress_add (progress, 0);
       if (c->type != ESBX_TYPE_FILE)
         continue;
       if (c->kind != ESBX_ADDED && esbx_stack_lookup (&base, c->path + 1, &layer, &st) == 1
@@ -123,6 +126,7 @@ esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error
       esbx_make_error (err, errno, "write");
       goto out;
     }
+  esbx_progress_end (progress);
   ret = 0;
 out:
   if (ret < 0)

@@ -25,7 +25,8 @@ struct scan
   struct esbx_changeset *ignored; /* changes the ignore rules exclude, or NULL */
   struct esbx_ignore *ig;         /* NULL: every change counts */
   const char *session;
-  struct esbx_inode_set linked; /* files of OUT with more than one name */
+  struct esbx_inode_set linked;   /* files of OUT with more than one name */
+  struct esbx_progress *progress; /* files hashed */
 };
 
 static enum esbx_file_type
@@ -241,6 +242,7 @@ fill_content (struct scan *sc, struct esbx_change *c, int dfd, const char *name,
       if (fd < 0 || esbx_sha256_fd (fd, c->sha256, &size, err) < 0)
         return read_failed (sc, rel, err);
       c->size = size;
+      esbx_progress_add (sc->progress, (uint64_t)size);
     }
   return 0;
 }
@@ -440,8 +442,10 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsi
           < 0)
         goto out;
     }
+  sc.progress = esbx_progress_begin ("scan", "files", 0);
   if (scan_dir (&sc, &fd, "", 0, false, err) < 0)
     goto out;
+  esbx_progress_end (sc.progress);
   esbx_changeset_sort (out);
   if (same)
     esbx_changeset_sort (same);

@@ -93,22 +93,48 @@ load helpers
   assert_output "[]"
 }
 
-@test "VERB --help lists every long option of the verb's getopt tables" {
-  local f verb opt
+@test "VERB --help, esbx help VERB and the manual pages list every long option the code parses" {
+  local f verb opt opts man esbxd_man section
+  # The pages as text: roff's escaped dashes made plain.
+  man=$(sed 's/\\-/-/g' "$ESBX_BUILD/man/esbx.1")
+  esbxd_man=$(sed 's/\\-/-/g' "$ESBX_BUILD/man/esbxd.8")
   for f in "$ESBX_SRC"/cli/cmd_*.c; do
     verb=$(basename "$f" .c)
     verb=${verb#cmd_}
     esbx_ok "$verb" --help
     assert_line --index 0 --partial "usage: esbx $verb"
-    for opt in $(grep -oE '\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$f" | cut -d'"' -f2); do
+    opts=$(grep -oE '\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$f" | cut -d'"' -f2)
+    # The shared --progress/--quiet entries of cli.h.
+    if grep -q CLI_PROGRESS_OPTIONS "$f"; then opts="$opts progress quiet"; fi
+    [ -n "$opts" ] || continue
+    for opt in $opts; do
       if ! grep -qE -- "--$opt([^a-z-]|$)" <<<"$output"; then
         echo "esbx $verb --help does not list --$opt" >&2
         return 1
       fi
+      # In the verb's section of esbx(1), or (--json) its global options.
+      section="^\\.SS $verb\$"
+      [ "$opt" != json ] || section="^\\.SH GLOBAL OPTIONS"
+      if ! sed -n "/$section/,/^\\.S[SH] /p" <<<"$man" | grep -qE -- "--$opt([^a-z-]|$)"; then
+        echo "esbx(1) does not list --$opt under $verb" >&2
+        return 1
+      fi
     done
+    run "$ESBX" help "$verb"
+    [ "$status" -eq 0 ] && assert_line --index 0 --partial "usage: esbx $verb"
   done
+  for opt in $(grep -oE '\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$ESBX_SRC/volume-plugin/main.c" | cut -d'"' -f2); do
+    if ! grep -qE -- "--$opt([^a-z-]|$)" <<<"$esbxd_man"; then
+      echo "esbxd(8) does not list --$opt" >&2
+      return 1
+    fi
+  done
+  grep -q '^\.SH NAME' "$ESBX_BUILD/man/esbx-runtime.8"
   esbx_ok -h
   assert_output --partial "esbx publish S [-m|--message MESSAGE] [--discard]"
+  esbx_ok help
+  assert_output --partial "esbx publish S [-m|--message MESSAGE] [--discard]"
+  esbx_fails 2 help nosuchverb
   # The command's own --help is left to it (here: there is no session s1).
   esbx_fails 1 exec s1 ls --help
   assert_output --partial "s1"
