@@ -260,6 +260,24 @@ esbx_replace_file_at (int dirfd, const char *name, const void *data, size_t len,
 }
 
 int
+esbx_write_new_file_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                        esbx_error_t *err)
+{
+  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
+      openat (dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+
+  if (fd < 0)
+    return esbx_make_error (err, errno, "create `%s`", name);
+  if (esbx_write_all (fd, data, len) < 0 || fsync (fd) < 0)
+    {
+      int saved = errno;
+      unlinkat (dirfd, name, 0);
+      return esbx_make_error (err, saved, "write `%s`", name);
+    }
+  return 0;
+}
+
+int
 esbx_mkdir_p (const char *path, mode_t mode, esbx_error_t *err)
 {
   _cleanup_free_ char *copy = xstrdup (path);

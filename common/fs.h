@@ -40,6 +40,12 @@ int esbx_write_file_atomic_at (int dirfd, const char *name, const void *data, si
    must never see half-written (counters, a bundle's config.json).  */
 int esbx_replace_file_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                           esbx_error_t *err);
+/* Create NAME in DIRFD, which must not exist, with DATA, and fsync it: for a
+   file in a private directory that is renamed into place whole afterwards
+   (no reader can see it half-written, so no temp file).  One fsync writes
+   the data and, on Linux's journalling file systems, the new name.  */
+int esbx_write_new_file_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                            esbx_error_t *err);
 int esbx_write_all (int fd, const void *data, size_t len);
 /* Close every descriptor above the standard streams but KEEP1 and KEEP2
    (-1: none): what a daemon or a child inherited must not stay open in it

@@ -2,8 +2,8 @@
 #include "fs.h"
 #include "utils.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include <nettle/memops.h>
+#include <nettle/sha2.h>
 #include <string.h>
 
 static void
@@ -23,43 +23,30 @@ to_hex (const unsigned char *md, char out[ESBX_SHA256_HEX_LEN + 1])
 static int
 hash_stream (int in, int out, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *size, esbx_error_t *err)
 {
-  EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
-  unsigned char md[EVP_MAX_MD_SIZE];
+  struct sha256_ctx ctx;
+  unsigned char md[SHA256_DIGEST_SIZE];
   _cleanup_free_ char *buf = xmalloc (128 * 1024);
-  unsigned int mdlen;
   off_t total = 0;
   ssize_t r;
-  int ret = 0;
 
-  if (ctx == NULL || EVP_DigestInit_ex (ctx, EVP_sha256 (), NULL) != 1)
-    abort ();
+  sha256_init (&ctx);
   for (;;)
     {
       r = TEMP_FAILURE_RETRY (read (in, buf, 128 * 1024));
       if (r < 0)
-        {
-          ret = esbx_make_error (err, errno, "read");
-          break;
-        }
+        return esbx_make_error (err, errno, "read");
       if (r == 0)
         break;
-      EVP_DigestUpdate (ctx, buf, (size_t)r);
+      sha256_update (&ctx, (size_t)r, (const uint8_t *)buf);
       if (out >= 0 && esbx_write_all (out, buf, (size_t)r) < 0)
-        {
-          ret = esbx_make_error (err, errno, "write");
-          break;
-        }
+        return esbx_make_error (err, errno, "write");
       total += r;
     }
-  EVP_DigestFinal_ex (ctx, md, &mdlen);
-  EVP_MD_CTX_free (ctx);
-  if (ret == 0)
-    {
-      to_hex (md, hex);
-      if (size)
-        *size = total;
-    }
-  return ret;
+  sha256_digest (&ctx, sizeof md, md);
+  to_hex (md, hex);
+  if (size)
+    *size = total;
+  return 0;
 }
 
 int
@@ -78,11 +65,12 @@ esbx_copy_hash_fd (int in, int out, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *si
 void
 esbx_sha256_buf (const void *data, size_t len, char out[ESBX_SHA256_HEX_LEN + 1])
 {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int mdlen;
+  struct sha256_ctx ctx;
+  unsigned char md[SHA256_DIGEST_SIZE];
 
-  if (EVP_Digest (data, len, md, &mdlen, EVP_sha256 (), NULL) != 1)
-    abort ();
+  sha256_init (&ctx);
+  sha256_update (&ctx, len, data);
+  sha256_digest (&ctx, sizeof md, md);
   to_hex (md, out);
 }
 
@@ -93,5 +81,5 @@ esbx_ct_streq (const char *a, const char *b)
 
   if (la != lb)
     return 0;
-  return CRYPTO_memcmp (a, b, la) == 0;
+  return memeql_sec (a, b, la);
 }

@@ -1,4 +1,5 @@
-/* esbx: SHA-256 of file contents and strings (libcrypto's EVP).  */
+/* esbx: SHA-256 of file contents and strings (nettle: libarchive needs it anyway,
+   and it starts in a fraction of libcrypto's time).  */
 #ifndef ESBX_HASH_H
 #define ESBX_HASH_H
 

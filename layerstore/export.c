@@ -30,6 +30,7 @@
  *
  * FILE is written as a temp file next to it and renamed into place; "-"
  * streams to stdout.  */
+#include "archive_load.h"
 #include "fs.h"
 #include "inodes.h"
 #include "internal.h"
@@ -636,7 +637,7 @@ esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_e
   locale_t utf8, old = (locale_t)0;
   int fd = -1, ret = -1;
 
-  if (resolve_ref (store, ref, &session, &project, &id, err) < 0)
+  if (esbx_archive_load (err) < 0 || resolve_ref (store, ref, &session, &project, &id, err) < 0)
     return esbx_error_wrap (err, "export `%s`", shown);
   if (open_output (file, &tmp, &fd, err) < 0)
     return esbx_error_wrap (err, "export `%s`", shown);

@@ -26,6 +26,7 @@
  * archive (import_archive.c) and extracting it (import_extract.c), the
  * layers of a `docker save` archive (import_docker.c) and their whiteouts
  * (import_whiteout.c).  */
+#include "archive_load.h"
 #include "fs.h"
 #include "importer.h"
 #include "layerstore.h"
@@ -198,6 +199,9 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
   im->destfd = destfd;
   im->is_dir = S_ISDIR (st.st_mode);
   im->root = geteuid () == 0;
+  /* Here, not in the child: its chroot hides the library.  */
+  if (!im->is_dir && esbx_archive_load (err) < 0)
+    return esbx_error_wrap (err, "import `%s`", shown);
 
   if (pipe2 (fds, O_CLOEXEC) < 0)
     return esbx_make_error (err, errno, "import `%s`: pipe", shown);

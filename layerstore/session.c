@@ -460,14 +460,22 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
   if (esbx_lifetime_record (store, project, opts, record, err) < 0)
     goto fail;
   text = json_serialize (record, true, &len);
-  if (esbx_write_file_atomic_at (tmpfd, "session.json", text, len, 0644, err) < 0)
+  /* Two fsyncs, each a journal commit (most of a create on a busy host):
+     the record, straight into the private temp directory, before the
+     rename; sessions/ after it.  */
+  if (esbx_write_new_file_at (tmpfd, "session.json", text, len, 0644, err) < 0)
     goto fail;
   if (renameat2 (AT_FDCWD, tmp, store->rootfd, dest, RENAME_NOREPLACE) < 0)
     {
       esbx_make_error (err, errno, "session `%s`", name);
       goto fail;
     }
-  fsync (store->rootfd);
+  {
+    esbx_error_t ignored = NULL;
+    /* Best effort, as before: the session exists whatever fsync says.  */
+    if (esbx_fsync_at (store->rootfd, "sessions", &ignored) < 0)
+      esbx_error_free (&ignored);
+  }
   if (esbx_session_mount (store, name, err) < 0)
     {
       esbx_error_t ignored = NULL;

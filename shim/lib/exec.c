@@ -185,29 +185,34 @@ build_env (const struct esbx_sandbox_session *ss, bool root, char *const *extra)
   return env.v;
 }
 
-/* The next command number of the session, under the logs lock.  */
+/* The next command number of the session, under the logs lock.  LOGS/seq
+   is rewritten in place (a few bytes at offset 0, under the lock) rather
+   than through a temp file and a rename: no inode is created and freed for
+   every command.  Not fsynced: the logs it numbers are not either.  */
 static int
 next_seq (int dfd, unsigned long *seq, esbx_error_t *err)
 {
-  _cleanup_close_ int lock = -1, ldfd = -1;
-  _cleanup_free_ char *buf = NULL;
-  char out[32];
-  size_t len;
+  _cleanup_close_ int lock = -1, fd = -1;
+  char buf[32];
+  ssize_t n;
+  int len;
 
   if (mkdirat (dfd, LOGS_DIR, 0755) < 0 && errno != EEXIST)
     return esbx_make_error (err, errno, "mkdir `%s`", LOGS_DIR);
   lock = esbx_lock_at (dfd, LOGS_DIR "/.lock", true, true, err);
   if (lock < 0)
     return -1;
-  *seq = 1;
-  if (esbx_read_file_at (dfd, LOGS_DIR "/seq", 64, &buf, &len, NULL) == 0)
-    *seq = strtoul (buf, NULL, 10) + 1;
-  snprintf (out, sizeof out, "%lu\n", *seq);
-  ldfd = esbx_open_dir_at (dfd, LOGS_DIR, err);
-  if (ldfd < 0)
-    return -1;
-  /* Not fsynced: the logs it numbers are not either.  */
-  return esbx_replace_file_at (ldfd, "seq", out, strlen (out), 0644, err);
+  fd = TEMP_FAILURE_RETRY (
+      openat (dfd, LOGS_DIR "/seq", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (fd < 0)
+    return esbx_make_error (err, errno, "open `%s/seq`", LOGS_DIR);
+  n = TEMP_FAILURE_RETRY (pread (fd, buf, sizeof buf - 1, 0));
+  buf[n > 0 ? n : 0] = '\0';
+  *seq = strtoul (buf, NULL, 10) + 1;
+  len = snprintf (buf, sizeof buf, "%lu\n", *seq);
+  if (TEMP_FAILURE_RETRY (pwrite (fd, buf, (size_t)len, 0)) != len || ftruncate (fd, len) < 0)
+    return esbx_make_error (err, errno, "write `%s/seq`", LOGS_DIR);
+  return 0;
 }
 
 static int

@@ -206,3 +206,20 @@ one_error_line() {
   esbx_ok exec s1 --user 1000 -- sh -c 'echo $HOME'
   assert_output "/tmp"
 }
+
+# Building the filter with libseccomp took ~35 ms of every exec: the build
+# compiles it once (shim/seccomp/), and a command installs the two programs
+# with two seccomp(2) calls, without probing the kernel or linking
+# libseccomp.
+@test "exec installs the precompiled seccomp programs: two seccomp calls, no libseccomp" {
+  command -v strace >/dev/null || skip "strace is not installed"
+  esbx_ok exec s1 -- true
+  run strace -f -qq -e trace=seccomp -o "$BATS_TEST_TMPDIR/trace" "$ESBX" exec s1 -- true
+  assert_success
+  run grep -c 'seccomp(' "$BATS_TEST_TMPDIR/trace"
+  assert_output 2
+  run grep -c 'SECCOMP_SET_MODE_FILTER, 0, {len=' "$BATS_TEST_TMPDIR/trace"
+  assert_output 2
+  run ldd "$ESBX"
+  refute_output --partial libseccomp
+}

@@ -159,3 +159,38 @@ PY
   echo "$output"
   [ "$status" -eq 0 ]
 }
+
+# A session is built in ROOT/tmp and renamed into sessions/: its record is
+# written straight into the private temp directory and fsynced (data and
+# name in one call), and sessions/ is fsynced after the rename.  Two fsyncs
+# and no more: each one waits for a journal commit, which on a busy host is
+# most of the time a create takes.
+@test "session create: the record is durable before the rename, sessions/ after it, two fsyncs" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+  traced session create p --name s
+  run python3 - "$BATS_TEST_TMPDIR/trace" "$(realpath "$ESBX_ROOT")" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+root = sys.argv[2]
+syncs = [(i, l) for i, l in enumerate(lines) if re.match(r"^\d+\s+f(data)?sync\(", l)]
+moves = [i for i, l in enumerate(lines) if re.search(r'renameat2?\(.*"sessions/s"', l)]
+problems = []
+if len(moves) != 1:
+    sys.exit("expected one rename into sessions/s, found %d" % len(moves))
+record = [i for i, l in syncs if re.search(r"<%s/tmp/session-[0-9a-f]+/session\.json>" % re.escape(root), l)]
+if not record or record[0] > moves[0]:
+    problems.append("session.json is not fsynced before the rename")
+after = [i for i, l in syncs if i > moves[0] and "<%s/sessions>" % root in l]
+if not after:
+    problems.append("sessions/ is not fsynced after the rename")
+if len(syncs) != 2:
+    problems.append("%d fsyncs, expected 2: %s" % (len(syncs), [l for _, l in syncs]))
+for p in problems:
+    print(p)
+sys.exit(1 if problems else 0)
+PY
+  echo "$output"
+  [ "$status" -eq 0 ]
+  assert_file_exists "$ESBX_ROOT/sessions/s/session.json"
+}
