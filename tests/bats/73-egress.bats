@@ -229,3 +229,22 @@ fetch() {
   run "$ESBX" session list
   refute_output --partial s1
 }
+
+@test "egress: a Docker volume's session takes -o network=egress -o allow=A,B (plugin socket, no dockerd)" {
+  sock=$BATS_TEST_TMPDIR/plugin.sock
+  pid=$("$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" --plugin-socket "$sock" \
+    --log "$BATS_TEST_TMPDIR/esbxd.log" -- --gateway-socket none --metrics none)
+  run curl -s --unix-socket "$sock" -X POST --data-binary \
+    '{"Name": "v1", "Opts": {"project": "p", "network": "egress", "allow": "a.test:8080,198.19.233.3:8081"}}' \
+    http://plugin/VolumeDriver.Create
+  kill "$pid"
+  assert_output '{}'
+  esbx_ok session inspect v1
+  echo "$output" | jq -e '.network == "egress" and .egress.allow == ["a.test:8080", "198.19.233.3:8081"]'
+  fetch v1 http://a.test:8080/
+  assert_success
+  fetch v1 "http://$INET.3:8081/"
+  assert_success
+  fetch v1 "http://$INET.3:8080/"
+  assert_failure
+}
