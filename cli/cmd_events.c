@@ -2,6 +2,7 @@
    events in order; --follow keeps printing new ones until the session is
    discarded.  */
 #include "cli.h"
+#include "egress.h"
 #include "events.h"
 #include "utils.h"
 
@@ -118,6 +119,9 @@ cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
                                  o.session);
   for (;;)
     {
+      /* An egress session's refused attempts are counted by the kernel:
+         read now, they become events.  */
+      esbx_egress_record_refused (store, o.session);
       if (esbx_events_read (store, o.session, &offset, print_event, &cli->json, err) < 0)
         return o.follow && !esbx_session_exists (store, o.session) ? 0 : -1;
       fflush (stdout);

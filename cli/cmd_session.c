@@ -16,6 +16,7 @@ struct create_opts
   struct strv env;           /* --env-file lines, then --env: later ones win */
   const char *memory, *pids; /* as given, for the gateway to parse */
   const char *ttl, *idle_ttl;
+  struct strv allow; /* --allow, in order */
 };
 
 static int
@@ -37,6 +38,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "idle-ttl", required_argument, NULL, 'I' },
                                         { "on-expiry", required_argument, NULL, 'X' },
                                         { "json", no_argument, NULL, 'J' },
+                                        { "allow", required_argument, NULL, 'A' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -100,6 +102,9 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
         break;
       case 'J':
         break;
+      case 'A':
+        strv_push (&o->allow, xstrdup (optarg));
+        break;
       default:
         return cli_usage (err, "%s: unknown option `%s`", argv[0], argv[optind - 1]);
       }
@@ -112,6 +117,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
   for (size_t i = 0; i < o->env_flags.n; i++)
     strv_push (&o->env, xstrdup (o->env_flags.v[i]));
   o->session.env = o->env.v;
+  o->session.allow = o->allow.v;
   return 0;
 }
 
@@ -179,11 +185,14 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
      `project create --from`.  */
   if (ret == 0 && o.session.rootfs && cli_remote_mode (cli))
     ret = cli_usage (err, "session create: --rootfs is not available over the gateway");
+  else if (ret == 0 && o.allow.n > 0 && cli_remote_mode (cli))
+    ret = cli_usage (err, "session create: --allow is not available over the gateway yet");
   else if (ret == 0)
     ret = cli_remote_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
   strv_free (&o.labels);
   strv_free (&o.env_flags);
   strv_free (&o.env);
+  strv_free (&o.allow);
   return ret;
 }
 

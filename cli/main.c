@@ -26,7 +26,8 @@ static const struct verb verbs[] = {
     "project lifetime NAME [--ttl DURATION] [--idle-ttl DURATION] [--on-expiry discard|snapshot]\n"
     "project squash NAME" },
   { "session", cmd_session,
-    "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host]\n"
+    "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host|egress]\n"
+    "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
     "    [--env K=V]... [--env-file FILE]...\n"
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"

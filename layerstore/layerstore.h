@@ -144,7 +144,7 @@ struct esbx_session_opts
   const char *name;      /* NULL: generated "<project>-<hex>" */
   const char *base;      /* layer reference; NULL: head */
   char **labels;         /* NULL-terminated "K=V" */
-  const char *network;   /* "none" (default) or "host" */
+  const char *network;   /* "none" (default), "host" or "egress" */
   const char *workspace; /* path inside the holder; default "/workspace" */
   uint64_t memory;       /* bytes, 0 = unlimited */
   uint64_t pids;         /* 0 = unlimited */
@@ -155,6 +155,7 @@ struct esbx_session_opts
   int64_t ttl;           /* seconds the session may live, 0: the project's default */
   int64_t idle_ttl;      /* seconds it may stay unused, 0: the project's default */
   const char *on_expiry; /* "discard" (default) or "snapshot" */
+  char **allow;          /* NULL-terminated egress allow-list (network "egress" only) */
 };
 
 struct esbx_session
@@ -179,6 +180,23 @@ struct esbx_session
                      removed by esbx_session_free */
   int view_lock;
 };
+
+/* One entry of an egress allow-list (egress_policy.c): HOST[:PORT],
+   *.DOMAIN[:PORT], ADDRESS[:PORT] or CIDR[:PORT], IPv4.  A name is kept
+   lower-case with its "*." (subdomains only); an address is a network
+   ADDR/PREFIX in host byte order.  PORT 0: every port.  */
+struct esbx_egress_rule
+{
+  char *name; /* NULL for an address or CIDR */
+  uint32_t addr;
+  unsigned prefix;
+  unsigned port;
+};
+int esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_error_t *err);
+void esbx_egress_rule_clear (struct esbx_egress_rule *r);
+/* ALLOW (NULL-terminated, may be NULL) checked, as a JSON array of the
+   entries as given; the first bad one is an error (ESBX_ERR_USAGE).  */
+int esbx_egress_allow_parse (char *const *allow, json_t **out, esbx_error_t *err);
 
 int esbx_session_create (esbx_store_t *store, const char *project,
                          const struct esbx_session_opts *opts, char **name, esbx_error_t *err);

@@ -278,6 +278,17 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
     json_set_string (j, "snapshot", o->snapshot);
+  if (o->network && strcmp (o->network, "egress") == 0)
+    {
+      json_t *allow = NULL;
+      esbx_error_t ignored = NULL;
+
+      /* Checked by check_opts already.  */
+      if (esbx_egress_allow_parse (o->allow, &allow, &ignored) < 0)
+        esbx_error_free (&ignored);
+      else
+        json_set (j, "allow", allow);
+    }
   return j;
 }
 
@@ -286,9 +297,15 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
 {
   if (o->name && esbx_check_name ("session", o->name, err) < 0)
     return -1;
-  if (o->network && strcmp (o->network, "none") != 0 && strcmp (o->network, "host") != 0)
+  if (o->network && strcmp (o->network, "none") != 0 && strcmp (o->network, "host") != 0
+      && strcmp (o->network, "egress") != 0)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                 "invalid network `%s`: expected none or host", o->network);
+                                 "invalid network `%s`: expected none, host or egress", o->network);
+  if (o->allow && o->allow[0] && (o->network == NULL || strcmp (o->network, "egress") != 0))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "--allow `%s`: only a session with --network egress has an "
+                                 "allow-list",
+                                 o->allow[0]);
   if (o->workspace
       && (o->workspace[0] != '/' || strstr (o->workspace, "..") != NULL
           || strcmp (o->workspace, "/") == 0))
@@ -302,6 +319,12 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
     return -1;
   if (esbx_lifetime_check (o, err) < 0)
     return -1;
+  if (o->allow)
+    {
+      _cleanup_json_ json_t *allow = NULL;
+      if (esbx_egress_allow_parse (o->allow, &allow, err) < 0)
+        return -1;
+    }
   if (o->cpus)
     {
       char *end;

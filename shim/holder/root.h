@@ -16,8 +16,9 @@ struct holder_config
   const char *workspace;
   const char *network;
   const char *cgroup;
-  const char *hide;   /* the store root, resolved: never visible in a session */
-  const char *rootfs; /* an image root in the store, or NULL for the host's allow-list */
+  const char *hide;        /* the store root, resolved: never visible in a session */
+  const char *rootfs;      /* an image root in the store, or NULL for the host's allow-list */
+  const char *resolv_conf; /* bound on the session's /etc/resolv.conf (egress), or NULL */
   int ready_fd;
 };
 

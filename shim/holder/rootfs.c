@@ -4,7 +4,8 @@
  *   /                        a small tmpfs, read-only once built
  *   /usr /bin /sbin /lib*    read-only, nosuid, nodev binds of the host's
  *                            (symlinks such as /bin -> usr/bin are copied)
- *   /etc                     the host's, read-only, secrets masked (etc.c)
+ *   /etc                     the host's, read-only, secrets masked (etc.c);
+ *                            an egress session's resolv.conf bound on it
  *   /tmp /run /home          private tmpfs
  *   /root                    private tmpfs, 0700: HOME of an exec as uid 0
  *   /dev                     minimal (devfs.c)
@@ -249,8 +250,25 @@ hide_store (int stagefd, const char *root, esbx_error_t *err)
   return 0;
 }
 
+/* An egress session's resolver (shim/lib/egress.h) replaces the root's
+   /etc/resolv.conf when that is a regular file; a root without one, or
+   with a symlink there, resolves no names.  */
 static int
-build (const struct holder_config *cfg, int wsfd, int imagefd, esbx_error_t *err)
+bind_resolv_conf (int resolvfd, esbx_error_t *err)
+{
+  _cleanup_free_ char *from = NULL;
+  struct stat st;
+
+  if (resolvfd < 0)
+    return 0;
+  if (lstat (STAGE "/etc/resolv.conf", &st) < 0 || !S_ISREG (st.st_mode))
+    return 0;
+  from = xasprintf ("/proc/self/fd/%d", resolvfd);
+  return holder_bind (from, STAGE "/etc/resolv.conf", false, RO_BIND, err);
+}
+
+static int
+build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, esbx_error_t *err)
 {
   _cleanup_close_ int stagefd = -1;
   _cleanup_free_ char *etc = NULL, *image = NULL;
@@ -267,7 +285,7 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, esbx_error_t *err
   else if (bind_entries ("/", host_allowed, ARRAY_SIZE (host_allowed), err) < 0)
     return -1;
   etc = xstrdup (STAGE "/etc");
-  if (holder_mask_etc (etc, err) < 0)
+  if (holder_mask_etc (etc, err) < 0 || bind_resolv_conf (resolvfd, err) < 0)
     return -1;
   if (private_tmpfs ("tmp", "mode=1777", err) < 0 || private_tmpfs ("run", "mode=0755", err) < 0
       || private_tmpfs ("home", "mode=0755", err) < 0
@@ -288,7 +306,7 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, esbx_error_t *err
 int
 holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
 {
-  _cleanup_close_ int wsfd = -1, imagefd = -1;
+  _cleanup_close_ int wsfd = -1, imagefd = -1, resolvfd = -1;
   struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID };
 
   if (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
@@ -306,7 +324,13 @@ holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
       if (imagefd < 0)
         return esbx_make_error (err, errno, "open the image root `%s`", cfg->rootfs);
     }
-  if (build (cfg, wsfd, imagefd, err) < 0)
+  if (cfg->resolv_conf)
+    {
+      resolvfd = TEMP_FAILURE_RETRY (open (cfg->resolv_conf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (resolvfd < 0)
+        return esbx_make_error (err, errno, "open `%s`", cfg->resolv_conf);
+    }
+  if (build (cfg, wsfd, imagefd, resolvfd, err) < 0)
     return -1;
   if (chdir (STAGE) < 0)
     return esbx_make_error (err, errno, "chdir `%s`", STAGE);

@@ -1,5 +1,6 @@
 #include "holder.h"
 #include "cgroup.h"
+#include "egress.h"
 #include "events.h"
 #include "fs.h"
 #include "owner.h"
@@ -215,8 +216,11 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   _cleanup_free_ char *binary = NULL, *dir = NULL, *merged = NULL, *cg = NULL, *rootfs = NULL;
   const struct esbx_session *s = ss->rec;
   struct esbx_cgroup_limits limits = { 0 };
+  struct esbx_egress net = { .slot = -1 };
+  bool egress = s->network && strcmp (s->network, "egress") == 0;
   _cleanup_close_ int rd = -1, wr = -1;
   int fds[2], status, ret;
+  size_t extra;
   pid_t child;
 
   binary = find_holder_binary (err);
@@ -230,6 +234,13 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   limits.cpus = s->cpus;
   if (esbx_cgroup_create (cg, &limits, err) < 0)
     return -1;
+  if (egress && esbx_egress_prepare (ss->store, s, &net, err) < 0)
+    {
+      esbx_egress_clear (&net);
+      esbx_egress_down (ss->store, ss->name);
+      esbx_cgroup_remove (cg, NULL);
+      return -1;
+    }
   dir = esbx_session_dir (ss->store, ss->name);
   merged = esbx_session_merged (ss->store, ss->name);
   if (pipe2 (fds, O_CLOEXEC) < 0)
@@ -256,13 +267,21 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
                      (char *)"3",
                      NULL,
                      NULL,
+                     NULL,
+                     NULL,
                      NULL };
 
+    extra = ARRAY_SIZE (argv) - 5;
     if (s->rootfs)
       {
         rootfs = esbx_rootfs_dir (ss->store, s->rootfs);
-        argv[ARRAY_SIZE (argv) - 3] = (char *)"--rootfs";
-        argv[ARRAY_SIZE (argv) - 2] = rootfs;
+        argv[extra++] = (char *)"--rootfs";
+        argv[extra++] = rootfs;
+      }
+    if (net.resolv_conf)
+      {
+        argv[extra++] = (char *)"--resolv-conf";
+        argv[extra++] = net.resolv_conf;
       }
 
     child = fork ();
@@ -277,6 +296,16 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   if (ret == 0 && !(WIFEXITED (status) && WEXITSTATUS (status) == 0))
     ret = esbx_make_error (err, 0, "start holder of session `%s`: esbx-holder (%s) failed",
                            ss->name, binary);
+  if (ret == 0 && egress)
+    {
+      struct esbx_holder_info info = { 0 };
+
+      ret = read_record (ss->dfd, &info, err);
+      if (ret == 0)
+        ret = esbx_egress_up (ss->store, s, &net, info.pid, err);
+      esbx_holder_info_free (&info);
+    }
+  esbx_egress_clear (&net);
   if (ret < 0)
     {
       struct esbx_holder_info info = { 0 };
@@ -287,6 +316,7 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
       esbx_error_free (&rerr);
       esbx_holder_info_free (&info);
       discard_record (ss->dfd);
+      esbx_egress_down (ss->store, ss->name);
       esbx_cgroup_remove (cg, NULL);
       return -1;
     }
@@ -351,8 +381,9 @@ esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err)
   dfd = esbx_session_open_dir (store, session, &rerr);
   if (dfd < 0)
     {
-      /* No session: only a stray cgroup can be left.  */
+      /* No session: only a stray cgroup or network can be left.  */
       esbx_error_free (&rerr);
+      esbx_egress_down (store, session);
       return esbx_cgroup_remove (cg, err);
     }
   lock = esbx_lock_at (dfd, HOLDER_LOCK, true, true, err);
@@ -367,6 +398,8 @@ esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err)
         esbx_cgroup_remove (info.cgroup, NULL);
     }
   esbx_error_free (&rerr);
+  /* After the holder: its processes never see the network half gone.  */
+  esbx_egress_down (store, session);
   ret = esbx_cgroup_remove (cg, err);
   if (ret == 0)
     discard_record (dfd);

@@ -3,6 +3,7 @@
    so that what a verb means (publish then discard, when the merged view may
    be unmounted, when a rebase must wait) is decided here once.  */
 #include "sandbox.h"
+#include "egress.h"
 #include "holder.h"
 #include "log.h"
 #include "ps.h"
@@ -201,6 +202,14 @@ esbx_sandbox_inspect (esbx_store_t *store, const char *name, esbx_error_t *err)
   if (esbx_session_load (store, name, &s, err) < 0)
     return NULL;
   j = esbx_session_json (store, s, esbx_sandbox_status (store, s->name));
+  {
+    json_t *egress;
+
+    esbx_egress_record_refused (store, s->name);
+    egress = esbx_egress_json (store, s);
+    if (egress)
+      json_set (j, "egress", egress);
+  }
   esbx_session_free (s);
   return j;
 }

@@ -9,6 +9,7 @@
  * with a live owner, a live holder and no dead marker is never touched.  */
 #include "sandbox.h"
 #include "cgroup.h"
+#include "egress.h"
 #include "events.h"
 #include "fs.h"
 #include "holder.h"
@@ -149,6 +150,7 @@ esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report, es
         }
     }
   clean_stray_cgroups (store, report);
+  esbx_egress_gc (store, report);
   /* Without a daemon, gc is what ends sessions past their lifetime.  */
   if (esbx_sandbox_expire (store, report, NULL, err) < 0)
     ret = -1;

@@ -90,10 +90,11 @@ no_such_volume (esbx_error_t *err, const char *name)
 /* A request that can never succeed as sent.  */
 #define bad_request(err, ...) esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, __VA_ARGS__)
 
-static const char *const known_options[] = { "project", "base", "network", "from", "snapshot" };
+static const char *const known_options[]
+    = { "project", "base", "network", "from", "snapshot", "allow" };
 #define LABEL_PREFIX "label."
 #define ENV_PREFIX   "env."
-#define OPTIONS_HELP "project, base, label.KEY, env.KEY, network, from, snapshot"
+#define OPTIONS_HELP "project, base, label.KEY, env.KEY, network, from, snapshot, allow"
 
 static int
 check_options (const json_t *opts, esbx_error_t *err)
@@ -130,9 +131,9 @@ check_options (const json_t *opts, esbx_error_t *err)
         return -1;
       if (strcmp (key, "snapshot") == 0 && esbx_check_name ("snapshot", value, err) < 0)
         return -1;
-      if (strcmp (key, "network") == 0 && strcmp (value, "none") != 0
-          && strcmp (value, "host") != 0)
-        return bad_request (err, "option `network`: `%s` is not one of none, host", value);
+      if (strcmp (key, "network") == 0 && strcmp (value, "none") != 0 && strcmp (value, "host") != 0
+          && strcmp (value, "egress") != 0)
+        return bad_request (err, "option `network`: `%s` is not one of none, host, egress", value);
       if (strcmp (key, "from") == 0 && value[0] != '/')
         return bad_request (err, "option `from`: `%s` is not an absolute path", value);
     }
@@ -292,6 +293,8 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   const char *project = json_get_string (opts, "project"), *key;
   const json_t *v;
   size_t i, n = 0, nenv = 0;
+  struct strv allow = { 0 };
+  int ret;
 
   if (project == NULL)
     {
@@ -317,9 +320,19 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
   so.snapshot = json_get_string (opts, "snapshot");
-  if (esbx_sandbox_create (d->store, project, &so, &created, err) < 0)
-    return -1;
-  return 0;
+  /* -o allow=a.test,10.0.0.0/8:443: the entries of --allow, comma-separated.  */
+  if (json_get_string (opts, "allow"))
+    {
+      _cleanup_free_ char *copy = xstrdup (json_get_string (opts, "allow"));
+      char *save = NULL, *e;
+
+      for (e = strtok_r (copy, ",", &save); e; e = strtok_r (NULL, ",", &save))
+        strv_push (&allow, xstrdup (e));
+      so.allow = allow.v;
+    }
+  ret = esbx_sandbox_create (d->store, project, &so, &created, err);
+  strv_free (&allow);
+  return ret < 0 ? -1 : 0;
 }
 
 static json_t *

@@ -1,0 +1,749 @@
+/* The egress network of a session: slot, veth, nftables table, resolver
+   (see egress.h).  Built with the ip, nft, iptables and dnsmasq programs
+   (netcmd.h); every object is named after the slot, so that cleanup needs
+   nothing but the slot record.  */
+#include "egress.h"
+#include "events.h"
+#include "fs.h"
+#include "holder.h"
+#include "netcmd.h"
+#include "proc.h"
+#include "sandbox.h"
+#include "text.h"
+#include "utils.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EGRESS_RUN          ESBX_EGRESS_RUN
+#define DEFAULT_RANGE       "10.233.0.0/16"
+#define DEFAULT_MAX         64
+#define RESOLVER_WAIT_TRIES 50
+#define SLOT_RECORD_MAX     (64u * 1024)
+#define IPTABLES_CHAIN      "DOCKER-USER"
+
+/* Addresses and names of slot N.  */
+struct slot_names
+{
+  char veth[16];
+  char table[16];
+  char gw[INET_ADDRSTRLEN];
+  char addr[INET_ADDRSTRLEN];
+};
+
+static int
+egress_range (uint32_t *base, unsigned *prefix, esbx_error_t *err)
+{
+  const char *spec = getenv ("ESBX_EGRESS_RANGE");
+  struct esbx_egress_rule r;
+
+  if (spec == NULL || *spec == '\0')
+    spec = DEFAULT_RANGE;
+  if (esbx_egress_rule_parse (spec, &r, err) < 0)
+    return esbx_error_wrap (err, "ESBX_EGRESS_RANGE");
+  if (r.name || r.port || r.prefix > 30)
+    {
+      esbx_egress_rule_clear (&r);
+      return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                   "ESBX_EGRESS_RANGE `%s`: expected an IPv4 CIDR of /30 or wider",
+                                   spec);
+    }
+  *base = r.addr;
+  *prefix = r.prefix;
+  return 0;
+}
+
+static int
+egress_max (uint32_t slots_in_range)
+{
+  const char *s = getenv ("ESBX_EGRESS_MAX");
+  long v = s && *s ? strtol (s, NULL, 10) : DEFAULT_MAX;
+
+  if (v < 0)
+    v = 0;
+  return (int)((uint64_t)v < slots_in_range ? (uint64_t)v : slots_in_range);
+}
+
+static void
+ipv4_text (uint32_t a, char *buf)
+{
+  struct in_addr in = { .s_addr = htonl (a) };
+
+  inet_ntop (AF_INET, &in, buf, INET_ADDRSTRLEN);
+}
+
+static int
+slot_names (int slot, struct slot_names *n, esbx_error_t *err)
+{
+  uint32_t base;
+  unsigned prefix;
+
+  if (egress_range (&base, &prefix, err) < 0)
+    return -1;
+  snprintf (n->veth, sizeof n->veth, ESBX_EGRESS_LINK_FMT, slot);
+  snprintf (n->table, sizeof n->table, ESBX_EGRESS_TABLE_FMT, slot);
+  ipv4_text (base + 4u * (uint32_t)slot + 1, n->gw);
+  ipv4_text (base + 4u * (uint32_t)slot + 2, n->addr);
+  return 0;
+}
+
+int
+esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *err)
+{
+  struct slot_names n;
+
+  if (slot_names (slot, &n, err) < 0)
+    return -1;
+  memcpy (gw, n.gw, sizeof n.gw);
+  memcpy (addr, n.addr, sizeof n.addr);
+  return 0;
+}
+
+static int
+run_dir (esbx_error_t *err)
+{
+  if (esbx_mkdir_p (EGRESS_RUN, 0700, err) < 0)
+    return -1;
+  return esbx_open_dir_at (AT_FDCWD, EGRESS_RUN, err);
+}
+
+/* ---- slots ------------------------------------------------------------ */
+
+/* The record of slot NAME ("N.json") when it belongs to STORE.  */
+static json_t *
+slot_record (int dfd, const char *name, esbx_store_t *store)
+{
+  esbx_error_t e = NULL;
+  json_t *j = json_parse_file_at (dfd, name, &e);
+  const char *root;
+
+  esbx_error_free (&e);
+  if (j == NULL)
+    return NULL;
+  root = json_get_string (j, "store");
+  if (root == NULL || strcmp (root, store->root) != 0 || json_get_string (j, "session") == NULL)
+    {
+      json_free (j);
+      return NULL;
+    }
+  return j;
+}
+
+static int
+slot_of (const char *name)
+{
+  char *end;
+  long v = strtol (name, &end, 10);
+
+  if (end == name || strcmp (end, ".json") != 0 || v < 0 || v > 1 << 20)
+    return -1;
+  return (int)v;
+}
+
+static int
+take_slot (int dfd, esbx_store_t *store, const char *session, int *slot, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *rec = json_new (JSON_OBJECT);
+  _cleanup_free_ char *text = NULL, *tmp = NULL;
+  uint32_t base;
+  unsigned prefix;
+  size_t len;
+  int i, max, fd;
+
+  if (egress_range (&base, &prefix, err) < 0)
+    return -1;
+  max = egress_max ((uint32_t)1 << (32 - prefix) >> 2);
+  json_set_string (rec, "store", store->root);
+  json_set_string (rec, "session", session);
+  text = json_serialize (rec, true, &len);
+  tmp = xasprintf (".new.%d", (int)getpid ());
+  fd = TEMP_FAILURE_RETRY (
+      openat (dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd < 0)
+    return esbx_make_error (err, errno, "create `%s/%s`", EGRESS_RUN, tmp);
+  if (esbx_write_all (fd, text, len) < 0)
+    {
+      close (fd);
+      unlinkat (dfd, tmp, 0);
+      return esbx_make_error (err, errno, "write `%s/%s`", EGRESS_RUN, tmp);
+    }
+  close (fd);
+  /* link(2) fails with EEXIST when the slot is taken: whoever links first
+     owns it, and the record is complete from its first moment.  */
+  for (i = 0; i < max; i++)
+    {
+      _cleanup_free_ char *name = xasprintf ("%d.json", i);
+      if (linkat (dfd, tmp, dfd, name, 0) == 0)
+        {
+          unlinkat (dfd, tmp, 0);
+          *slot = i;
+          return 0;
+        }
+      if (errno != EEXIST)
+        {
+          unlinkat (dfd, tmp, 0);
+          return esbx_make_error (err, errno, "create `%s/%s`", EGRESS_RUN, name);
+        }
+    }
+  unlinkat (dfd, tmp, 0);
+  return esbx_make_error_kind (err, ESBX_ERR_TOO_LARGE, 0,
+                               "session `%s`: all %d egress networks are in use "
+                               "(ESBX_EGRESS_MAX, ESBX_EGRESS_RANGE)",
+                               session, max);
+}
+
+/* ---- teardown --------------------------------------------------------- */
+
+static void
+ignore (char *const *argv, int netns_fd)
+{
+  esbx_error_t e = NULL;
+
+  if (esbx_netcmd (argv, netns_fd, NULL, NULL, &e) < 0)
+    esbx_error_free (&e);
+}
+
+static char *
+pid_file (int slot)
+{
+  return xasprintf (EGRESS_RUN "/%d.pid", slot);
+}
+
+/* The resolver of SLOT, if the pid its file names is still that dnsmasq
+   (its command line names the file).  */
+static pid_t
+resolver_pid (int dfd, int slot)
+{
+  _cleanup_free_ char *name = xasprintf ("%d.pid", slot), *buf = NULL, *cmd = NULL;
+  _cleanup_free_ char *path = pid_file (slot), *want = NULL;
+  esbx_error_t e = NULL;
+  size_t len;
+  long pid;
+
+  if (esbx_read_file_at (dfd, name, 64, &buf, &len, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return 0;
+    }
+  pid = strtol (buf, NULL, 10);
+  if (pid <= 1)
+    return 0;
+  cmd = esbx_proc_cmdline ((pid_t)pid);
+  want = xasprintf ("--pid-file=%s", path);
+  if (cmd == NULL || strstr (cmd, want) == NULL)
+    return 0;
+  return (pid_t)pid;
+}
+
+static void
+stop_resolver (int dfd, int slot)
+{
+  pid_t pid = resolver_pid (dfd, slot);
+  int i;
+
+  if (pid <= 0)
+    return;
+  kill (pid, SIGTERM);
+  for (i = 0; i < RESOLVER_WAIT_TRIES && kill (pid, 0) == 0; i++)
+    usleep (20000);
+  if (kill (pid, 0) == 0)
+    kill (pid, SIGKILL);
+}
+
+static void
+drop_forward_exception (const char *veth)
+{
+  char *del_in[] = { (char *)"iptables",     (char *)"-w",     (char *)"-D",
+                     (char *)IPTABLES_CHAIN, (char *)"-i",     (char *)veth,
+                     (char *)"-j",           (char *)"ACCEPT", NULL };
+  char *del_out[] = { (char *)"iptables",     (char *)"-w",     (char *)"-D",
+                      (char *)IPTABLES_CHAIN, (char *)"-o",     (char *)veth,
+                      (char *)"-j",           (char *)"ACCEPT", NULL };
+  esbx_error_t e = NULL;
+  int i;
+
+  for (i = 0; i < 8 && esbx_netcmd (del_in, -1, NULL, NULL, &e) == 0; i++)
+    ;
+  esbx_error_free (&e);
+  for (i = 0; i < 8 && esbx_netcmd (del_out, -1, NULL, NULL, &e) == 0; i++)
+    ;
+  esbx_error_free (&e);
+}
+
+static void
+free_slot (int dfd, int slot)
+{
+  struct slot_names n;
+  esbx_error_t e = NULL;
+  static const char *const suffixes[] = { "pid", "resolv", "log", "seen" };
+  size_t i;
+
+  if (slot_names (slot, &n, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return;
+    }
+  stop_resolver (dfd, slot);
+  {
+    char *argv[]
+        = { (char *)"nft", (char *)"delete", (char *)"table", (char *)"inet", n.table, NULL };
+    ignore (argv, -1);
+  }
+  drop_forward_exception (n.veth);
+  {
+    char *argv[] = { (char *)"ip", (char *)"link", (char *)"delete", n.veth, NULL };
+    ignore (argv, -1);
+  }
+  for (i = 0; i < ARRAY_SIZE (suffixes); i++)
+    {
+      _cleanup_free_ char *name = xasprintf ("%d.%s", slot, suffixes[i]);
+      unlinkat (dfd, name, 0);
+    }
+  /* Last: while the record exists, gc finds what is left.  */
+  {
+    _cleanup_free_ char *name = xasprintf ("%d.json", slot);
+    unlinkat (dfd, name, 0);
+  }
+}
+
+/* Slots of STORE, with the session each belongs to.  */
+static void
+for_each_slot (esbx_store_t *store, int dfd,
+               void (*fn) (esbx_store_t *, int, int, const char *, void *), void *data)
+{
+  _cleanup_strv_ char **names = NULL;
+  esbx_error_t e = NULL;
+  char **p;
+
+  names = esbx_list_dir_at (dfd, ".", &e);
+  esbx_error_free (&e);
+  for (p = names; p && *p; p++)
+    {
+      _cleanup_json_ json_t *rec = NULL;
+      int slot = slot_of (*p);
+
+      if (slot < 0 || (rec = slot_record (dfd, *p, store)) == NULL)
+        continue;
+      fn (store, dfd, slot, json_get_string (rec, "session"), data);
+    }
+}
+
+static void
+match_session (esbx_store_t *store, int dfd, int slot, const char *session, void *data)
+{
+  struct
+  {
+    const char *session;
+    int slot;
+  } *want = data;
+
+  (void)store;
+  (void)dfd;
+  if (strcmp (session, want->session) == 0)
+    want->slot = slot;
+}
+
+int
+esbx_egress_slot (esbx_store_t *store, const char *session)
+{
+  _cleanup_close_ int dfd = -1;
+  struct
+  {
+    const char *session;
+    int slot;
+  } want = { session, -1 };
+
+  dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0)
+    return -1;
+  for_each_slot (store, dfd, match_session, &want);
+  return want.slot;
+}
+
+static void
+down_if_session (esbx_store_t *store, int dfd, int slot, const char *session, void *data)
+{
+  if (strcmp (session, data) != 0)
+    return;
+  esbx_egress_record_refused (store, session);
+  free_slot (dfd, slot);
+}
+
+void
+esbx_egress_down (esbx_store_t *store, const char *session)
+{
+  _cleanup_close_ int dfd = -1;
+
+  dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0)
+    return;
+  for_each_slot (store, dfd, down_if_session, (void *)session);
+}
+
+static void
+down_if_stale (esbx_store_t *store, int dfd, int slot, const char *session, void *data)
+{
+  FILE *report = data;
+
+  if (esbx_name_valid (session) && esbx_session_exists (store, session)
+      && esbx_sandbox_holder_running (store, session))
+    return;
+  if (esbx_name_valid (session) && esbx_session_exists (store, session))
+    esbx_egress_record_refused (store, session);
+  free_slot (dfd, slot);
+  if (report)
+    fprintf (report, "removed egress network %d of session `%s`\n", slot, session);
+}
+
+void
+esbx_egress_gc (esbx_store_t *store, FILE *report)
+{
+  _cleanup_close_ int dfd = -1;
+
+  dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0)
+    return;
+  for_each_slot (store, dfd, down_if_stale, report);
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+void
+esbx_egress_clear (struct esbx_egress *net)
+{
+  free (net->resolv_conf);
+  net->resolv_conf = NULL;
+  net->slot = -1;
+}
+
+int
+esbx_egress_prepare (esbx_store_t *store, const struct esbx_session *s, struct esbx_egress *net,
+                     esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = -1;
+  _cleanup_free_ char *name = NULL, *text = NULL;
+  struct slot_names n;
+  int slot = -1;
+
+  net->slot = -1;
+  net->resolv_conf = NULL;
+  esbx_egress_down (store, s->name);
+  dfd = run_dir (err);
+  if (dfd < 0 || take_slot (dfd, store, s->name, &slot, err) < 0)
+    return esbx_error_wrap (err, "egress network of session `%s`", s->name);
+  net->slot = slot;
+  if (slot_names (slot, &n, err) < 0)
+    return -1;
+  name = xasprintf ("%d.resolv", slot);
+  text = xasprintf ("nameserver %s\n", n.gw);
+  if (esbx_replace_file_at (dfd, name, text, strlen (text), 0644, err) < 0)
+    return esbx_error_wrap (err, "egress network of session `%s`", s->name);
+  net->resolv_conf = xasprintf (EGRESS_RUN "/%s", name);
+  return 0;
+}
+
+static int
+run (esbx_error_t *err, int netns_fd, const char *input, char *const *argv)
+{
+  return esbx_netcmd (argv, netns_fd, input, NULL, err);
+}
+
+#define RUN(err, ns, input, ...) run ((err), (ns), (input), (char *const[]){ __VA_ARGS__, NULL })
+
+static int
+check_forwarding (esbx_error_t *err)
+{
+  _cleanup_free_ char *buf = NULL;
+  esbx_error_t e = NULL;
+  size_t len;
+
+  if (esbx_read_file_at (AT_FDCWD, "/proc/sys/net/ipv4/ip_forward", 16, &buf, &len, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return 0;
+    }
+  if (buf[0] != '1')
+    return esbx_make_error_kind (err, ESBX_ERR_FAILED, 0,
+                                 "the host does not forward IPv4 (sysctl net.ipv4.ip_forward=1, "
+                                 "as Docker sets it)");
+  return 0;
+}
+
+static int
+set_forwarding (const char *veth, esbx_error_t *err)
+{
+  _cleanup_free_ char *path = xasprintf ("/proc/sys/net/ipv4/conf/%s/forwarding", veth);
+  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (open (path, O_WRONLY | O_CLOEXEC));
+
+  if (fd < 0 || esbx_write_all (fd, "1", 1) < 0)
+    return esbx_make_error (err, errno, "write `%s`", path);
+  return 0;
+}
+
+/* The nftables name of the set for names allowed on PORT (0: any).  */
+static char *
+name_set (unsigned port)
+{
+  return port ? xasprintf ("names_%u", port) : xstrdup ("names");
+}
+
+static void append (char **buf, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+static void
+append (char **buf, const char *fmt, ...)
+{
+  _cleanup_free_ char *piece = NULL, *old = *buf;
+  va_list ap;
+
+  va_start (ap, fmt);
+  if (vasprintf (&piece, fmt, ap) < 0)
+    abort ();
+  va_end (ap);
+  *buf = xasprintf ("%s%s", old ? old : "", piece);
+}
+
+static void
+port_match (char **buf, unsigned port)
+{
+  if (port)
+    append (buf, " meta l4proto { tcp, udp } th dport %u", port);
+}
+
+/* The table of slot N: see docs/SECURITY.md, "Network".  Refused packets
+   go through `refuse`, which counts them per destination in the set
+   `refused` (read by esbx_egress_json) and rejects them.  */
+static char *
+ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsigned prefix)
+{
+  _cleanup_free_ char *sets = NULL, *rules = NULL;
+  char rng[INET_ADDRSTRLEN];
+  const json_t *a;
+  char *out = NULL;
+  size_t i;
+
+  ipv4_text (range, rng);
+  append (&sets, "  set names { type ipv4_addr; }\n");
+  json_array_foreach (allow, i, a)
+    {
+      struct esbx_egress_rule r;
+      esbx_error_t e = NULL;
+      char addr[INET_ADDRSTRLEN];
+
+      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (r.name)
+        {
+          _cleanup_free_ char *set = name_set (r.port);
+          if (r.port && (sets == NULL || strstr (sets, set) == NULL))
+            append (&sets, "  set %s { type ipv4_addr; }\n", set);
+          append (&rules, "    ip daddr @%s", set);
+        }
+      else
+        {
+          ipv4_text (r.addr, addr);
+          append (&rules, "    ip daddr %s/%u", addr, r.prefix);
+        }
+      port_match (&rules, r.port);
+      append (&rules, " accept\n");
+      esbx_egress_rule_clear (&r);
+    }
+  append (&out,
+          "table inet %1$s {\n"
+          "%2$s"
+          "  set refused { type ipv4_addr . inet_proto . inet_service; flags dynamic; counter; "
+          "size 4096; }\n"
+          "  set refused_other { type ipv4_addr . inet_proto; flags dynamic; counter; "
+          "size 1024; }\n"
+          "  chain refuse {\n"
+          "    meta l4proto { tcp, udp } add @refused { ip daddr . meta l4proto . th dport }\n"
+          "    meta l4proto != { tcp, udp } meta nfproto ipv4 add @refused_other "
+          "{ ip daddr . meta l4proto }\n"
+          "    reject with icmpx admin-prohibited\n"
+          "  }\n"
+          "  chain forward {\n"
+          "    type filter hook forward priority filter - 10; policy accept;\n"
+          "    iifname \"%3$s\" jump egress\n"
+          "    oifname \"%3$s\" ct state established,related accept\n"
+          "    oifname \"%3$s\" drop\n"
+          "  }\n"
+          "  chain egress {\n"
+          "    meta nfproto ipv6 drop\n"
+          "    ct state established,related accept\n"
+          "    ip daddr 169.254.0.0/16 goto refuse\n"
+          "    ip daddr 127.0.0.0/8 goto refuse\n"
+          "    ip daddr %4$s/%5$u goto refuse\n"
+          "%6$s"
+          "    goto refuse\n"
+          "  }\n"
+          "  chain input {\n"
+          "    type filter hook input priority filter - 10; policy accept;\n"
+          "    iifname \"%3$s\" ip daddr %7$s meta l4proto { tcp, udp } th dport 53 accept\n"
+          "    iifname \"%3$s\" ct state established,related accept\n"
+          "    iifname \"%3$s\" meta nfproto ipv6 drop\n"
+          "    iifname \"%3$s\" goto refuse\n"
+          "  }\n"
+          "  chain postrouting {\n"
+          "    type nat hook postrouting priority srcnat; policy accept;\n"
+          "    iifname \"%3$s\" oifname != \"%3$s\" masquerade\n"
+          "  }\n"
+          "}\n",
+          n->table, sets ? sets : "", n->veth, rng, prefix, rules ? rules : "", n->gw);
+  return out;
+}
+
+/* Docker's iptables FORWARD policy is drop: its DOCKER-USER chain, where
+   Docker wants others' exceptions, lets the veth's traffic through to our
+   own table, which decides.  No such chain: nothing to do.  */
+static int
+add_forward_exception (const char *veth, esbx_error_t *err)
+{
+  esbx_error_t e = NULL;
+
+  if (RUN (&e, -1, NULL, "iptables", "-w", "-S", IPTABLES_CHAIN) < 0)
+    {
+      esbx_error_free (&e);
+      return 0;
+    }
+  if (RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, "-i", (char *)veth, "-j",
+           "ACCEPT")
+          < 0
+      || RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, "-o", (char *)veth, "-j",
+              "ACCEPT")
+             < 0)
+    return -1;
+  return 0;
+}
+
+static char *
+upstream (void)
+{
+  const char *env = getenv ("ESBX_EGRESS_UPSTREAM");
+  _cleanup_free_ char *buf = NULL;
+  esbx_error_t e = NULL;
+  char *line, *save = NULL;
+  size_t len;
+
+  if (env && *env)
+    return xstrdup (env);
+  if (esbx_read_file_at (AT_FDCWD, "/etc/resolv.conf", 64 * 1024, &buf, &len, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return NULL;
+    }
+  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char addr[64];
+      struct in_addr in;
+
+      if (sscanf (line, " nameserver %63s", addr) == 1 && inet_pton (AF_INET, addr, &in) == 1)
+        return xstrdup (addr);
+    }
+  return NULL;
+}
+
+/* dnsmasq answers the names of the allow-list from UPSTREAM, adding their
+   addresses to the table's sets, and NXDOMAIN for every other name.  */
+static int
+start_resolver (int slot, const struct slot_names *n, const json_t *allow, esbx_error_t *err)
+{
+  _cleanup_free_ char *up = upstream (), *pidf = pid_file (slot);
+  struct strv argv = { 0 };
+  const json_t *a;
+  size_t i;
+  int ret;
+
+  strv_push (&argv, xstrdup ("dnsmasq"));
+  strv_push (&argv, xstrdup ("--conf-file=/dev/null"));
+  strv_push (&argv, xstrdup ("--no-hosts"));
+  strv_push (&argv, xstrdup ("--no-resolv"));
+  strv_push (&argv, xstrdup ("--no-poll"));
+  strv_push (&argv, xstrdup ("--bind-interfaces"));
+  strv_push (&argv, xasprintf ("--listen-address=%s", n->gw));
+  strv_push (&argv, xasprintf ("--pid-file=%s", pidf));
+  strv_push (&argv, xasprintf ("--log-facility=" EGRESS_RUN "/%d.log", slot));
+  strv_push (&argv, xstrdup ("--address=/#/"));
+  json_array_foreach (allow, i, a)
+    {
+      struct esbx_egress_rule r;
+      esbx_error_t e = NULL;
+      _cleanup_free_ char *set = NULL;
+      const char *domain;
+
+      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (r.name == NULL)
+        continue;
+      /* dnsmasq matches a domain and its subdomains, whole labels only:
+         "*.d" and "d" are both the domain d to it.  */
+      domain = strncmp (r.name, "*.", 2) == 0 ? r.name + 2 : r.name;
+      set = name_set (r.port);
+      if (up)
+        strv_push (&argv, xasprintf ("--server=/%s/%s", domain, up));
+      strv_push (&argv, xasprintf ("--nftset=/%s/4#inet#%s#%s", domain, n->table, set));
+      esbx_egress_rule_clear (&r);
+    }
+  ret = esbx_netcmd (argv.v, -1, NULL, NULL, err);
+  strv_free (&argv);
+  return ret;
+}
+
+int
+esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct esbx_egress *net,
+                pid_t pid, esbx_error_t *err)
+{
+  _cleanup_free_ char *gw_cidr = NULL, *addr_cidr = NULL, *pidtext = NULL, *rules = NULL;
+  _cleanup_free_ char *nspath = NULL;
+  _cleanup_close_ int ns = -1;
+  const json_t *allow = json_get (s->record, "allow");
+  _cleanup_json_ json_t *none = NULL;
+  struct slot_names n;
+  uint32_t range;
+  unsigned prefix;
+
+  (void)store;
+  if (allow == NULL || allow->type != JSON_ARRAY)
+    allow = none = json_new (JSON_ARRAY);
+  if (check_forwarding (err) < 0 || slot_names (net->slot, &n, err) < 0
+      || egress_range (&range, &prefix, err) < 0)
+    goto fail;
+  nspath = xasprintf ("/proc/%d/ns/net", (int)pid);
+  ns = TEMP_FAILURE_RETRY (open (nspath, O_RDONLY | O_CLOEXEC));
+  if (ns < 0)
+    {
+      esbx_make_error (err, errno, "open `%s`", nspath);
+      goto fail;
+    }
+  pidtext = xasprintf ("%d", (int)pid);
+  gw_cidr = xasprintf ("%s/30", n.gw);
+  addr_cidr = xasprintf ("%s/30", n.addr);
+  rules = ruleset (&n, allow, range, prefix);
+  /* The table first: nothing passes the veth before the policy does.  */
+  if (RUN (err, -1, rules, "nft", "-f", "-") < 0
+      || RUN (err, -1, NULL, "ip", "link", "add", n.veth, "type", "veth", "peer", "name", "eth0",
+              "netns", pidtext)
+             < 0
+      || RUN (err, -1, NULL, "ip", "addr", "add", gw_cidr, "dev", n.veth) < 0
+      || set_forwarding (n.veth, err) < 0
+      || RUN (err, -1, NULL, "ip", "link", "set", n.veth, "up") < 0
+      || RUN (err, ns, NULL, "ip", "addr", "add", addr_cidr, "dev", "eth0") < 0
+      || RUN (err, ns, NULL, "ip", "link", "set", "eth0", "up") < 0
+      || RUN (err, ns, NULL, "ip", "route", "add", "default", "via", n.gw) < 0
+      || add_forward_exception (n.veth, err) < 0 || start_resolver (net->slot, &n, allow, err) < 0)
+    goto fail;
+  return 0;
+fail:
+  return esbx_error_wrap (err, "egress network of session `%s`", s->name);
+}

@@ -1,0 +1,64 @@
+/* esbx shim: the network of a `--network egress` session.
+ *
+ * The holder's own net namespace gets one veth pair to the host: eth0
+ * inside, esbxeN on the host, a /30 of ESBX_EGRESS_RANGE (default
+ * 10.233.0.0/16) for slot N.  Slots are host-wide, since links and
+ * nftables tables are: each is a record /run/esbx/egress/N.json naming the
+ * store and the session, made with link(2) so that two sessions never
+ * share one; at most ESBX_EGRESS_MAX (default 64) exist at once.  On the
+ * host, the nftables table `inet esbx_eN` masquerades the session's
+ * traffic and refuses everything but DNS to its resolver and the
+ * destinations of its allow-list; the resolver is a dnsmasq on the host
+ * side of the veth that answers only allowed names and adds what it
+ * resolves to the table's sets.  See docs/SECURITY.md, "Network".  */
+#ifndef ESBX_EGRESS_H
+#define ESBX_EGRESS_H
+
+#include "json.h"
+#include "layerstore.h"
+
+#include <stdio.h>
+#include <sys/types.h>
+
+struct esbx_egress
+{
+  int slot;          /* -1: none */
+  char *resolv_conf; /* the session's /etc/resolv.conf, a file under /run/esbx/egress */
+};
+
+/* Take a slot for session S (freeing whatever an earlier holder of S left)
+   and write its resolv.conf.  */
+int esbx_egress_prepare (esbx_store_t *store, const struct esbx_session *s, struct esbx_egress *net,
+                         esbx_error_t *err);
+/* Build the network of NET for the holder PID: veth, addresses and routes,
+   nftables table, resolver.  On error, the caller calls esbx_egress_down.  */
+int esbx_egress_up (esbx_store_t *store, const struct esbx_session *s,
+                    const struct esbx_egress *net, pid_t pid, esbx_error_t *err);
+void esbx_egress_clear (struct esbx_egress *net);
+/* Remove everything of session SESSION's egress network (refused attempts
+   recorded as an event first): resolver, table, link, slot.  None is not
+   an error.  */
+void esbx_egress_down (esbx_store_t *store, const char *session);
+/* Remove the egress networks of this store whose session is gone or whose
+   holder is not running.  */
+void esbx_egress_gc (esbx_store_t *store, FILE *report);
+
+/* The slot of session SESSION's network, -1 when it has none.  */
+int esbx_egress_slot (esbx_store_t *store, const char *session);
+/* The host side (resolver, gateway) and session side addresses of SLOT,
+   INET_ADDRSTRLEN bytes each.  */
+int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *err);
+/* The host-side names of SLOT: link and nftables table (inet family).  */
+#define ESBX_EGRESS_LINK_FMT  "esbxe%d"
+#define ESBX_EGRESS_TABLE_FMT "esbx_e%d"
+#define ESBX_EGRESS_RUN       "/run/esbx/egress"
+
+/* The policy and state of session S's network (inspect): its allow-list,
+   addresses, and the refused attempts counted so far.  NULL when S is not
+   an egress session.  */
+json_t *esbx_egress_json (esbx_store_t *store, const struct esbx_session *s);
+/* Append an "egress.refused" event for every destination refused more
+   often than the last call recorded.  */
+void esbx_egress_record_refused (esbx_store_t *store, const char *session);
+
+#endif

@@ -1,0 +1,198 @@
+/* What an egress session's network shows: its policy for inspect, and the
+ * attempts it refused.  The table's set `refused` counts packets per
+ * destination (address, protocol, port) and `refused_other` per address and
+ * protocol for the rest (ICMP...); nothing but the kernel runs to count
+ * them.  They are read when asked (inspect, events) and when the network
+ * is removed, and each increase since the last reading becomes an
+ * "egress.refused" event, so the event log keeps what the table loses.  */
+#include "egress.h"
+#include "events.h"
+#include "fs.h"
+#include "netcmd.h"
+#include "utils.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+
+#define SEEN_MAX (1u << 20)
+
+/* One entry of `nft -j list set`: {"elem": {"val": {"concat": [ADDR,
+   PROTO, PORT]}, "counter": {"packets": N, ...}}}.  */
+static json_t *
+refused_entry (const json_t *item)
+{
+  const json_t *elem = json_get (item, "elem"), *val, *concat, *counter;
+  int64_t packets = 0, port = 0;
+  json_t *o;
+
+  if (elem == NULL || (val = json_get (elem, "val")) == NULL
+      || (concat = json_get (val, "concat")) == NULL || concat->type != JSON_ARRAY
+      || json_len (concat) < 2 || json_at (concat, 0)->type != JSON_STRING
+      || json_at (concat, 1)->type != JSON_STRING)
+    return NULL;
+  counter = json_get (elem, "counter");
+  if (counter)
+    json_get_int (counter, "packets", &packets);
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "destination", json_at (concat, 0)->text);
+  json_set_string (o, "protocol", json_at (concat, 1)->text);
+  if (json_len (concat) > 2 && json_int_value (json_at (concat, 2), &port))
+    json_set_int (o, "port", port);
+  json_set_int (o, "packets", packets);
+  return o;
+}
+
+static void
+read_set (const char *table, const char *set, json_t *out)
+{
+  _cleanup_free_ char *text = NULL;
+  _cleanup_json_ json_t *j = NULL;
+  char *argv[] = { (char *)"nft",  (char *)"-j",  (char *)"list", (char *)"set",
+                   (char *)"inet", (char *)table, (char *)set,    NULL };
+  const json_t *list, *item, *s, *elems, *e;
+  esbx_error_t err = NULL;
+  size_t i, k;
+
+  if (esbx_netcmd (argv, -1, NULL, &text, &err) < 0
+      || (j = json_parse (text, strlen (text), &err)) == NULL)
+    {
+      esbx_error_free (&err);
+      return;
+    }
+  list = json_get (j, "nftables");
+  json_array_foreach (list, i, item)
+    {
+      if ((s = json_get (item, "set")) == NULL || (elems = json_get (s, "elem")) == NULL)
+        continue;
+      json_array_foreach (elems, k, e)
+        {
+          json_t *o = refused_entry (e);
+          if (o)
+            json_append (out, o);
+        }
+    }
+}
+
+/* The refused attempts counted by the table of SLOT.  */
+static json_t *
+refused (int slot)
+{
+  char table[32];
+  json_t *arr = json_new (JSON_ARRAY);
+
+  snprintf (table, sizeof table, ESBX_EGRESS_TABLE_FMT, slot);
+  read_set (table, "refused", arr);
+  read_set (table, "refused_other", arr);
+  return arr;
+}
+
+static json_t *
+strings (const json_t *arr)
+{
+  json_t *out = json_new (JSON_ARRAY);
+  const json_t *v;
+  size_t i;
+
+  json_array_foreach (arr, i, v)
+    if (v->type == JSON_STRING)
+      json_append (out, json_new_string (v->text));
+  return out;
+}
+
+json_t *
+esbx_egress_json (esbx_store_t *store, const struct esbx_session *s)
+{
+  const json_t *allow = json_get (s->record, "allow");
+  char gw[INET_ADDRSTRLEN], addr[INET_ADDRSTRLEN], link[32];
+  esbx_error_t err = NULL;
+  json_t *o;
+  int slot;
+
+  if (s->network == NULL || strcmp (s->network, "egress") != 0)
+    return NULL;
+  o = json_new (JSON_OBJECT);
+  json_set (o, "allow", strings (allow));
+  slot = esbx_egress_slot (store, s->name);
+  if (slot < 0 || esbx_egress_slot_addresses (slot, gw, addr, &err) < 0)
+    {
+      esbx_error_free (&err);
+      json_set (o, "active", json_new_bool (false));
+      return o;
+    }
+  snprintf (link, sizeof link, ESBX_EGRESS_LINK_FMT, slot);
+  json_set (o, "active", json_new_bool (true));
+  json_set_string (o, "address", addr);
+  json_set_string (o, "resolver", gw);
+  json_set_string (o, "link", link);
+  json_set (o, "refused", refused (slot));
+  return o;
+}
+
+static char *
+entry_key (const json_t *e)
+{
+  int64_t port = 0;
+
+  json_get_int (e, "port", &port);
+  return xasprintf ("%s %s %" PRId64, json_get_string (e, "destination"),
+                    json_get_string (e, "protocol"), port);
+}
+
+void
+esbx_egress_record_refused (esbx_store_t *store, const char *session)
+{
+  _cleanup_json_ json_t *now = NULL, *seen = NULL;
+  _cleanup_free_ char *name = NULL, *text = NULL;
+  _cleanup_close_ int dfd = -1, lock = -1;
+  esbx_error_t err = NULL;
+  const json_t *e;
+  size_t i, len;
+  int slot = esbx_egress_slot (store, session);
+
+  if (slot < 0)
+    return;
+  dfd = TEMP_FAILURE_RETRY (open (ESBX_EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0)
+    return;
+  name = xasprintf ("%d.seen", slot);
+  /* Two readers at once must not record the same attempts twice.  */
+  lock = esbx_lock_at (dfd, name, true, true, &err);
+  if (lock < 0)
+    {
+      esbx_error_free (&err);
+      return;
+    }
+  seen = json_parse_file_at (dfd, name, &err);
+  esbx_error_free (&err);
+  if (seen == NULL || seen->type != JSON_OBJECT)
+    {
+      json_free (seen);
+      seen = json_new (JSON_OBJECT);
+    }
+  now = refused (slot);
+  json_array_foreach (now, i, e)
+    {
+      _cleanup_free_ char *key = entry_key (e);
+      int64_t packets = 0, before = 0, port;
+      json_t *f;
+
+      json_get_int (e, "packets", &packets);
+      json_get_int (seen, key, &before);
+      if (packets <= before)
+        continue;
+      f = json_new (JSON_OBJECT);
+      json_set_string (f, "destination", json_get_string (e, "destination"));
+      json_set_string (f, "protocol", json_get_string (e, "protocol"));
+      if (json_get_int (e, "port", &port))
+        json_set_int (f, "port", port);
+      json_set_int (f, "packets", packets - before);
+      json_set_int (f, "total", packets);
+      esbx_event_append (store, session, "egress.refused", f, NULL);
+      json_set_int (seen, key, packets);
+    }
+  text = json_serialize (seen, false, &len);
+  if (esbx_replace_file_at (dfd, name, text, len, 0600, &err) < 0)
+    esbx_error_free (&err);
+}

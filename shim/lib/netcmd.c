@@ -1,0 +1,127 @@
+/* Running the network programs of egress sessions: a fork, setns into the
+   session's net namespace when asked, execv by absolute path (the caller's
+   PATH may lack the sbin directories).  Output goes to memfds, read after
+   the child exits, so no pipe can fill up.  */
+#include "netcmd.h"
+#include "fs.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OUTPUT_MAX (4u << 20)
+
+static const char *const search_dirs[] = { "/usr/sbin", "/sbin", "/usr/bin", "/bin" };
+
+/* Runs in the child: only async-signal-safe calls.  */
+static void __attribute__ ((noreturn))
+child (char *const *argv, char *const *paths, int netns_fd, int in, int out, int errfd)
+{
+  sigset_t none;
+  size_t i;
+
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  if (netns_fd >= 0 && setns (netns_fd, CLONE_NEWNET) < 0)
+    _exit (126);
+  if (dup2 (in, 0) < 0 || dup2 (out, 1) < 0 || dup2 (errfd, 2) < 0)
+    _exit (126);
+  syscall (SYS_close_range, 3, ~0U, 0);
+  for (i = 0; paths[i]; i++)
+    execv (paths[i], argv);
+  _exit (127);
+}
+
+static char *
+read_memfd (int fd)
+{
+  struct stat st;
+  size_t n;
+  char *buf;
+  ssize_t r;
+
+  if (fstat (fd, &st) < 0 || lseek (fd, 0, SEEK_SET) < 0)
+    return xstrdup ("");
+  n = (size_t)st.st_size < OUTPUT_MAX ? (size_t)st.st_size : OUTPUT_MAX;
+  buf = xmalloc0 (n + 1);
+  r = pread (fd, buf, n, 0);
+  buf[r > 0 ? r : 0] = '\0';
+  return buf;
+}
+
+static int
+new_memfd (const char *name, const char *data, esbx_error_t *err)
+{
+  int fd = memfd_create (name, MFD_CLOEXEC);
+
+  if (fd < 0)
+    return esbx_make_error (err, errno, "memfd_create");
+  if (data && esbx_write_all (fd, data, strlen (data)) < 0)
+    {
+      close (fd);
+      return esbx_make_error (err, errno, "write to a memfd");
+    }
+  lseek (fd, 0, SEEK_SET);
+  return fd;
+}
+
+int
+esbx_netcmd (char *const *argv, int netns_fd, const char *input, char **out, esbx_error_t *err)
+{
+  _cleanup_close_ int in = -1, outfd = -1, errfd = -1;
+  _cleanup_free_ char *stderr_text = NULL;
+  char *paths[ARRAY_SIZE (search_dirs) + 1] = { NULL };
+  int status;
+  size_t i;
+  pid_t pid;
+  char *nl;
+  int ret = 0;
+
+  for (i = 0; i < ARRAY_SIZE (search_dirs); i++)
+    paths[i] = xasprintf ("%s/%s", search_dirs[i], argv[0]);
+  if ((in = new_memfd ("stdin", input, err)) < 0 || (outfd = new_memfd ("stdout", NULL, err)) < 0
+      || (errfd = new_memfd ("stderr", NULL, err)) < 0)
+    {
+      ret = -1;
+      goto out;
+    }
+  pid = fork ();
+  if (pid < 0)
+    {
+      ret = esbx_make_error (err, errno, "fork");
+      goto out;
+    }
+  if (pid == 0)
+    child (argv, paths, netns_fd, in, outfd, errfd);
+  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
+    {
+      ret = esbx_make_error (err, errno, "wait for `%s`", argv[0]);
+      goto out;
+    }
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    {
+      stderr_text = read_memfd (errfd);
+      if ((nl = strchr (stderr_text, '\n')) != NULL)
+        *nl = '\0';
+      if (WIFEXITED (status) && WEXITSTATUS (status) == 127)
+        ret = esbx_make_error (err, ENOENT, "`%s` is not installed", argv[0]);
+      else
+        ret = esbx_make_error (err, 0, "`%s %s` failed: %s", argv[0], argv[1] ? argv[1] : "",
+                               *stderr_text ? stderr_text : "no message");
+      goto out;
+    }
+  if (out)
+    *out = read_memfd (outfd);
+out:
+  for (i = 0; paths[i]; i++)
+    free (paths[i]);
+  return ret;
+}

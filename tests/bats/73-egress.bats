@@ -1,0 +1,250 @@
+#!/usr/bin/env bats
+# --network egress: a session reaches the destinations of its allow-list and
+# nothing else.  The "internet" is a net namespace this suite makes: a veth
+# to the host with addresses of 198.19.233.0/24 (a benchmarking range), an
+# HTTP server on .2 (ports 8080 and 8081) and .3, and a DNS server answering
+# a.test (.2), b.test (.3) and x.wild.test (.2).  169.254.169.254 is routed
+# into it too, so that a packet the policy let through would land there,
+# never on a real network.
+
+load helpers
+
+INET=198.19.233
+
+setup_file() {
+  export NS=esbxt-inet-$$ HOSTLINK=esbxt-h$$
+  ip netns add "$NS"
+  ip link add "$HOSTLINK" type veth peer name inet0 netns "$NS"
+  ip addr add "$INET.1/24" dev "$HOSTLINK"
+  ip link set "$HOSTLINK" up
+  ip -n "$NS" addr add "$INET.2/24" dev inet0
+  ip -n "$NS" addr add "$INET.3/24" dev inet0
+  ip -n "$NS" addr add 169.254.169.254/32 dev lo
+  ip -n "$NS" link set inet0 up
+  ip -n "$NS" link set lo up
+  ip -n "$NS" route add default via "$INET.1"
+  ip route add 169.254.169.254/32 via "$INET.2" dev "$HOSTLINK"
+  mkdir -p "$BATS_FILE_TMPDIR/www"
+  echo "hello from the test internet" >"$BATS_FILE_TMPDIR/www/index.html"
+  for port in 8080 8081; do
+    ip netns exec "$NS" python3 -m http.server "$port" --bind 0.0.0.0 \
+      --directory "$BATS_FILE_TMPDIR/www" >/dev/null 2>&1 3>&- &
+    echo $! >>"$BATS_FILE_TMPDIR/pids"
+  done
+  ip netns exec "$NS" dnsmasq --conf-file=/dev/null --no-hosts --no-resolv \
+    --listen-address="$INET.2" --bind-interfaces \
+    --address=/a.test/"$INET.2" --address=/b.test/"$INET.3" \
+    --address=/x.wild.test/"$INET.2" --pid-file="$BATS_FILE_TMPDIR/dns.pid"
+  # A service of the host itself, on every address and on loopback only.
+  python3 -m http.server 18089 --bind 0.0.0.0 --directory "$BATS_FILE_TMPDIR/www" \
+    >/dev/null 2>&1 3>&- &
+  echo $! >>"$BATS_FILE_TMPDIR/pids"
+  python3 -m http.server 18090 --bind 127.0.0.1 --directory "$BATS_FILE_TMPDIR/www" \
+    >/dev/null 2>&1 3>&- &
+  echo $! >>"$BATS_FILE_TMPDIR/pids"
+  for _ in $(seq 50); do
+    curl -fsS -m 1 "http://$INET.2:8080/" >/dev/null 2>&1 &&
+      curl -fsS -m 1 "http://$INET.2:8081/" >/dev/null 2>&1 &&
+      curl -fsS -m 1 "http://127.0.0.1:18090/" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+}
+
+teardown_file() {
+  xargs -r kill <"$BATS_FILE_TMPDIR/pids" 2>/dev/null || true
+  [ -f "$BATS_FILE_TMPDIR/dns.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/dns.pid")" 2>/dev/null
+  ip route del 169.254.169.254/32 via "$INET.2" dev "$HOSTLINK" 2>/dev/null || true
+  ip link del "$HOSTLINK" 2>/dev/null || true
+  ip netns del "$NS" 2>/dev/null || true
+}
+
+setup() {
+  setup_project
+  export ESBX_EGRESS_UPSTREAM=$INET.2
+}
+
+teardown() { teardown_store; }
+
+# The slot of session $1's network (from inspect), or nothing.
+egress_link() {
+  "$ESBX" session inspect "$1" | jq -r '.egress.link // empty'
+}
+
+fetch() {
+  local s=$1 url=$2
+  run "$ESBX" exec "$s" -- curl -fsS -m 3 "$url"
+}
+
+@test "the test internet answers the host (control)" {
+  run curl -fsS -m 3 "http://$INET.3:8080/"
+  assert_success
+  run curl -fsS -m 3 "http://169.254.169.254:8080/"
+  assert_output "hello from the test internet"
+}
+
+@test "egress: an allowed name resolves and answers on its port; other names, ports and addresses are refused" {
+  esbx_ok session create p --name s1 --network egress --allow a.test:8080 --allow '*.wild.test'
+  esbx_ok exec s1 -- cat /etc/resolv.conf
+  assert_output --partial "nameserver 10.233."
+  fetch s1 http://a.test:8080/
+  assert_success
+  assert_output "hello from the test internet"
+  # The port of the rule only.
+  fetch s1 http://a.test:8081/
+  assert_failure
+  # Only allowed names resolve.
+  esbx_fails 2 exec s1 -- getent hosts b.test
+  esbx_fails 2 exec s1 -- getent hosts example.org
+  # A wildcard allows the subdomains.
+  fetch s1 http://x.wild.test:8081/
+  assert_success
+  # An address nobody allowed.
+  fetch s1 "http://$INET.3:8080/"
+  assert_failure
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.egress.allow == ["a.test:8080", "*.wild.test"]'
+  echo "$output" | jq -e --arg d "$INET.3" \
+    '.egress.refused | any(.destination == $d and .port == 8080 and .protocol == "tcp")'
+  echo "$output" | jq -e --arg d "$INET.2" \
+    '.egress.refused | any(.destination == $d and .port == 8081)'
+  # Refused attempts become events.
+  esbx_ok events s1 --json
+  assert_output --partial '"type":"egress.refused"'
+  echo "$output" | grep egress.refused | grep -q "\"destination\":\"$INET.3\""
+}
+
+@test "egress: addresses and CIDRs, with and without a port" {
+  esbx_ok session create p --name s1 --network egress --allow "$INET.2" --allow "$INET.3/32:8081"
+  fetch s1 "http://$INET.2:8080/"
+  assert_success
+  fetch s1 "http://$INET.2:8081/"
+  assert_success
+  fetch s1 "http://$INET.3:8081/"
+  assert_success
+  fetch s1 "http://$INET.3:8080/"
+  assert_failure
+  # No name is allowed: none resolves.
+  esbx_fails 2 exec s1 -- getent hosts a.test
+}
+
+@test "egress: the host's services, other sessions and the metadata address are unreachable" {
+  esbx_ok session create p --name s1 --network egress --allow 0.0.0.0/0
+  esbx_ok session create p --name s2 --network egress --allow "$INET.2"
+  esbx_ok exec --detach s2 -- python3 -m http.server 8000 --bind 0.0.0.0
+  esbx_ok exec s1 -- true
+  s1=$("$ESBX" session inspect s1 | jq -r .egress.address)
+  gw1=$("$ESBX" session inspect s1 | jq -r .egress.resolver)
+  s2=$("$ESBX" session inspect s2 | jq -r .egress.address)
+  [ -n "$s2" ] && [ "$s2" != null ] && [ "$s1" != "$s2" ]
+  # Everything on the allow-list (0.0.0.0/0) is reachable...
+  fetch s1 "http://$INET.3:8080/"
+  assert_success
+  # ...but not the host: its address on the session's link or on another.
+  fetch s1 "http://$gw1:18089/"
+  assert_failure
+  fetch s1 "http://$INET.1:18089/"
+  assert_failure
+  # Loopback is the session's own.
+  fetch s1 "http://127.0.0.1:18090/"
+  assert_failure
+  # Not the other session, though it listens (its own loopback answers).
+  for _ in $(seq 30); do
+    "$ESBX" exec s2 -- curl -fsS -m 1 -o /dev/null http://127.0.0.1:8000/ && break
+    sleep 0.2
+  done
+  fetch s1 "http://$s2:8000/"
+  assert_failure
+  # Not the metadata address, which the host itself reaches (the control test).
+  fetch s1 "http://169.254.169.254:8080/"
+  assert_failure
+  esbx_ok session inspect s1
+  for d in "$gw1" "$INET.1" "$s2" 169.254.169.254; do
+    echo "$output" | jq -e --arg d "$d" '.egress.refused | any(.destination == $d)'
+  done
+}
+
+@test "egress: discard removes the link, the table, the resolver and the slot" {
+  esbx_ok session create p --name s1 --network egress --allow a.test
+  esbx_ok exec s1 -- true
+  link=$(egress_link s1)
+  [ -n "$link" ]
+  table=esbx_e${link#esbxe}
+  ip link show "$link"
+  nft list table inet "$table"
+  dns=$(cat "/run/esbx/egress/${link#esbxe}.pid")
+  grep -qa dnsmasq "/proc/$dns/cmdline"
+  esbx_ok discard s1 --force
+  run ip link show "$link"
+  assert_failure
+  run nft list table inet "$table"
+  assert_failure
+  wait_gone "$dns"
+  assert_file_not_exists "/run/esbx/egress/${link#esbxe}.json"
+}
+
+@test "egress: after the holder is killed, gc removes what it left" {
+  esbx_ok session create p --name s1 --network egress --allow a.test
+  esbx_ok exec s1 -- true
+  link=$(egress_link s1)
+  slot=${link#esbxe}
+  dns=$(cat "/run/esbx/egress/$slot.pid")
+  kill -9 "$(holder_pid s1)"
+  wait_gone "$(holder_pid s1)"
+  nft list table inet "esbx_e$slot"
+  esbx_ok gc
+  run nft list table inet "esbx_e$slot"
+  assert_failure
+  run ip link show "$link"
+  assert_failure
+  wait_gone "$dns"
+  assert_file_not_exists "/run/esbx/egress/$slot.json"
+  # The session itself is kept: the next exec gets a network again.
+  fetch s1 http://a.test:8080/
+  assert_success
+}
+
+@test "egress: the number of networks is limited, with a clear error" {
+  export ESBX_EGRESS_MAX=1
+  esbx_ok session create p --name s1 --network egress
+  esbx_ok session create p --name s2 --network egress
+  esbx_ok exec s1 -- true
+  run "$ESBX" exec s2 -- true
+  assert_failure
+  assert_output --partial "all 1 egress networks are in use"
+  # The failed start holds no network.
+  [ -z "$(egress_link s2)" ]
+  esbx_ok discard s1 --force
+  esbx_ok exec s2 -- true
+}
+
+@test "egress: bad allow-lists are refused and change nothing" {
+  esbx_fails 2 session create p --name s1 --allow a.test
+  assert_output --partial "only a session with --network egress"
+  esbx_fails 2 session create p --name s1 --network egress --allow 'a.test:99999'
+  assert_output --partial "port"
+  esbx_fails 2 session create p --name s1 --network egress --allow '10.0.0.0/33'
+  esbx_fails 2 session create p --name s1 --network egress --allow 'bad_name!'
+  esbx_fails 2 session create p --name s1 --network egress --allow '[::1]:80'
+  esbx_fails 2 session create p --name s1 --network bogus
+  run "$ESBX" session list
+  refute_output --partial s1
+}
+
+@test "egress: a Docker volume's session takes -o network=egress -o allow=A,B (plugin socket, no dockerd)" {
+  sock=$BATS_TEST_TMPDIR/plugin.sock
+  pid=$("$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" --plugin-socket "$sock" \
+    --log "$BATS_TEST_TMPDIR/esbxd.log" -- --gateway-socket none --metrics none)
+  run curl -s --unix-socket "$sock" -X POST --data-binary \
+    '{"Name": "v1", "Opts": {"project": "p", "network": "egress", "allow": "a.test:8080,198.19.233.3:8081"}}' \
+    http://plugin/VolumeDriver.Create
+  kill "$pid"
+  assert_output '{}'
+  esbx_ok session inspect v1
+  echo "$output" | jq -e '.network == "egress" and .egress.allow == ["a.test:8080", "198.19.233.3:8081"]'
+  fetch v1 http://a.test:8080/
+  assert_success
+  fetch v1 "http://$INET.3:8081/"
+  assert_success
+  fetch v1 "http://$INET.3:8080/"
+  assert_failure
+}
