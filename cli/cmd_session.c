@@ -14,6 +14,7 @@ struct create_opts
   struct strv labels;
   struct strv env_flags;     /* --env, in order */
   struct strv env;           /* --env-file lines, then --env: later ones win */
+  struct strv secrets;       /* --secret NAME[,env=VAR][,file=PATH] */
   const char *memory, *pids; /* as given, for the gateway to parse */
   const char *ttl, *idle_ttl;
 };
@@ -36,6 +37,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "ttl", required_argument, NULL, 'T' },
                                         { "idle-ttl", required_argument, NULL, 'I' },
                                         { "on-expiry", required_argument, NULL, 'X' },
+                                        { "secret", required_argument, NULL, 's' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   int c;
@@ -98,6 +100,9 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
       case 'X':
         o->session.on_expiry = optarg;
         break;
+      case 's':
+        strv_push (&o->secrets, xstrdup (optarg));
+        break;
       case 'J':
         break;
       default:
@@ -112,6 +117,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
   for (size_t i = 0; i < o->env_flags.n; i++)
     strv_push (&o->env, xstrdup (o->env_flags.v[i]));
   o->session.env = o->env.v;
+  o->session.secrets = o->secrets.v;
   return 0;
 }
 
@@ -165,6 +171,13 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
   set_optional (body, "ttl", o->ttl);
   set_optional (body, "idle_ttl", o->idle_ttl);
   set_optional (body, "on_expiry", o->session.on_expiry);
+  if (o->secrets.n > 0)
+    {
+      json_t *secrets = json_new (JSON_ARRAY);
+      for (i = 0; i < o->secrets.n; i++)
+        json_append (secrets, json_new_string (o->secrets.v[i]));
+      json_set (body, "secrets", secrets);
+    }
   return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions");
 }
 
@@ -184,6 +197,7 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   strv_free (&o.labels);
   strv_free (&o.env_flags);
   strv_free (&o.env);
+  strv_free (&o.secrets);
   return ret;
 }
 

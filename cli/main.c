@@ -28,7 +28,7 @@ static const struct verb verbs[] = {
   { "session", cmd_session,
     "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host]\n"
     "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
-    "    [--env K=V]... [--env-file FILE]...\n"
+    "    [--env K=V]... [--env-file FILE]... [--secret NAME[,env=VAR][,file=/run/secrets/F]]...\n"
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
     "    [--on-expiry discard|snapshot]\n"
     "session snapshot S [--name SNAP]\n"
@@ -53,6 +53,10 @@ static const struct verb verbs[] = {
     "    [--log-limit SIZE] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
+  { "secret", cmd_secret,
+    "secret create NAME [--from-file PATH]   (the value on stdin otherwise)\n"
+    "secret list\n"
+    "secret rm NAME" },
   { "token", cmd_token,
     "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION]\n"
     "token list\n"

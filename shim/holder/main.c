@@ -154,7 +154,8 @@ static void
 usage (void)
 {
   fputs ("usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
-         "--network none|host --cgroup REL --hide DIR [--rootfs DIR] --ready-fd N\n"
+         "--network none|host --cgroup REL --hide DIR [--rootfs DIR] [--secret SRC:FILE]... "
+         "--ready-fd N\n"
          "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
          stderr);
   exit (2);
@@ -164,11 +165,17 @@ int
 main (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "session", required_argument, NULL, 's' },  { "session-dir", required_argument, NULL, 'd' },
-    { "merged", required_argument, NULL, 'm' },   { "workspace", required_argument, NULL, 'w' },
-    { "network", required_argument, NULL, 'n' },  { "cgroup", required_argument, NULL, 'c' },
-    { "hide", required_argument, NULL, 'h' },     { "rootfs", required_argument, NULL, 'f' },
-    { "ready-fd", required_argument, NULL, 'r' }, { NULL, 0, NULL, 0 },
+    { "session", required_argument, NULL, 's' },
+    { "session-dir", required_argument, NULL, 'd' },
+    { "merged", required_argument, NULL, 'm' },
+    { "workspace", required_argument, NULL, 'w' },
+    { "network", required_argument, NULL, 'n' },
+    { "cgroup", required_argument, NULL, 'c' },
+    { "hide", required_argument, NULL, 'h' },
+    { "rootfs", required_argument, NULL, 'f' },
+    { "ready-fd", required_argument, NULL, 'r' },
+    { "secret", required_argument, NULL, 'S' },
+    { NULL, 0, NULL, 0 },
   };
   struct holder_config cfg = { .workspace = "/workspace", .network = "none", .hide = "" };
   esbx_error_t err = NULL;
@@ -206,6 +213,11 @@ main (int argc, char **argv)
       case 'r':
         ready_fd = atoi (optarg);
         break;
+      case 'S':
+        /* Reported once the ready pipe is known.  */
+        if (err == NULL)
+          holder_secrets_add (&cfg, optarg, &err);
+        break;
       default:
         usage ();
       }
@@ -213,6 +225,8 @@ main (int argc, char **argv)
       || optind != argc || fcntl (ready_fd, F_GETFD) < 0)
     usage ();
   cfg.ready_fd = ready_fd;
+  if (err)
+    fail (&err);
 
   /* Signals are read from a signalfd; none may run a default action.  */
   sigfillset (&all);

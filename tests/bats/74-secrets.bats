@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# Secrets: esbx secret create|list|rm, session create --secret (a file on
+# the session's private /run/secrets, or an exec's environment), and every
+# place a value must never reach: the upper directory, diff, export,
+# published layers, events and logs.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+# A value no test writes by accident: long enough to be scanned at publish.
+VALUE=tok-9f2c71e4a8b3-Zq7XvP
+
+setup() {
+  setup_session
+  printf '%s\n' "$VALUE" | "$ESBX" secret create tok
+}
+
+# Every file under the store but the secrets' own directory that holds the
+# value; the test's other directories are added by the caller.
+grep_value() {
+  grep -rlaF --exclude-dir=secrets "$VALUE" "$ESBX_ROOT" "$@" 2>/dev/null
+}
+
+@test "secret create, list and rm: root-only files, list shows no value" {
+  assert_equal "$(stat -c %a "$ESBX_ROOT/secrets")" 700
+  assert_equal "$(stat -c %a "$ESBX_ROOT/secrets/tok")" 600
+  # The trailing newline of `echo` is cut.
+  assert_equal "$(stat -c %s "$ESBX_ROOT/secrets/tok")" "${#VALUE}"
+  printf 'from-a-file-value\n\n' >"$BATS_TEST_TMPDIR/v"
+  esbx_ok secret create other --from-file "$BATS_TEST_TMPDIR/v"
+  assert_equal "$(cat "$ESBX_ROOT/secrets/other")" from-a-file-value
+  esbx_ok secret list
+  assert_line --regexp "^NAME"
+  assert_line --regexp "^tok	${#VALUE}	[0-9]{4}-"
+  assert_line --regexp "^other	17	"
+  refute_output --partial "$VALUE"
+  refute_output --partial from-a-file-value
+  esbx_ok --json secret list
+  refute_output --partial "$VALUE"
+  assert_output --partial '"name": "tok"'
+  # Once made, a secret does not change: rm and create it again.
+  run "$ESBX" secret create tok <<<"other-value"
+  assert_failure 1
+  assert_output --partial "secret \`tok\` exists already"
+  assert_equal "$(cat "$ESBX_ROOT/secrets/tok")" "$VALUE"
+  run "$ESBX" secret create empty </dev/null
+  assert_failure 2
+  esbx_fails 2 secret create ../x --from-file "$BATS_TEST_TMPDIR/v"
+  esbx_ok secret rm other
+  assert_file_not_exists "$ESBX_ROOT/secrets/other"
+  esbx_fails 1 secret rm other
+  assert_output --partial "secret \`other\` does not exist"
+  [ -z "$(grep_value)" ]
+}
+
+@test "--secret: a 0400 file on the session's private /run/secrets, not on the host's view" {
+  make_session p s2 --secret tok
+  esbx_ok exec s2 -- cat /run/secrets/tok
+  assert_output "$VALUE"
+  esbx_ok exec s2 -- stat -c '%a %U' /run/secrets /run/secrets/tok
+  assert_line --index 0 "700 root"
+  assert_line --index 1 "400 root"
+  # Read-only, and not something a command can make executable.
+  run "$ESBX" exec s2 -- sh -c 'echo x >/run/secrets/tok'
+  assert_failure
+  esbx_ok exec s2 -- sh -c 'grep " /run/secrets " /proc/self/mounts'
+  assert_output --regexp "tmpfs /run/secrets tmpfs ro,.*noexec"
+  # The workspace is the session's merged view; nothing of the secret is
+  # there, nor in any mount of the host.
+  esbx_ok exec s2 -- sh -c "cp /run/secrets/tok /tmp/copy && cat /tmp/copy"
+  assert_output "$VALUE"
+  run grep -F /run/secrets /proc/self/mountinfo
+  assert_failure
+  [ ! -e "$m/run/secrets" ]
+  run grep -rlaF "$VALUE" "$ESBX_ROOT/sessions/s2/upper" "$m"
+  assert_output ""
+  # A session without --secret has none.
+  run "$ESBX" exec s1 -- ls /run/secrets
+  assert_failure
+  esbx_ok session inspect s2
+  assert_output --partial '"name": "tok"'
+  refute_output --partial "$VALUE"
+}
+
+@test "--secret NAME,env=VAR: each exec's environment; file= names the file" {
+  make_session p s2 --secret tok,env=API_TOKEN
+  esbx_ok exec s2 -- sh -c 'echo "[$API_TOKEN]"; ls /run/secrets 2>&1 || true'
+  assert_line --index 0 "[$VALUE]"
+  assert_line --index 1 --partial "No such file"
+  # exec --env still wins.
+  esbx_ok exec s2 --env API_TOKEN=mine -- sh -c 'echo "$API_TOKEN"'
+  assert_output mine
+  make_session p s3 --secret tok,env=T,file=/run/secrets/token.txt
+  esbx_ok exec s3 -- sh -c 'cat /run/secrets/token.txt; echo; echo "$T"'
+  assert_line --index 0 "$VALUE"
+  assert_line --index 1 "$VALUE"
+  # Nothing was kept by the execs above: they printed nothing that is logged
+  # here (redaction has its own tests), and the record holds names only.
+  run grep -aF "$VALUE" "$ESBX_ROOT"/sessions/s3/session.json
+  assert_failure
+}
+
+@test "--secret refuses unknown secrets, bad files and doubles, changing nothing" {
+  esbx_fails 1 session create p --name bad --secret nope
+  assert_output --partial "secret \`nope\` does not exist"
+  esbx_fails 2 session create p --name bad --secret tok,file=/etc/passwd
+  assert_output --partial "file must be /run/secrets/FILE"
+  esbx_fails 2 session create p --name bad --secret tok,file=/run/secrets/../x
+  esbx_fails 2 session create p --name bad --secret tok,env=1BAD
+  esbx_fails 2 session create p --name bad --secret tok,mode=0444
+  assert_output --partial "unknown option \`mode=0444\`"
+  esbx_fails 2 session create p --name bad --secret tok --secret tok,env=X
+  assert_output --partial "given twice"
+  run "$ESBX" session inspect bad
+  assert_failure
+}
+
+@test "secret rm is refused while a session names the secret" {
+  make_session p s2 --secret tok,env=T
+  esbx_fails 1 secret rm tok
+  assert_output --partial "secret \`tok\` is used by session \`s2\`"
+  assert_file_exists "$ESBX_ROOT/secrets/tok"
+  esbx_ok discard s2 --force
+  esbx_ok secret rm tok
+}
+
+@test "a session's secret is absent from diff, export, published layers, events and logs" {
+  printf '%s' "$VALUE" | "$ESBX" secret create tok2
+  make_session p s3 --secret tok --secret tok2,env=T
+  esbx_ok exec s3 -- sh -c 'test -s /run/secrets/tok && test -n "$T" && echo work >/workspace/out.txt'
+  esbx_ok exec s3 -- sh -c 'cat /run/secrets/tok >/dev/null; echo done'
+  esbx_ok diff s3
+  assert_output "A /out.txt"
+  esbx_ok diff s3 --patch
+  refute_output --partial "$VALUE"
+  esbx_ok events s3 --json
+  refute_output --partial "$VALUE"
+  esbx_ok export s3 -o "$BATS_TEST_TMPDIR/s3.tar"
+  esbx_ok publish s3 -m work
+  esbx_ok export p -o "$BATS_TEST_TMPDIR/p.tar"
+  tar -tf "$BATS_TEST_TMPDIR/p.tar" | grep -q out.txt
+  run grep_value "$BATS_TEST_TMPDIR/s3.tar" "$BATS_TEST_TMPDIR/p.tar"
+  assert_output ""
+}
