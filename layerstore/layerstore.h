@@ -278,6 +278,12 @@ int esbx_session_publish (esbx_store_t *store, const char *name, const char *mes
    reach the layer nor the conflict check otherwise.  */
 int esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
                                 unsigned flags, struct esbx_publish_result *r, esbx_error_t *err);
+/* The same; a changed file holding the value of one of the session's
+   secrets (secret.c) is refused (ESBX_ERR_FORBIDDEN, naming the path)
+   unless ALLOW (NULL-terminated names, may be NULL) names that secret.  */
+int esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *message,
+                                unsigned flags, char *const *allow, struct esbx_publish_result *r,
+                                esbx_error_t *err);
 /* Move the session's base to the head (remounting it); conflicts as above.  */
 int esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                          esbx_error_t *err);

@@ -142,3 +142,30 @@ grep_value() {
   run grep_value "$BATS_TEST_TMPDIR/s3.tar" "$BATS_TEST_TMPDIR/p.tar"
   assert_output ""
 }
+
+@test "publish refuses a changed file holding a secret's value, naming the path; --allow-secret lets it through" {
+  make_session p s2 --secret tok,env=T
+  # The value in the middle of a file larger than one read, across the
+  # scanner's chunk boundary.
+  esbx_ok exec s2 -- sh -c 'mkdir -p /workspace/conf && head -c 65530 /dev/zero | tr "\0" a >/workspace/conf/leak.cfg && printf "%s\n" "$T" >>/workspace/conf/leak.cfg && echo fine >/workspace/ok.txt'
+  run "$ESBX" publish s2 -m leak
+  assert_failure 1
+  assert_output --partial "/conf/leak.cfg"
+  assert_output --partial "secret \`tok\`"
+  assert_output --partial "--allow-secret tok"
+  refute_output --partial "$VALUE"
+  # Nothing was published.
+  esbx_ok project log p
+  refute_output --partial leak
+  esbx_fails 2 publish s2 --allow-secret ../x
+  esbx_ok publish s2 -m leak --allow-secret tok
+  grep -qF "$VALUE" "$ESBX_ROOT"/projects/p/layers/*/diff/conf/leak.cfg
+}
+
+@test "publish scans only the session's own secrets, and not values shorter than 8 bytes" {
+  printf 'abc123' | "$ESBX" secret create short
+  make_session p s2 --secret short
+  esbx_ok exec s2 -- sh -c "echo abc123 >/workspace/a; echo $VALUE >/workspace/b"
+  # tok is not this session's: its value in a file is ordinary content.
+  esbx_ok publish s2 -m ok
+}
