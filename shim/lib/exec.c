@@ -14,6 +14,7 @@
 #include "owner.h"
 #include "path.h"
 #include "proc.h"
+#include "redact.h"
 #include "sandbox_session.h"
 #include "sync.h"
 #include "text.h"
@@ -499,8 +500,12 @@ run (struct exec_run *r, int *status, esbx_error_t *err)
     json_t *a = json_new (JSON_ARRAY);
     char *const *p;
 
+    /* Events never hold a secret's value.  */
     for (p = r->opts->argv; *p; p++)
-      json_append (a, json_new_string (*p));
+      {
+        _cleanup_free_ char *shown = esbx_redact_string (r->secrets, r->n_secrets, *p);
+        json_append (a, json_new_string (shown));
+      }
     json_set_int (f, "seq", (int64_t)r->seq);
     json_set (f, "argv", a);
     esbx_event_append_to (r->ss, "exec.start", f, NULL);

@@ -55,8 +55,12 @@ grep_value() {
 
 @test "--secret: a 0400 file on the session's private /run/secrets, not on the host's view" {
   make_session p s2 --secret tok
+  # The output is redacted (its own test below): the value is compared in
+  # the session, and what comes out is exactly the value's mark.
   esbx_ok exec s2 -- cat /run/secrets/tok
-  assert_output "$VALUE"
+  assert_output "***tok***"
+  esbx_ok exec s2 -- sh -c '[ "$(cat /run/secrets/tok)" = "$1" ] && echo same' sh "$VALUE"
+  assert_output same
   esbx_ok exec s2 -- stat -c '%a %U' /run/secrets /run/secrets/tok
   assert_line --index 0 "700 root"
   assert_line --index 1 "400 root"
@@ -68,7 +72,7 @@ grep_value() {
   # The workspace is the session's merged view; nothing of the secret is
   # there, nor in any mount of the host.
   esbx_ok exec s2 -- sh -c "cp /run/secrets/tok /tmp/copy && cat /tmp/copy"
-  assert_output "$VALUE"
+  assert_output "***tok***"
   run grep -F /run/secrets /proc/self/mountinfo
   assert_failure
   [ ! -e "$m/run/secrets" ]
@@ -85,15 +89,17 @@ grep_value() {
 @test "--secret NAME,env=VAR: each exec's environment; file= names the file" {
   make_session p s2 --secret tok,env=API_TOKEN
   esbx_ok exec s2 -- sh -c 'echo "[$API_TOKEN]"; ls /run/secrets 2>&1 || true'
-  assert_line --index 0 "[$VALUE]"
+  assert_line --index 0 "[***tok***]"
   assert_line --index 1 --partial "No such file"
+  esbx_ok exec s2 -- sh -c '[ "$API_TOKEN" = "$1" ] && echo same' sh "$VALUE"
+  assert_output same
   # exec --env still wins.
   esbx_ok exec s2 --env API_TOKEN=mine -- sh -c 'echo "$API_TOKEN"'
   assert_output mine
   make_session p s3 --secret tok,env=T,file=/run/secrets/token.txt
   esbx_ok exec s3 -- sh -c 'cat /run/secrets/token.txt; echo; echo "$T"'
-  assert_line --index 0 "$VALUE"
-  assert_line --index 1 "$VALUE"
+  assert_line --index 0 "***tok***"
+  assert_line --index 1 "***tok***"
   # Nothing was kept by the execs above: they printed nothing that is logged
   # here (redaction has its own tests), and the record holds names only.
   run grep -aF "$VALUE" "$ESBX_ROOT"/sessions/s3/session.json
@@ -168,4 +174,27 @@ grep_value() {
   esbx_ok exec s2 -- sh -c "echo abc123 >/workspace/a; echo $VALUE >/workspace/b"
   # tok is not this session's: its value in a file is ordinary content.
   esbx_ok publish s2 -m ok
+}
+
+@test "exec output is redacted in the caller's output and the logs, also when the value is split across writes" {
+  make_session p s2 --secret tok,env=T
+  # Printed whole, then in two writes a moment apart (two reads of the
+  # monitor), on stdout and stderr; argv holding the value is redacted in
+  # the event.
+  esbx_ok exec s2 -- sh -c 'echo "a $T b"; v=$T; printf "%s" "${v%????????}"; sleep 0.3; printf "%s|\n" "${v#"${v%????????}"}"; echo "e:$T" >&2; true '"$VALUE"
+  assert_line --index 0 "a ***tok*** b"
+  assert_line --index 1 "***tok***|"
+  assert_line --index 2 "e:***tok***"
+  refute_output --partial "$VALUE"
+  # A prefix of the value that is not followed by the rest passes as is.
+  esbx_ok exec s2 -- sh -c 'v=$T; printf "%s\n" "${v%????????}"'
+  assert_output "${VALUE%????????}"
+  esbx_ok events s2 --json
+  assert_output --partial '***tok***'
+  refute_output --partial "$VALUE"
+  # Nowhere under the store but ROOT/secrets.
+  run grep_value
+  assert_output ""
+  run cat "$ESBX_ROOT"/sessions/s2/logs/1.out
+  assert_output --partial "a ***tok*** b"
 }
