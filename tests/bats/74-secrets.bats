@@ -5,7 +5,9 @@
 # published layers, events and logs.
 
 bats_require_minimum_version 1.5.0
-load helpers
+# The gateway's helpers (their hooks replaced below); a test starts esbxd
+# only when it needs one.
+load gateway_helpers
 
 # A value no test writes by accident: long enough to be scanned at publish.
 VALUE=tok-9f2c71e4a8b3-Zq7XvP
@@ -13,6 +15,20 @@ VALUE=tok-9f2c71e4a8b3-Zq7XvP
 setup() {
   setup_session
   printf '%s\n' "$VALUE" | "$ESBX" secret create tok
+}
+
+teardown() { teardown_gateway; }
+
+# esbxd on this test's store (gateway_helpers.bash's setup_gateway, whose
+# setup_store keeps the store made by setup).
+start_esbxd() {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
+  GW_SOCK=$GW_DIR/gateway.sock
+  GW_LOG=$GW_DIR/esbxd.log
+  METRICS_PORT=$((20000 + RANDOM % 20000))
+  export GW_DIR GW_SOCK GW_LOG METRICS_PORT
+  start_gateway
 }
 
 # Every file under the store but the secrets' own directory that holds the
@@ -197,4 +213,62 @@ grep_value() {
   assert_output ""
   run cat "$ESBX_ROOT"/sessions/s2/logs/1.out
   assert_output --partial "a ***tok*** b"
+}
+
+@test "gateway: secrets with the manage scope; no token reads a value, observe and runtime see names only" {
+  start_esbxd
+  manage=$(token manage)
+  runtime=$(token runtime)
+  observe=$(token observe)
+  all=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/secrets "$manage" '{"name":"gw1","value":"gateway-value-77f1e2d9"}'
+  assert_equal "$(cat "$ESBX_ROOT/secrets/gw1")" gateway-value-77f1e2d9
+  gw_expect 403 POST /v1/secrets "$runtime" '{"name":"gw2","value":"x-value-123456"}'
+  gw_expect 403 POST /v1/secrets "$observe" '{"name":"gw2","value":"x-value-123456"}'
+  assert_file_not_exists "$ESBX_ROOT/secrets/gw2"
+  gw_expect 400 POST /v1/secrets "$manage" '{"name":"gw2","value":"v","mode":"0444"}'
+  # Names, sizes, times: never a value, for any token.
+  for t in "$observe" "$all"; do
+    gw_expect 200 GET /v1/secrets "$t"
+    assert_output --partial '"name":"tok"'
+    refute_output --partial "$VALUE"
+    refute_output --partial gateway-value
+  done
+  gw_expect 403 GET /v1/secrets "$runtime"
+  for t in "$observe" "$runtime" "$all"; do
+    gw GET /v1/secrets/tok "$t"
+    refute_output --partial "$VALUE"
+    [ "$http_code" != 200 ]
+  done
+  # A session made over the gateway with secrets; its inspect shows names.
+  gw_expect 201 POST /v1/sessions "$manage" '{"project":"p","name":"g1","secrets":["tok,env=T","gw1"]}'
+  for t in "$observe" "$all"; do
+    gw_expect 200 GET /v1/sessions/g1 "$t"
+    assert_output --partial '"name":"gw1"'
+    refute_output --partial "$VALUE"
+  done
+  # Exec output through the gateway, one document and streamed: redacted.
+  gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","echo \"$T\"; cat /run/secrets/gw1"]}'
+  assert_output --partial '***tok***'
+  assert_output --partial '***gw1***'
+  refute_output --partial "$VALUE"
+  refute_output --partial gateway-value
+  gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","echo \"$T\" >&2"],"stream":true}'
+  refute_output --partial "$VALUE"
+  gw_expect 200 GET /v1/sessions/g1/events "$observe"
+  refute_output --partial "$VALUE"
+  # The remote CLI: list, and publish with --allow-secret.
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$all" "$ESBX" secret list
+  assert_success
+  assert_line --regexp "^gw1	22	"
+  gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","cp /run/secrets/gw1 /workspace/copy"]}'
+  gw_expect 400 POST /v1/sessions/g1/publish "$manage" '{}'
+  assert_output --partial '/copy'
+  refute_output --partial gateway-value
+  gw_expect 200 POST /v1/sessions/g1/publish "$manage" '{"allow_secrets":["gw1"]}'
+  gw_expect 400 DELETE /v1/secrets/gw1 "$manage"
+  assert_output --partial "used by session"
+  gw_expect 403 DELETE /v1/secrets/tok "$observe"
+  run grep_value
+  assert_output ""
 }
