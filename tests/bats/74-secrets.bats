@@ -272,3 +272,27 @@ grep_value() {
   run grep_value
   assert_output ""
 }
+
+# The volume plugin's protocol straight on esbxd's plugin socket (no
+# dockerd: 30-plugin.bats has the `docker volume create -o secret=` test).
+@test "plugin protocol: Create with -o secret= and secret.KEY= attaches secrets; an unknown one makes nothing" {
+  start_esbxd
+  printf 'second-value-0a1b2c3d' | "$ESBX" secret create tok2
+  plugin() {
+    local out
+    out=$(curl -s --unix-socket "$GW_DIR/plugin.sock" -X POST --data-binary "$2" \
+      -w '\n%{http_code}' "http://plugin/$1")
+    http_code=${out##*$'\n'}
+    output=${out%$'\n'*}
+  }
+  plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "p", "secret": "nope"}}'
+  assert_equal "$http_code" 404
+  assert_output --partial "secret \`nope\` does not exist"
+  run "$ESBX" session inspect v1
+  assert_failure
+  plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "p", "secret": "tok,env=T", "secret.b": "tok2"}}'
+  assert_equal "$http_code" 200
+  esbx_ok exec v1 -- sh -c 'echo "$T"; cat /run/secrets/tok2'
+  assert_line --index 0 "***tok***"
+  assert_line --index 1 "***tok2***"
+}
