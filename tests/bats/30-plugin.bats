@@ -112,7 +112,7 @@ assert_err() {
 @test "docker volume create -o secret=NAME: the value on the session's /run/secrets and env, redacted" {
   make_project demo
   printf 'docker-secret-5e6f7a8b\n' | "$ESBX" secret create dtok
-  run dvol -o project=demo -o secret=dtok -o secret.env=dtok,env=DTOK v1
+  run dvol -o project=demo -o secret=dtok,env=DTOK,file=/run/secrets/dtok v1
   assert_success
   esbx_ok exec v1 -- sh -c 'cat /run/secrets/dtok; echo; echo "$DTOK"'
   assert_line --index 0 "***dtok***"
