@@ -261,6 +261,11 @@ grep_value() {
   run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$all" "$ESBX" secret list
   assert_success
   assert_line --regexp "^gw1	22	"
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$all" "$ESBX" session create p --name g2 --secret gw1,env=G
+  assert_success
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$all" "$ESBX" exec g2 -- sh -c 'echo "$G"'
+  assert_output "***gw1***"
+  esbx_ok discard g2 --force
   gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","cp /run/secrets/gw1 /workspace/copy"]}'
   gw_expect 400 POST /v1/sessions/g1/publish "$manage" '{}'
   assert_output --partial '/copy'
