@@ -130,5 +130,6 @@ int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_token (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_trash (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_secret (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 
 #endif

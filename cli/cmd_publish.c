@@ -1,6 +1,7 @@
-/* esbx publish S [-m MESSAGE] [--discard] [--include-ignored] */
+/* esbx publish S [-m MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]... */
 #include "cli.h"
 #include "sandbox.h"
+#include "text.h"
 #include "utils.h"
 
 #include <getopt.h>
@@ -11,6 +12,7 @@ struct publish_opts
   const char *message;
   bool discard;         /* the final publish of a session ends it */
   bool include_ignored; /* ignore rules do not apply */
+  struct strv allow;    /* --allow-secret: values that may be published */
 };
 
 static int
@@ -19,6 +21,7 @@ parse_publish_opts (int argc, char **argv, struct publish_opts *o, esbx_error_t 
   static const struct option opts[] = { { "message", required_argument, NULL, 'm' },
                                         { "discard", no_argument, NULL, 'd' },
                                         { "include-ignored", no_argument, NULL, 'I' },
+                                        { "allow-secret", required_argument, NULL, 'A' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   int c;
@@ -31,6 +34,12 @@ parse_publish_opts (int argc, char **argv, struct publish_opts *o, esbx_error_t 
         o->discard = true;
       else if (c == 'I')
         o->include_ignored = true;
+      else if (c == 'A')
+        {
+          if (esbx_check_name ("secret", optarg, err) < 0)
+            return -1;
+          strv_push (&o->allow, xstrdup (optarg));
+        }
       else if (c != 'J')
         return cli_usage (err, "publish: unknown option `%s`", argv[optind - 1]);
     }
@@ -51,31 +60,32 @@ publish_remote (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t
     json_set (body, "discard", json_new_bool (true));
   if (o->include_ignored)
     json_set (body, "include_ignored", json_new_bool (true));
+  if (o->allow.n > 0)
+    {
+      json_t *allow = json_new (JSON_ARRAY);
+      for (size_t i = 0; i < o->allow.n; i++)
+        json_append (allow, json_new_string (o->allow.v[i]));
+      json_set (body, "allow_secrets", allow);
+    }
   if (cli_remote_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/publish", o->session) < 0)
     return -1;
   cli_print_published (cli, o->session, answer);
   return 0;
 }
 
-int
-cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+static int
+publish_local (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t *err)
 {
   struct esbx_publish_result r = { 0 };
-  struct publish_opts o = { 0 };
-  esbx_store_t *store;
+  esbx_store_t *store = cli_store (cli, err);
   int ret = 0;
 
-  if (parse_publish_opts (argc, argv, &o, err) < 0)
-    return -1;
-  if (cli_remote_mode (cli))
-    return publish_remote (cli, &o, err);
-  store = cli_store (cli, err);
   if (store == NULL)
     return -1;
-  if (esbx_sandbox_publish (store, o.session, o.message,
-                            (o.discard ? ESBX_PUBLISH_DISCARD : 0)
-                                | (o.include_ignored ? ESBX_PUBLISH_INCLUDE_IGNORED : 0),
-                            &r, err)
+  if (esbx_sandbox_publish_allow (store, o->session, o->message,
+                                  (o->discard ? ESBX_PUBLISH_DISCARD : 0)
+                                      | (o->include_ignored ? ESBX_PUBLISH_INCLUDE_IGNORED : 0),
+                                  o->allow.v, &r, err)
       < 0)
     {
       if (!r.published)
@@ -84,8 +94,21 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   {
     _cleanup_json_ json_t *view = esbx_publish_result_json (&r);
-    cli_print_published (cli, o.session, view);
+    cli_print_published (cli, o->session, view);
   }
   esbx_publish_result_free (&r);
+  return ret;
+}
+
+int
+cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  struct publish_opts o = { 0 };
+  int ret;
+
+  ret = parse_publish_opts (argc, argv, &o, err);
+  if (ret == 0)
+    ret = cli_remote_mode (cli) ? publish_remote (cli, &o, err) : publish_local (cli, &o, err);
+  strv_free (&o.allow);
   return ret;
 }

@@ -14,6 +14,7 @@ struct create_opts
   struct strv labels;
   struct strv env_flags;     /* --env, in order */
   struct strv env;           /* --env-file lines, then --env: later ones win */
+  struct strv secrets;       /* --secret NAME[,env=VAR][,file=PATH] */
   const char *memory, *pids; /* as given, for the gateway to parse */
   const char *ttl, *idle_ttl;
   struct strv allow; /* --allow, in order */
@@ -37,6 +38,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "ttl", required_argument, NULL, 'T' },
                                         { "idle-ttl", required_argument, NULL, 'I' },
                                         { "on-expiry", required_argument, NULL, 'X' },
+                                        { "secret", required_argument, NULL, 's' },
                                         { "json", no_argument, NULL, 'J' },
                                         { "allow", required_argument, NULL, 'A' },
                                         { NULL, 0, NULL, 0 } };
@@ -100,6 +102,9 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
       case 'X':
         o->session.on_expiry = optarg;
         break;
+      case 's':
+        strv_push (&o->secrets, xstrdup (optarg));
+        break;
       case 'J':
         break;
       case 'A':
@@ -118,6 +123,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
     strv_push (&o->env, xstrdup (o->env_flags.v[i]));
   o->session.env = o->env.v;
   o->session.allow = o->allow.v;
+  o->session.secrets = o->secrets.v;
   return 0;
 }
 
@@ -171,6 +177,13 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
   set_optional (body, "ttl", o->ttl);
   set_optional (body, "idle_ttl", o->idle_ttl);
   set_optional (body, "on_expiry", o->session.on_expiry);
+  if (o->secrets.n > 0)
+    {
+      json_t *secrets = json_new (JSON_ARRAY);
+      for (i = 0; i < o->secrets.n; i++)
+        json_append (secrets, json_new_string (o->secrets.v[i]));
+      json_set (body, "secrets", secrets);
+    }
   return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions");
 }
 
@@ -193,6 +206,7 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   strv_free (&o.env_flags);
   strv_free (&o.env);
   strv_free (&o.allow);
+  strv_free (&o.secrets);
   return ret;
 }
 

@@ -29,7 +29,7 @@ static const struct verb verbs[] = {
     "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
-    "    [--env K=V]... [--env-file FILE]...\n"
+    "    [--env K=V]... [--env-file FILE]... [--secret NAME[,env=VAR][,file=/run/secrets/F]]...\n"
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
     "    [--on-expiry discard|snapshot]\n"
     "session snapshot S [--name SNAP]\n"
@@ -41,7 +41,8 @@ static const struct verb verbs[] = {
   { "blame", cmd_blame, "blame PROJECT PATH" },
   { "diff", cmd_diff,
     "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },
-  { "publish", cmd_publish, "publish S [-m|--message MESSAGE] [--discard] [--include-ignored]" },
+  { "publish", cmd_publish,
+    "publish S [-m|--message MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]..." },
   { "rebase", cmd_rebase, "rebase S [--restart]" },
   { "discard", cmd_discard, "discard S [--force]" },
   { "export", cmd_export,
@@ -56,6 +57,10 @@ static const struct verb verbs[] = {
     "    [--log-limit SIZE] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
+  { "secret", cmd_secret,
+    "secret create NAME [--from-file PATH]   (the value on stdin otherwise)\n"
+    "secret list\n"
+    "secret rm NAME" },
   { "token", cmd_token,
     "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION]\n"
     "token list\n"

@@ -115,6 +115,12 @@ int esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, 
 int esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esbx_stack *keep,
                        unsigned flags, struct esbx_changeset *out, struct esbx_changeset *same,
                        struct esbx_changeset *ignored, esbx_error_t *err);
+/* Refused (ESBX_ERR_FORBIDDEN, naming the path) when a changed regular
+   file of CS (in the upper UFD) holds the value of one of S's secrets not
+   in ALLOW (secret_scan.c).  */
+int esbx_secret_scan_changes (esbx_store_t *store, const struct esbx_session *s, int ufd,
+                              const struct esbx_changeset *cs, char *const *allow,
+                              esbx_error_t *err);
 /* Refuse names that are not UTF-8, hold control characters or look like
    whiteouts; REL is the path shown in the message.  */
 int esbx_check_entry_name (const char *session, const char *rel, const char *name,

@@ -156,6 +156,7 @@ struct esbx_session_opts
   int64_t idle_ttl;      /* seconds it may stay unused, 0: the project's default */
   const char *on_expiry; /* "discard" (default) or "snapshot" */
   char **allow;          /* NULL-terminated egress allow-list (network "egress" only) */
+  char **secrets;        /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
 };
 
 struct esbx_session
@@ -295,9 +296,54 @@ int esbx_session_publish (esbx_store_t *store, const char *name, const char *mes
    reach the layer nor the conflict check otherwise.  */
 int esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
                                 unsigned flags, struct esbx_publish_result *r, esbx_error_t *err);
+/* The same; a changed file holding the value of one of the session's
+   secrets (secret.c) is refused (ESBX_ERR_FORBIDDEN, naming the path)
+   unless ALLOW (NULL-terminated names, may be NULL) names that secret.  */
+int esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *message,
+                                unsigned flags, char *const *allow, struct esbx_publish_result *r,
+                                esbx_error_t *err);
 /* Move the session's base to the head (remounting it); conflicts as above.  */
 int esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                          esbx_error_t *err);
+
+/* ---- secrets (secret.c) ----------------------------------------------- */
+
+/* ROOT/secrets/NAME (0600 in a 0700 directory): values that sessions use
+   (/run/secrets, exec env) but never keep, publish or log.  */
+#define ESBX_SECRET_MAX (64u * 1024)
+/* Values shorter than this are not looked for in published files: too
+   many false alarms.  Exec output is redacted whatever their length.  */
+#define ESBX_SECRET_SCAN_MIN 8
+struct esbx_secret
+{
+  char *name;
+  char *env;  /* variable of each exec, or NULL */
+  char *file; /* path under /run/secrets in the session, or NULL */
+  char *value;
+  size_t len;
+};
+/* Trailing newlines of VALUE are cut; refused (ESBX_ERR_EXISTS) when NAME
+   exists: a secret never changes, rm and create it again.  */
+int esbx_secret_create (esbx_store_t *store, const char *name, const char *value, size_t len,
+                        esbx_error_t *err);
+/* [{"name", "size", "created"}], never the values.  */
+json_t *esbx_secret_list (esbx_store_t *store, esbx_error_t *err);
+/* Refused (ESBX_ERR_BUSY) while a session names it.  */
+int esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
+int esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_t *len,
+                      esbx_error_t *err);
+/* ROOT/secrets/NAME, for the holder that copies it to the session's tmpfs.  */
+char *esbx_secret_path (esbx_store_t *store, const char *name);
+/* SPECS (session create --secret) as the record's "secrets" array (*OUT
+   NULL when there are none); every secret must exist.  */
+int esbx_secret_attach_parse (esbx_store_t *store, char *const *specs, json_t **out,
+                              esbx_error_t *err);
+/* A copy of a record's "secrets" (names, env, file: never values).  */
+json_t *esbx_secret_attach_json (const json_t *secrets);
+/* The secrets session S names, with their values.  */
+int esbx_session_secrets (esbx_store_t *store, const struct esbx_session *s,
+                          struct esbx_secret **out, size_t *n, esbx_error_t *err);
+void esbx_secrets_free (struct esbx_secret *v, size_t n);
 
 /* ---- image roots (rootfs.c) --------------------------------------------- */
 

@@ -70,6 +70,14 @@ int
 esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
                             unsigned flags, struct esbx_publish_result *r, esbx_error_t *err)
 {
+  return esbx_session_publish_allow (store, name, message, flags, NULL, r, err);
+}
+
+int
+esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *message,
+                            unsigned flags, char *const *allow, struct esbx_publish_result *r,
+                            esbx_error_t *err)
+{
   struct esbx_session *s = NULL;
   struct esbx_staged staged = { .lockfd = -1 };
   struct esbx_layer layer = { 0 };
@@ -102,6 +110,8 @@ esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *m
       ret = 0;
       goto out;
     }
+  if (esbx_secret_scan_changes (store, s, ufd, &layer.changes, allow, err) < 0)
+    goto out;
   esbx_failpoint ("publish-scanned");
   if (esbx_layer_stage (store, s->project, ufd, &layer.changes, &staged, err) < 0)
     goto out;

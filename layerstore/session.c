@@ -416,12 +416,13 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
   _cleanup_free_ char *rootfs = NULL;
   _cleanup_close_ int tmpfd = -1, guard = -1;
   json_t *labels = json_new (JSON_OBJECT);
-  _cleanup_json_ json_t *record = NULL, *env = NULL;
+  _cleanup_json_ json_t *record = NULL, *env = NULL, *secrets = NULL;
   size_t i, len;
 
   if (esbx_check_name ("project", project, err) < 0 || check_opts (opts, err) < 0
       || parse_labels (opts->labels, labels, err) < 0
-      || esbx_session_env_parse (opts->env, &env, err) < 0)
+      || esbx_session_env_parse (opts->env, &env, err) < 0
+      || esbx_secret_attach_parse (store, opts->secrets, &secrets, err) < 0)
     {
       json_free (labels);
       return -1;
@@ -480,6 +481,9 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
         }
     }
   record = session_record (name, project, base, opts, labels, steal_pointer (&env), rootfs);
+  /* Names only: values stay in ROOT/secrets.  */
+  if (secrets)
+    json_set (record, "secrets", steal_pointer (&secrets));
   if (esbx_lifetime_record (store, project, opts, record, err) < 0)
     goto fail;
   text = json_serialize (record, true, &len);

@@ -42,6 +42,8 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
   json_set_string (o, "created", s->created ? s->created : "");
   json_set (o, "labels", esbx_labels_copy (s->labels));
   json_set (o, "env", esbx_session_env_copy (s->env));
+  if (json_len (json_get (s->record, "secrets")) > 0)
+    json_set (o, "secrets", esbx_secret_attach_json (json_get (s->record, "secrets")));
   json_set_string (o, "network", s->network);
   json_set_string (o, "workspace", s->workspace);
   json_set (o, "rootfs", s->rootfs ? json_new_string (s->rootfs) : json_new (JSON_NULL));

@@ -155,7 +155,7 @@ usage (void)
 {
   fputs ("usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
          "--network none|host|egress --cgroup REL --hide DIR [--rootfs DIR] "
-         "[--resolv-conf FILE] --ready-fd N\n"
+         "[--resolv-conf FILE] [--secret SRC:FILE]... --ready-fd N\n"
          "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
          stderr);
   exit (2);
@@ -165,17 +165,12 @@ int
 main (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "session", required_argument, NULL, 's' },
-    { "session-dir", required_argument, NULL, 'd' },
-    { "merged", required_argument, NULL, 'm' },
-    { "workspace", required_argument, NULL, 'w' },
-    { "network", required_argument, NULL, 'n' },
-    { "cgroup", required_argument, NULL, 'c' },
-    { "hide", required_argument, NULL, 'h' },
-    { "rootfs", required_argument, NULL, 'f' },
-    { "ready-fd", required_argument, NULL, 'r' },
-    { "resolv-conf", required_argument, NULL, 'R' },
-    { NULL, 0, NULL, 0 },
+    { "session", required_argument, NULL, 's' },  { "session-dir", required_argument, NULL, 'd' },
+    { "merged", required_argument, NULL, 'm' },   { "workspace", required_argument, NULL, 'w' },
+    { "network", required_argument, NULL, 'n' },  { "cgroup", required_argument, NULL, 'c' },
+    { "hide", required_argument, NULL, 'h' },     { "rootfs", required_argument, NULL, 'f' },
+    { "ready-fd", required_argument, NULL, 'r' }, { "resolv-conf", required_argument, NULL, 'R' },
+    { "secret", required_argument, NULL, 'S' },   { NULL, 0, NULL, 0 },
   };
   struct holder_config cfg = { .workspace = "/workspace", .network = "none", .hide = "" };
   esbx_error_t err = NULL;
@@ -216,6 +211,11 @@ main (int argc, char **argv)
       case 'R':
         cfg.resolv_conf = optarg;
         break;
+      case 'S':
+        /* Reported once the ready pipe is known.  */
+        if (err == NULL)
+          holder_secrets_add (&cfg, optarg, &err);
+        break;
       default:
         usage ();
       }
@@ -223,6 +223,8 @@ main (int argc, char **argv)
       || optind != argc || fcntl (ready_fd, F_GETFD) < 0)
     usage ();
   cfg.ready_fd = ready_fd;
+  if (err)
+    fail (&err);
 
   /* Signals are read from a signalfd; none may run a default action.  */
   sigfillset (&all);

@@ -8,6 +8,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct holder_secret
+{
+  char *file; /* its name in /run/secrets */
+  char *value;
+  size_t len;
+};
+
 struct holder_config
 {
   const char *session;
@@ -20,6 +27,8 @@ struct holder_config
   const char *rootfs;      /* an image root in the store, or NULL for the host's allow-list */
   const char *resolv_conf; /* bound on the session's /etc/resolv.conf (egress), or NULL */
   int ready_fd;
+  struct holder_secret *secrets; /* --secret SRC:/run/secrets/FILE, read at start */
+  size_t n_secrets;
 };
 
 /* rootfs.c: in a fresh mount namespace, build the session's root and pivot
@@ -33,6 +42,11 @@ int holder_mount_proc (const char *proc, esbx_error_t *err);
 int holder_mount_sys (const char *sys, esbx_error_t *err);
 /* etc.c: mask the secrets of the /etc bound at ETC.  */
 int holder_mask_etc (const char *etc, esbx_error_t *err);
+
+/* secrets.c: read ARG's value (SRC:/run/secrets/FILE) now, while the
+   store is reachable; mount the session's /run/secrets under STAGE.  */
+int holder_secrets_add (struct holder_config *cfg, const char *arg, esbx_error_t *err);
+int holder_secrets_mount (const struct holder_config *cfg, const char *stage, esbx_error_t *err);
 
 /* mounts.c */
 int holder_tmpfs (const char *target, const char *options, unsigned long flags, esbx_error_t *err);

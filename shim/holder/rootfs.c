@@ -7,6 +7,8 @@
  *   /etc                     the host's, read-only, secrets masked (etc.c);
  *                            an egress session's resolv.conf bound on it
  *   /tmp /run /home          private tmpfs
+ *   /run/secrets             the session's secrets, a tmpfs of their own
+ *                            (secrets.c), only with --secret
  *   /root                    private tmpfs, 0700: HOME of an exec as uid 0
  *   /dev                     minimal (devfs.c)
  *   /proc /sys               of the session, Docker's masks (procfs.c)
@@ -290,6 +292,8 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, esb
   if (private_tmpfs ("tmp", "mode=1777", err) < 0 || private_tmpfs ("run", "mode=0755", err) < 0
       || private_tmpfs ("home", "mode=0755", err) < 0
       || private_tmpfs ("root", "mode=0700", err) < 0)
+    return -1;
+  if (holder_secrets_mount (cfg, STAGE, err) < 0)
     return -1;
   if (kernel_dirs (err) < 0)
     return -1;

@@ -14,6 +14,7 @@
 #include "owner.h"
 #include "path.h"
 #include "proc.h"
+#include "redact.h"
 #include "sandbox_session.h"
 #include "sync.h"
 #include "text.h"
@@ -161,12 +162,14 @@ env_set (struct strv *env, char *kv)
   strv_push (env, kv);
 }
 
-/* The defaults, then the session's env (session.json), then --env.  HOME
+/* The defaults, then the session's env (session.json), its secrets held
+   as variables, then --env.  HOME
    is /root, a private tmpfs of the session's root, for uid 0; /tmp, the
    one directory everyone may write, for other users.  */
 static char **
-build_env (const struct esbx_sandbox_session *ss, bool root, char *const *extra)
+build_env (const struct exec_run *r, bool root, char *const *extra)
 {
+  const struct esbx_sandbox_session *ss = r->ss;
   struct strv env = { 0 };
   const char *term = getenv ("TERM"), *key;
   const json_t *v;
@@ -180,6 +183,10 @@ build_env (const struct esbx_sandbox_session *ss, bool root, char *const *extra)
     strv_push (&env, xasprintf ("TERM=%s", term));
   json_object_foreach (ss->rec->env, i, key, v)
     env_set (&env, xasprintf ("%s=%s", key, v->text));
+  for (i = 0; i < r->n_secrets; i++)
+    if (r->secrets[i].env)
+      env_set (&env, xasprintf ("%s=%.*s", r->secrets[i].env, (int)r->secrets[i].len,
+                                r->secrets[i].value));
   for (i = 0; extra && extra[i]; i++)
     env_set (&env, xstrdup (extra[i]));
   return env.v;
@@ -261,8 +268,12 @@ close_run (struct exec_run *r)
   for (i = 0; i < ARRAY_SIZE (fds); i++)
     close_fd (fds[i]);
   for (i = 0; r->env && r->env[i]; i++)
-    free (r->env[i]);
+    {
+      explicit_bzero (r->env[i], strlen (r->env[i]));
+      free (r->env[i]);
+    }
   free (r->env);
+  esbx_secrets_free (r->secrets, r->n_secrets);
   free (r->cwd);
   free (r->outname);
   free (r->errname);
@@ -323,7 +334,9 @@ prepare (struct exec_run *r, esbx_error_t *err)
   if (r->errlog < 0)
     return -1;
   r->log_limit = o->log_limit ? o->log_limit : default_log_limit ();
-  r->env = build_env (r->ss, !r->set_user || r->uid == 0, o->env);
+  if (esbx_session_secrets (r->ss->store, r->ss->rec, &r->secrets, &r->n_secrets, err) < 0)
+    return -1;
+  r->env = build_env (r, !r->set_user || r->uid == 0, o->env);
   if (make_stdio (r, err) < 0)
     return -1;
   if (o->tty && isatty (STDIN_FILENO))
@@ -492,8 +505,12 @@ run (struct exec_run *r, int *status, esbx_error_t *err)
     json_t *a = json_new (JSON_ARRAY);
     char *const *p;
 
+    /* Events never hold a secret's value.  */
     for (p = r->opts->argv; *p; p++)
-      json_append (a, json_new_string (*p));
+      {
+        _cleanup_free_ char *shown = esbx_redact_string (r->secrets, r->n_secrets, *p);
+        json_append (a, json_new_string (shown));
+      }
     json_set_int (f, "seq", (int64_t)r->seq);
     json_set (f, "argv", a);
     esbx_event_append_to (r->ss, "exec.start", f, NULL);

@@ -35,6 +35,8 @@ struct exec_run
   int holder_pidfd;
   char *cwd; /* inside the session */
   char **env;
+  struct esbx_secret *secrets; /* of the session: its env, and what output redacts */
+  size_t n_secrets;
   bool set_user; /* --user, parsed once by esbx_exec_run */
   uid_t uid;
   gid_t gid;

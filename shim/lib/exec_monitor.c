@@ -14,6 +14,7 @@
 #include "events.h"
 #include "fs.h"
 #include "proc.h"
+#include "redact.h"
 #include "sync.h"
 #include "text.h"
 #include "utils.h"
@@ -44,6 +45,7 @@ struct stream
   int pass; /* the caller's stdout or stderr, -1 once it failed */
   int log;
   uint64_t bytes, logged, limit;
+  struct esbx_redactor red; /* the session's secrets become ***NAME*** */
 };
 
 /* What the command says before it becomes the program (or fails to).  */
@@ -63,30 +65,49 @@ read_report (int fd, struct report *r)
   esbx_error_free (&broken);
 }
 
+/* Pass and log BUF (LEN bytes, redacted already).  */
+static void
+emit (struct stream *s, const char *buf, size_t len)
+{
+  size_t keep;
+
+  if (len == 0)
+    return;
+  /* What the caller and the logs get, redacted: what the event counts.  */
+  s->bytes += (uint64_t)len;
+  if (s->pass >= 0 && esbx_write_all (s->pass, buf, len) < 0)
+    s->pass = -1;
+  keep = s->logged >= s->limit                  ? 0
+         : s->limit - s->logged < (uint64_t)len ? (size_t)(s->limit - s->logged)
+                                                : len;
+  if (keep > 0 && esbx_write_all (s->log, buf, keep) == 0)
+    s->logged += keep;
+}
+
 static bool
 pump (struct stream *s)
 {
   char buf[65536];
   ssize_t n = TEMP_FAILURE_RETRY (read (s->fd, buf, sizeof buf));
-  size_t keep;
+  _cleanup_free_ char *out = NULL;
+  size_t len;
 
   if (n < 0 && errno == EAGAIN)
     return false;
   if (n <= 0)
     {
-      /* EIO: the pty's last slave is closed.  */
+      /* EIO: the pty's last slave is closed.  What was held back as the
+         possible start of a value goes out now.  */
       close (s->fd);
       s->fd = -1;
+      out = esbx_redact (&s->red, NULL, 0, true, &len);
+      emit (s, out, len);
+      esbx_redactor_free (&s->red);
       return false;
     }
-  s->bytes += (uint64_t)n;
-  if (s->pass >= 0 && esbx_write_all (s->pass, buf, (size_t)n) < 0)
-    s->pass = -1;
-  keep = s->logged >= s->limit                ? 0
-         : s->limit - s->logged < (uint64_t)n ? (size_t)(s->limit - s->logged)
-                                              : (size_t)n;
-  if (keep > 0 && esbx_write_all (s->log, buf, keep) == 0)
-    s->logged += keep;
+  out = esbx_redact (&s->red, buf, (size_t)n, false, &len);
+  explicit_bzero (buf, (size_t)n);
+  emit (s, out, len);
   return true;
 }
 
@@ -126,13 +147,17 @@ copy_output (struct stream *st, size_t n, int pidfd)
       ;
 }
 
+/* The command line as the event keeps it: values of secrets redacted.  */
 static json_t *
-argv_json (char *const *argv)
+argv_json (const struct exec_run *r, char *const *argv)
 {
   json_t *a = json_new (JSON_ARRAY);
 
   for (; *argv; argv++)
-    json_append (a, json_new_string (*argv));
+    {
+      _cleanup_free_ char *shown = esbx_redact_string (r->secrets, r->n_secrets, *argv);
+      json_append (a, json_new_string (shown));
+    }
   return a;
 }
 
@@ -190,7 +215,7 @@ base_event (const struct exec_run *r)
   const struct esbx_exec_opts *o = r->opts;
 
   json_set_int (ev, "seq", (int64_t)r->seq);
-  json_set (ev, "argv", argv_json (o->argv));
+  json_set (ev, "argv", argv_json (r, o->argv));
   json_set_string (ev, "cwd", r->cwd);
   json_set (ev, "user", o->user ? json_new_string (o->user) : json_new (JSON_NULL));
   json_set (ev, "detach", json_new_bool (o->detach));
@@ -244,8 +269,13 @@ static void __attribute__ ((noreturn)) failed (const struct exec_run *r, struct 
 {
   json_t *ev = base_event (r);
   int code = esbx_error_exit_status (rep->error);
+  char *msg = esbx_redact_string (r->secrets, r->n_secrets, rep->error->msg);
 
-  json_set_string (ev, "error", rep->error->msg);
+  /* The message names the command: the event and the caller see it
+     redacted.  */
+  free (rep->error->msg);
+  rep->error->msg = msg;
+  json_set_string (ev, "error", msg);
   if (code >= 126)
     json_set_int (ev, "exit_status", code);
   esbx_event_append_to (r->ss, "exec", ev, NULL);
@@ -322,11 +352,14 @@ exec_monitor (struct exec_run *r)
   struct esbx_cgroup_usage before;
   struct report rep = { 0 };
   struct stream st[2] = {
-    { r->out_r, r->opts->detach ? -1 : STDOUT_FILENO, r->outlog, 0, 0, r->log_limit },
-    { r->err_r, r->opts->detach ? -1 : STDERR_FILENO, r->errlog, 0, 0, r->log_limit },
+    { r->out_r, r->opts->detach ? -1 : STDOUT_FILENO, r->outlog, 0, 0, r->log_limit, { 0 } },
+    { r->err_r, r->opts->detach ? -1 : STDERR_FILENO, r->errlog, 0, 0, r->log_limit, { 0 } },
   };
   size_t nst = r->err_r >= 0 ? 2 : 1;
   int fds[2], own;
+
+  esbx_redactor_init (&st[0].red, r->secrets, r->n_secrets);
+  esbx_redactor_init (&st[1].red, r->secrets, r->n_secrets);
   pid_t pid;
 
   setsid ();

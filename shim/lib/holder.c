@@ -210,6 +210,28 @@ end_holder (const struct esbx_holder_info *info)
   TEMP_FAILURE_RETRY (poll (&p, 1, TERM_TIMEOUT));
 }
 
+/* --secret ROOT/secrets/NAME:FILE for each secret the session holds as a
+   file: the holder reads the values itself, so that they pass through no
+   pipe nor argument.  */
+static void
+secret_args (const struct esbx_sandbox_session *ss, struct strv *argv)
+{
+  const json_t *secrets = json_get (ss->rec->record, "secrets"), *a;
+  size_t i;
+
+  json_array_foreach (secrets, i, a)
+    {
+      const char *name = json_get_string (a, "name"), *file = json_get_string (a, "file");
+      _cleanup_free_ char *src = NULL;
+
+      if (name == NULL || file == NULL || !esbx_name_valid (name))
+        continue;
+      src = esbx_secret_path (ss->store, name);
+      strv_push (argv, xstrdup ("--secret"));
+      strv_push (argv, xasprintf ("%s:%s", src, file));
+    }
+}
+
 static int
 start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
 {
@@ -220,7 +242,6 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   bool egress = s->network && strcmp (s->network, "egress") == 0;
   _cleanup_close_ int rd = -1, wr = -1;
   int fds[2], status, ret;
-  size_t extra;
   pid_t child;
 
   binary = find_holder_binary (err);
@@ -248,47 +269,50 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   rd = fds[0];
   wr = fds[1];
   {
-    char *argv[] = { binary,
-                     (char *)"--session",
-                     ss->name,
-                     (char *)"--session-dir",
-                     dir,
-                     (char *)"--merged",
-                     merged,
-                     (char *)"--workspace",
-                     s->workspace ? s->workspace : (char *)"/workspace",
-                     (char *)"--network",
-                     s->network ? s->network : (char *)"none",
-                     (char *)"--cgroup",
-                     cg,
-                     (char *)"--hide",
-                     ss->store->root,
-                     (char *)"--ready-fd",
-                     (char *)"3",
-                     NULL,
-                     NULL,
-                     NULL,
-                     NULL,
-                     NULL };
+    char *fixed[] = { binary,
+                      (char *)"--session",
+                      ss->name,
+                      (char *)"--session-dir",
+                      dir,
+                      (char *)"--merged",
+                      merged,
+                      (char *)"--workspace",
+                      s->workspace ? s->workspace : (char *)"/workspace",
+                      (char *)"--network",
+                      s->network ? s->network : (char *)"none",
+                      (char *)"--cgroup",
+                      cg,
+                      (char *)"--hide",
+                      ss->store->root,
+                      (char *)"--ready-fd",
+                      (char *)"3" };
+    struct strv argv = { 0 };
+    size_t i;
 
-    extra = ARRAY_SIZE (argv) - 5;
+    for (i = 0; i < ARRAY_SIZE (fixed); i++)
+      strv_push (&argv, xstrdup (fixed[i]));
     if (s->rootfs)
       {
         rootfs = esbx_rootfs_dir (ss->store, s->rootfs);
-        argv[extra++] = (char *)"--rootfs";
-        argv[extra++] = rootfs;
+        strv_push (&argv, xstrdup ("--rootfs"));
+        strv_push (&argv, xstrdup (rootfs));
       }
     if (net.resolv_conf)
       {
-        argv[extra++] = (char *)"--resolv-conf";
-        argv[extra++] = net.resolv_conf;
+        strv_push (&argv, xstrdup ("--resolv-conf"));
+        strv_push (&argv, xstrdup (net.resolv_conf));
       }
+    secret_args (ss, &argv);
 
     child = fork ();
     if (child < 0)
-      return esbx_make_error (err, errno, "fork");
+      {
+        strv_free (&argv);
+        return esbx_make_error (err, errno, "fork");
+      }
     if (child == 0)
-      exec_holder (wr, argv);
+      exec_holder (wr, argv.v);
+    strv_free (&argv);
   }
   close (take_fd (&wr));
   ret = wait_ready (rd, ss->name, err);

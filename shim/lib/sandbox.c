@@ -24,9 +24,17 @@ int
 esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
                       unsigned int flags, struct esbx_publish_result *result, esbx_error_t *err)
 {
+  return esbx_sandbox_publish_allow (store, name, message, flags, NULL, result, err);
+}
+
+int
+esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *message,
+                            unsigned int flags, char *const *allow,
+                            struct esbx_publish_result *result, esbx_error_t *err)
+{
   unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
 
-  if (esbx_session_publish_flags (store, name, message, changes, result, err) < 0)
+  if (esbx_session_publish_allow (store, name, message, changes, allow, result, err) < 0)
     return -1;
   if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, 0, err) < 0)
     return -1;

@@ -29,6 +29,11 @@ int esbx_sandbox_create (esbx_store_t *store, const char *project,
 int esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
                           unsigned int flags, struct esbx_publish_result *result,
                           esbx_error_t *err);
+/* The same; ALLOW names secrets whose values may be published
+   (esbx_session_publish_allow).  */
+int esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *message,
+                                unsigned int flags, char *const *allow,
+                                struct esbx_publish_result *result, esbx_error_t *err);
 
 /* Stop the session's holder and every process in it; its files and its
    merged view stay (`esbx session stop`).  A stopped session is at rest.  */

@@ -109,6 +109,25 @@ assert_err() {
   assert_output --partial "GREETING=other"
 }
 
+@test "docker volume create -o secret=NAME: the value on the session's /run/secrets and env, redacted" {
+  make_project demo
+  printf 'docker-secret-5e6f7a8b\n' | "$ESBX" secret create dtok
+  run dvol -o project=demo -o secret=dtok,env=DTOK,file=/run/secrets/dtok v1
+  assert_success
+  esbx_ok exec v1 -- sh -c 'cat /run/secrets/dtok; echo; echo "$DTOK"'
+  assert_line --index 0 "***dtok***"
+  assert_line --index 1 "***dtok***"
+  # The container sees the volume's files, never the secret: it lives on
+  # the holder's private tmpfs, not in the session's upper directory.
+  run drun -v v1:/w "$ESBX_TEST_IMAGE" sh -c 'grep -r docker-secret /w; ls /w'
+  refute_output --partial docker-secret
+  run grep -rF docker-secret "$ESBX_ROOT/sessions/v1"
+  assert_failure
+  run dvol -o project=demo -o secret=nope v2
+  assert_failure
+  assert_output --partial "secret \`nope\` does not exist"
+}
+
 @test "plugin: Get never invents a volume" {
   plugin_call VolumeDriver.Get '{"Name": "ghost"}'
   assert_err 404 "volume \`ghost\` does not exist"

@@ -91,10 +91,21 @@ no_such_volume (esbx_error_t *err, const char *name)
 #define bad_request(err, ...) esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, __VA_ARGS__)
 
 static const char *const known_options[]
-    = { "project", "base", "network", "from", "snapshot", "allow" };
-#define LABEL_PREFIX "label."
-#define ENV_PREFIX   "env."
-#define OPTIONS_HELP "project, base, label.KEY, env.KEY, network, from, snapshot, allow"
+    = { "project", "base", "network", "from", "snapshot", "allow", "secret" };
+#define LABEL_PREFIX  "label."
+#define ENV_PREFIX    "env."
+#define SECRET_PREFIX "secret."
+#define OPTIONS_HELP                                                                               \
+  "project, base, label.KEY, env.KEY, network, from, snapshot, allow, secret, secret.KEY"
+
+/* -o secret=NAME[,env=VAR][,file=PATH], and secret.KEY=... for more than
+   one (Docker keeps one value per option): session create --secret.  */
+static bool
+is_secret_option (const char *key)
+{
+  return strcmp (key, "secret") == 0
+         || (esbx_has_prefix (key, SECRET_PREFIX) && key[strlen (SECRET_PREFIX)] != '\0');
+}
 
 static int
 check_options (const json_t *opts, esbx_error_t *err)
@@ -117,7 +128,8 @@ check_options (const json_t *opts, esbx_error_t *err)
           break;
       if (k == ARRAY_SIZE (known_options))
         {
-          if (esbx_has_prefix (key, LABEL_PREFIX) && key[strlen (LABEL_PREFIX)] != '\0')
+          if ((esbx_has_prefix (key, LABEL_PREFIX) && key[strlen (LABEL_PREFIX)] != '\0')
+              || is_secret_option (key))
             continue;
           if (esbx_has_prefix (key, ENV_PREFIX) && key[strlen (ENV_PREFIX)] != '\0')
             {
@@ -288,11 +300,12 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
 {
   struct esbx_session_opts so = { .name = name };
   _cleanup_strv_ char **labels = NULL, **env = NULL;
+  _cleanup_free_ char **secrets = NULL;
   _cleanup_free_ char *created = NULL;
   _cleanup_free_ char *implied = NULL;
   const char *project = json_get_string (opts, "project"), *key;
   const json_t *v;
-  size_t i, n = 0, nenv = 0;
+  size_t i, n = 0, nenv = 0, nsecrets = 0;
   struct strv allow = { 0 };
   int ret;
 
@@ -308,8 +321,11 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
 
   labels = xmalloc0 ((json_len (opts) + 1) * sizeof (char *));
   env = xmalloc0 ((json_len (opts) + 1) * sizeof (char *));
+  secrets = xmalloc0 ((json_len (opts) + 1) * sizeof (char *));
   json_object_foreach (opts, i, key, v)
     {
+      if (is_secret_option (key))
+        secrets[nsecrets++] = v->text;
       if (esbx_has_prefix (key, LABEL_PREFIX))
         labels[n++] = xasprintf ("%s=%s", key + strlen (LABEL_PREFIX), v->text);
       else if (esbx_has_prefix (key, ENV_PREFIX))
@@ -317,6 +333,7 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
     }
   so.labels = labels;
   so.env = env;
+  so.secrets = secrets;
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
   so.snapshot = json_get_string (opts, "snapshot");

@@ -6,6 +6,7 @@
 #include "routes_files.h"
 #include "routes_maintenance.h"
 #include "routes_projects.h"
+#include "routes_secrets.h"
 #include "routes_sessions.h"
 #include "routes_snapshots.h"
 #include "routes_trash.h"
@@ -59,6 +60,13 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_snapshot_inspect, NULL },
   { "DELETE", "/v1/snapshots/*", "snapshot_rm", M, GATEWAY_TARGET_STORE, false,
     esbx_gateway_snapshot_rm, NULL },
+  /* Names only come out: no route answers a secret's value.  */
+  { "GET", "/v1/secrets", "secret_list", O, GATEWAY_TARGET_STORE, false, esbx_gateway_secret_list,
+    NULL },
+  { "POST", "/v1/secrets", "secret_create", M, GATEWAY_TARGET_STORE, true,
+    esbx_gateway_secret_create, NULL },
+  { "DELETE", "/v1/secrets/*", "secret_rm", M, GATEWAY_TARGET_STORE, false, esbx_gateway_secret_rm,
+    NULL },
   { "POST", "/v1/sessions/*/stop", "session_stop", R, GATEWAY_TARGET_SESSION, false,
     esbx_gateway_session_stop, NULL },
   { "POST", "/v1/sessions/*/exec", "session_exec", R, GATEWAY_TARGET_SESSION, true,

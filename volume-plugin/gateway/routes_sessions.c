@@ -65,16 +65,16 @@ void
 esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[]
-      = { "project", "name", "base", "labels",   "network",  "workspace", "memory", "pids",
-          "cpus",    "env",  "ttl",  "idle_ttl", "snapshot", "on_expiry", NULL };
+      = { "project", "name", "base", "labels",   "network",  "workspace", "memory",  "pids",
+          "cpus",    "env",  "ttl",  "idle_ttl", "snapshot", "on_expiry", "secrets", NULL };
   struct esbx_session_opts o = { 0 };
-  _cleanup_free_ char **labels = NULL;
+  _cleanup_free_ char **labels = NULL, **secrets = NULL;
   _cleanup_strv_ char **env = NULL;
   _cleanup_free_ char *name = NULL;
   const char *project, *s;
   esbx_error_t err = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssasssssossss") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssa") < 0)
     return;
   if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
@@ -90,6 +90,8 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   o.cpus = json_get_string (ctx->json, "cpus");
   labels = esbx_gateway_strings (json_get (ctx->json, "labels"));
   o.labels = labels;
+  secrets = esbx_gateway_strings (json_get (ctx->json, "secrets"));
+  o.secrets = secrets;
   if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
@@ -318,19 +320,22 @@ reply_failed (struct esbx_gateway_ctx *ctx, esbx_error_t *err, struct esbx_publi
 void
 esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { "message", "discard", "include_ignored", NULL };
+  static const char *const fields[]
+      = { "message", "discard", "include_ignored", "allow_secrets", NULL };
   struct esbx_publish_result r = { 0 };
+  _cleanup_free_ char **allow = NULL;
   esbx_error_t err = NULL;
   unsigned int flags;
   json_t *o;
 
-  if (esbx_gateway_check_body (ctx, fields, "sbb") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sbba") < 0)
     return;
+  allow = esbx_gateway_strings (json_get (ctx->json, "allow_secrets"));
   flags = json_get_bool (ctx->json, "discard", false) ? ESBX_PUBLISH_DISCARD : 0;
   if (json_get_bool (ctx->json, "include_ignored", false))
     flags |= ESBX_PUBLISH_INCLUDE_IGNORED;
-  if (esbx_sandbox_publish (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags, &r,
-                            &err)
+  if (esbx_sandbox_publish_allow (ctx->store, ctx->arg, json_get_string (ctx->json, "message"),
+                                  flags, allow, &r, &err)
       < 0)
     return reply_failed (ctx, &err, &r);
   o = esbx_publish_result_json (&r);

@@ -1,0 +1,161 @@
+/* esbx secret create NAME [--from-file PATH] | list | rm NAME */
+#include "cli.h"
+#include "fs.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The value on stdin, up to one byte more than a secret may hold so that
+   the store reports the size.  */
+static int
+read_stdin (char **value, size_t *len, esbx_error_t *err)
+{
+  size_t cap = ESBX_SECRET_MAX + 2, used = 0;
+  _cleanup_free_ char *buf = xmalloc (cap);
+  ssize_t r;
+
+  while (used < cap)
+    {
+      r = TEMP_FAILURE_RETRY (read (STDIN_FILENO, buf + used, cap - used));
+      if (r < 0)
+        return esbx_make_error (err, errno, "secret create: read stdin");
+      if (r == 0)
+        break;
+      used += (size_t)r;
+    }
+  *value = steal_pointer (&buf);
+  *len = used;
+  return 0;
+}
+
+static int
+create_remote (struct esbx_cli *cli, const char *name, const char *value, size_t len,
+               esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
+  _cleanup_free_ char *text = xstrndup (value, len);
+
+  /* JSON carries text: a binary value is made where the store is.  */
+  if (strlen (text) != len || !esbx_utf8_valid (text, len))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "secret `%s`: a value that is not UTF-8 text cannot go through "
+                                 "the gateway",
+                                 name);
+  json_set_string (body, "name", name);
+  json_set_string (body, "value", text);
+  explicit_bzero (text, len);
+  return cli_remote_print (cli, "POST", body, NULL, NULL, err, "/v1/secrets");
+}
+
+static int
+secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "from-file", required_argument, NULL, 'f' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  _cleanup_free_ char *value = NULL;
+  const char *from = NULL, *name;
+  size_t len = 0;
+  int c, ret;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    {
+      if (c == 'f')
+        from = optarg;
+      else if (c != 'J')
+        return cli_usage (err, "secret create: unknown option `%s`", argv[optind - 1]);
+    }
+  if (optind + 1 != argc)
+    return cli_usage (err, "secret create: expected a secret name");
+  name = argv[optind];
+  if (esbx_check_name ("secret", name, err) < 0)
+    return -1;
+  if (from)
+    {
+      if (esbx_read_file_at (AT_FDCWD, from, ESBX_SECRET_MAX + 2, &value, &len, err) < 0)
+        {
+          /* Too large: let the store say it with the limit.  */
+          if (!(err && *err && (*err)->status == EFBIG))
+            return esbx_error_wrap (err, "secret `%s`", name);
+          esbx_error_free (err);
+          value = xmalloc0 (ESBX_SECRET_MAX + 2);
+          len = ESBX_SECRET_MAX + 2;
+        }
+    }
+  else if (read_stdin (&value, &len, err) < 0)
+    return -1;
+  if (cli_remote_mode (cli))
+    ret = create_remote (cli, name, value, len, err);
+  else
+    ret = cli_store (cli, err) == NULL ? -1
+                                       : esbx_secret_create (cli->store, name, value, len, err);
+  explicit_bzero (value, len);
+  return ret;
+}
+
+static void
+print_secrets (struct esbx_cli *cli, const json_t *arr)
+{
+  const json_t *t;
+  size_t i;
+
+  if (cli->json)
+    {
+      cli_print_json (arr);
+      return;
+    }
+  printf ("NAME\tBYTES\tCREATED\n");
+  json_array_foreach (arr, i, t)
+    {
+      int64_t size = 0;
+      json_get_int (t, "size", &size);
+      printf ("%s\t%" PRId64 "\t%s\n", json_get_string (t, "name") ?: "", size,
+              json_get_string (t, "created") ?: "");
+    }
+}
+
+static int
+secret_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *arr = NULL;
+
+  for (int k = 1; k < argc; k++)
+    if (strcmp (argv[k], "--json") != 0)
+      return cli_usage (err, "secret list: unexpected argument `%s`", argv[k]);
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets");
+  if (cli_store (cli, err) == NULL || (arr = esbx_secret_list (cli->store, err)) == NULL)
+    return -1;
+  print_secrets (cli, arr);
+  return 0;
+}
+
+int
+cmd_secret (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  const char *sub = argc > 1 ? argv[1] : NULL;
+
+  if (sub == NULL)
+    return cli_usage (err, "secret: expected create, list or rm");
+  if (strcmp (sub, "create") == 0)
+    return secret_create (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "list") == 0 || strcmp (sub, "ls") == 0)
+    return secret_list (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "rm") != 0)
+    return cli_usage (err, "secret: unknown subcommand `%s`", sub);
+  if (argc != 3 || argv[2][0] == '-')
+    return cli_usage (err, "secret rm: expected one secret name");
+  if (esbx_check_name ("secret", argv[2], err) < 0)
+    return -1;
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s", argv[2]);
+  if (cli_store (cli, err) == NULL || esbx_secret_rm (cli->store, argv[2], err) < 0)
+    return -1;
+  return 0;
+}

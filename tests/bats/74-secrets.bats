@@ -1,0 +1,303 @@
+#!/usr/bin/env bats
+# Secrets: esbx secret create|list|rm, session create --secret (a file on
+# the session's private /run/secrets, or an exec's environment), and every
+# place a value must never reach: the upper directory, diff, export,
+# published layers, events and logs.
+
+bats_require_minimum_version 1.5.0
+# The gateway's helpers (their hooks replaced below); a test starts esbxd
+# only when it needs one.
+load gateway_helpers
+
+# A value no test writes by accident: long enough to be scanned at publish.
+VALUE=tok-9f2c71e4a8b3-Zq7XvP
+
+setup() {
+  setup_session
+  printf '%s\n' "$VALUE" | "$ESBX" secret create tok
+}
+
+teardown() { teardown_gateway; }
+
+# esbxd on this test's store (gateway_helpers.bash's setup_gateway, whose
+# setup_store keeps the store made by setup).
+start_esbxd() {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
+  GW_SOCK=$GW_DIR/gateway.sock
+  GW_LOG=$GW_DIR/esbxd.log
+  METRICS_PORT=$((20000 + RANDOM % 20000))
+  export GW_DIR GW_SOCK GW_LOG METRICS_PORT
+  start_gateway
+}
+
+# Every file under the store but the secrets' own directory that holds the
+# value; the test's other directories are added by the caller.
+grep_value() {
+  grep -rlaF --exclude-dir=secrets "$VALUE" "$ESBX_ROOT" "$@" 2>/dev/null
+}
+
+@test "secret create, list and rm: root-only files, list shows no value" {
+  assert_equal "$(stat -c %a "$ESBX_ROOT/secrets")" 700
+  assert_equal "$(stat -c %a "$ESBX_ROOT/secrets/tok")" 600
+  # The trailing newline of `echo` is cut.
+  assert_equal "$(stat -c %s "$ESBX_ROOT/secrets/tok")" "${#VALUE}"
+  printf 'from-a-file-value\n\n' >"$BATS_TEST_TMPDIR/v"
+  esbx_ok secret create other --from-file "$BATS_TEST_TMPDIR/v"
+  assert_equal "$(cat "$ESBX_ROOT/secrets/other")" from-a-file-value
+  esbx_ok secret list
+  assert_line --regexp "^NAME"
+  assert_line --regexp "^tok	${#VALUE}	[0-9]{4}-"
+  assert_line --regexp "^other	17	"
+  refute_output --partial "$VALUE"
+  refute_output --partial from-a-file-value
+  esbx_ok --json secret list
+  refute_output --partial "$VALUE"
+  assert_output --partial '"name": "tok"'
+  # Once made, a secret does not change: rm and create it again.
+  run "$ESBX" secret create tok <<<"other-value"
+  assert_failure 1
+  assert_output --partial "secret \`tok\` exists already"
+  assert_equal "$(cat "$ESBX_ROOT/secrets/tok")" "$VALUE"
+  run "$ESBX" secret create empty </dev/null
+  assert_failure 2
+  esbx_fails 2 secret create ../x --from-file "$BATS_TEST_TMPDIR/v"
+  esbx_ok secret rm other
+  assert_file_not_exists "$ESBX_ROOT/secrets/other"
+  esbx_fails 1 secret rm other
+  assert_output --partial "secret \`other\` does not exist"
+  [ -z "$(grep_value)" ]
+}
+
+@test "--secret: a 0400 file on the session's private /run/secrets, not on the host's view" {
+  make_session p s2 --secret tok
+  # The output is redacted (its own test below): the value is compared in
+  # the session, and what comes out is exactly the value's mark.
+  esbx_ok exec s2 -- cat /run/secrets/tok
+  assert_output "***tok***"
+  esbx_ok exec s2 -- sh -c '[ "$(cat /run/secrets/tok)" = "$1" ] && echo same' sh "$VALUE"
+  assert_output same
+  esbx_ok exec s2 -- stat -c '%a %U' /run/secrets /run/secrets/tok
+  assert_line --index 0 "700 root"
+  assert_line --index 1 "400 root"
+  # Read-only, and not something a command can make executable.
+  run "$ESBX" exec s2 -- sh -c 'echo x >/run/secrets/tok'
+  assert_failure
+  esbx_ok exec s2 -- sh -c 'grep " /run/secrets " /proc/self/mounts'
+  assert_output --regexp "tmpfs /run/secrets tmpfs ro,.*noexec"
+  # The workspace is the session's merged view; nothing of the secret is
+  # there, nor in any mount of the host.
+  esbx_ok exec s2 -- sh -c "cp /run/secrets/tok /tmp/copy && cat /tmp/copy"
+  assert_output "***tok***"
+  run grep -F /run/secrets /proc/self/mountinfo
+  assert_failure
+  [ ! -e "$m/run/secrets" ]
+  run grep -rlaF "$VALUE" "$ESBX_ROOT/sessions/s2/upper" "$m"
+  assert_output ""
+  # A session without --secret has none.
+  run "$ESBX" exec s1 -- ls /run/secrets
+  assert_failure
+  esbx_ok session inspect s2
+  assert_output --partial '"name": "tok"'
+  refute_output --partial "$VALUE"
+}
+
+@test "--secret NAME,env=VAR: each exec's environment; file= names the file" {
+  make_session p s2 --secret tok,env=API_TOKEN
+  esbx_ok exec s2 -- sh -c 'echo "[$API_TOKEN]"; ls /run/secrets 2>&1 || true'
+  assert_line --index 0 "[***tok***]"
+  assert_line --index 1 --partial "No such file"
+  esbx_ok exec s2 -- sh -c '[ "$API_TOKEN" = "$1" ] && echo same' sh "$VALUE"
+  assert_output same
+  # exec --env still wins.
+  esbx_ok exec s2 --env API_TOKEN=mine -- sh -c 'echo "$API_TOKEN"'
+  assert_output mine
+  make_session p s3 --secret tok,env=T,file=/run/secrets/token.txt
+  esbx_ok exec s3 -- sh -c 'cat /run/secrets/token.txt; echo; echo "$T"'
+  assert_line --index 0 "***tok***"
+  assert_line --index 1 "***tok***"
+  # Nothing was kept by the execs above: they printed nothing that is logged
+  # here (redaction has its own tests), and the record holds names only.
+  run grep -aF "$VALUE" "$ESBX_ROOT"/sessions/s3/session.json
+  assert_failure
+}
+
+@test "--secret refuses unknown secrets, bad files and doubles, changing nothing" {
+  esbx_fails 1 session create p --name bad --secret nope
+  assert_output --partial "secret \`nope\` does not exist"
+  esbx_fails 2 session create p --name bad --secret tok,file=/etc/passwd
+  assert_output --partial "file must be /run/secrets/FILE"
+  esbx_fails 2 session create p --name bad --secret tok,file=/run/secrets/../x
+  esbx_fails 2 session create p --name bad --secret tok,env=1BAD
+  esbx_fails 2 session create p --name bad --secret tok,mode=0444
+  assert_output --partial "unknown option \`mode=0444\`"
+  esbx_fails 2 session create p --name bad --secret tok --secret tok,env=X
+  assert_output --partial "given twice"
+  run "$ESBX" session inspect bad
+  assert_failure
+}
+
+@test "secret rm is refused while a session names the secret" {
+  make_session p s2 --secret tok,env=T
+  esbx_fails 1 secret rm tok
+  assert_output --partial "secret \`tok\` is used by session \`s2\`"
+  assert_file_exists "$ESBX_ROOT/secrets/tok"
+  esbx_ok discard s2 --force
+  esbx_ok secret rm tok
+}
+
+@test "a session's secret is absent from diff, export, published layers, events and logs" {
+  printf '%s' "$VALUE" | "$ESBX" secret create tok2
+  make_session p s3 --secret tok --secret tok2,env=T
+  esbx_ok exec s3 -- sh -c 'test -s /run/secrets/tok && test -n "$T" && echo work >/workspace/out.txt'
+  esbx_ok exec s3 -- sh -c 'cat /run/secrets/tok >/dev/null; echo done'
+  esbx_ok diff s3
+  assert_output "A /out.txt"
+  esbx_ok diff s3 --patch
+  refute_output --partial "$VALUE"
+  esbx_ok events s3 --json
+  refute_output --partial "$VALUE"
+  esbx_ok export s3 -o "$BATS_TEST_TMPDIR/s3.tar"
+  esbx_ok publish s3 -m work
+  esbx_ok export p -o "$BATS_TEST_TMPDIR/p.tar"
+  tar -tf "$BATS_TEST_TMPDIR/p.tar" | grep -q out.txt
+  run grep_value "$BATS_TEST_TMPDIR/s3.tar" "$BATS_TEST_TMPDIR/p.tar"
+  assert_output ""
+}
+
+@test "publish refuses a changed file holding a secret's value, naming the path; --allow-secret lets it through" {
+  make_session p s2 --secret tok,env=T
+  # The value in the middle of a file larger than one read, across the
+  # scanner's chunk boundary.
+  esbx_ok exec s2 -- sh -c 'mkdir -p /workspace/conf && head -c 65530 /dev/zero | tr "\0" a >/workspace/conf/leak.cfg && printf "%s\n" "$T" >>/workspace/conf/leak.cfg && echo fine >/workspace/ok.txt'
+  run "$ESBX" publish s2 -m leak
+  assert_failure 1
+  assert_output --partial "/conf/leak.cfg"
+  assert_output --partial "secret \`tok\`"
+  assert_output --partial "--allow-secret tok"
+  refute_output --partial "$VALUE"
+  # Nothing was published.
+  esbx_ok project log p
+  refute_output --partial leak
+  esbx_fails 2 publish s2 --allow-secret ../x
+  esbx_ok publish s2 -m leak --allow-secret tok
+  grep -qF "$VALUE" "$ESBX_ROOT"/projects/p/layers/*/diff/conf/leak.cfg
+}
+
+@test "publish scans only the session's own secrets, and not values shorter than 8 bytes" {
+  printf 'abc123' | "$ESBX" secret create short
+  make_session p s2 --secret short
+  esbx_ok exec s2 -- sh -c "echo abc123 >/workspace/a; echo $VALUE >/workspace/b"
+  # tok is not this session's: its value in a file is ordinary content.
+  esbx_ok publish s2 -m ok
+}
+
+@test "exec output is redacted in the caller's output and the logs, also when the value is split across writes" {
+  make_session p s2 --secret tok,env=T
+  # Printed whole, then in two writes a moment apart (two reads of the
+  # monitor), on stdout and stderr; argv holding the value is redacted in
+  # the event.
+  esbx_ok exec s2 -- sh -c 'echo "a $T b"; v=$T; printf "%s" "${v%????????}"; sleep 0.3; printf "%s|\n" "${v#"${v%????????}"}"; echo "e:$T" >&2; true '"$VALUE"
+  assert_line --index 0 "a ***tok*** b"
+  assert_line --index 1 "***tok***|"
+  assert_line --index 2 "e:***tok***"
+  refute_output --partial "$VALUE"
+  # A prefix of the value that is not followed by the rest passes as is.
+  esbx_ok exec s2 -- sh -c 'v=$T; printf "%s\n" "${v%????????}"'
+  assert_output "${VALUE%????????}"
+  esbx_ok events s2 --json
+  assert_output --partial '***tok***'
+  refute_output --partial "$VALUE"
+  # Nowhere under the store but ROOT/secrets.
+  run grep_value
+  assert_output ""
+  run cat "$ESBX_ROOT"/sessions/s2/logs/1.out
+  assert_output --partial "a ***tok*** b"
+}
+
+@test "gateway: secrets with the manage scope; no token reads a value, observe and runtime see names only" {
+  start_esbxd
+  manage=$(token manage)
+  runtime=$(token runtime)
+  observe=$(token observe)
+  all=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/secrets "$manage" '{"name":"gw1","value":"gateway-value-77f1e2d9"}'
+  assert_equal "$(cat "$ESBX_ROOT/secrets/gw1")" gateway-value-77f1e2d9
+  gw_expect 403 POST /v1/secrets "$runtime" '{"name":"gw2","value":"x-value-123456"}'
+  gw_expect 403 POST /v1/secrets "$observe" '{"name":"gw2","value":"x-value-123456"}'
+  assert_file_not_exists "$ESBX_ROOT/secrets/gw2"
+  gw_expect 400 POST /v1/secrets "$manage" '{"name":"gw2","value":"v","mode":"0444"}'
+  # Names, sizes, times: never a value, for any token.
+  for t in "$observe" "$all"; do
+    gw_expect 200 GET /v1/secrets "$t"
+    assert_output --partial '"name":"tok"'
+    refute_output --partial "$VALUE"
+    refute_output --partial gateway-value
+  done
+  gw_expect 403 GET /v1/secrets "$runtime"
+  for t in "$observe" "$runtime" "$all"; do
+    gw GET /v1/secrets/tok "$t"
+    refute_output --partial "$VALUE"
+    [ "$http_code" != 200 ]
+  done
+  # A session made over the gateway with secrets; its inspect shows names.
+  gw_expect 201 POST /v1/sessions "$manage" '{"project":"p","name":"g1","secrets":["tok,env=T","gw1"]}'
+  for t in "$observe" "$all"; do
+    gw_expect 200 GET /v1/sessions/g1 "$t"
+    assert_output --partial '"name":"gw1"'
+    refute_output --partial "$VALUE"
+  done
+  # Exec output through the gateway, one document and streamed: redacted.
+  gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","echo \"$T\"; cat /run/secrets/gw1"]}'
+  assert_output --partial '***tok***'
+  assert_output --partial '***gw1***'
+  refute_output --partial "$VALUE"
+  refute_output --partial gateway-value
+  gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","echo \"$T\" >&2"],"stream":true}'
+  refute_output --partial "$VALUE"
+  gw_expect 200 GET /v1/sessions/g1/events "$observe"
+  refute_output --partial "$VALUE"
+  # The remote CLI: list, and publish with --allow-secret.
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$all" "$ESBX" secret list
+  assert_success
+  assert_line --regexp "^gw1	22	"
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$all" "$ESBX" session create p --name g2 --secret gw1,env=G
+  assert_success
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$all" "$ESBX" exec g2 -- sh -c 'echo "$G"'
+  assert_output "***gw1***"
+  esbx_ok discard g2 --force
+  gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","cp /run/secrets/gw1 /workspace/copy"]}'
+  gw_expect 400 POST /v1/sessions/g1/publish "$manage" '{}'
+  assert_output --partial '/copy'
+  refute_output --partial gateway-value
+  gw_expect 200 POST /v1/sessions/g1/publish "$manage" '{"allow_secrets":["gw1"]}'
+  gw_expect 400 DELETE /v1/secrets/gw1 "$manage"
+  assert_output --partial "used by session"
+  gw_expect 403 DELETE /v1/secrets/tok "$observe"
+  run grep_value
+  assert_output ""
+}
+
+# The volume plugin's protocol straight on esbxd's plugin socket (no
+# dockerd: 30-plugin.bats has the `docker volume create -o secret=` test).
+@test "plugin protocol: Create with -o secret= and secret.KEY= attaches secrets; an unknown one makes nothing" {
+  start_esbxd
+  printf 'second-value-0a1b2c3d' | "$ESBX" secret create tok2
+  plugin() {
+    local out
+    out=$(curl -s --unix-socket "$GW_DIR/plugin.sock" -X POST --data-binary "$2" \
+      -w '\n%{http_code}' "http://plugin/$1")
+    http_code=${out##*$'\n'}
+    output=${out%$'\n'*}
+  }
+  plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "p", "secret": "nope"}}'
+  assert_equal "$http_code" 404
+  assert_output --partial "secret \`nope\` does not exist"
+  run "$ESBX" session inspect v1
+  assert_failure
+  plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "p", "secret": "tok,env=T", "secret.b": "tok2"}}'
+  assert_equal "$http_code" 200
+  esbx_ok exec v1 -- sh -c 'echo "$T"; cat /run/secrets/tok2'
+  assert_line --index 0 "***tok***"
+  assert_line --index 1 "***tok2***"
+}
