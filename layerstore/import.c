@@ -58,7 +58,7 @@ import_archive (struct importer *im, esbx_error_t *err)
     return esbx_import_docker_save (im, src, manifest, err);
   if (esbx_import_open_source (src, &a, err) < 0)
     return -1;
-  return esbx_import_extract (im, a, false, err);
+  return esbx_import_extract (im, a, im->image_layer, err);
 }
 
 static int
@@ -129,6 +129,12 @@ child_result (pid_t pid, int rfd, const char *shown, esbx_error_t *err)
 int
 esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
 {
+  return esbx_import_tree_flags (from, destfd, 0, err);
+}
+
+int
+esbx_import_tree_flags (const char *from, int destfd, unsigned flags, esbx_error_t *err)
+{
   _cleanup_free_ char *shown = esbx_quote_path (from);
   _cleanup_close_ int srcfd = -1;
   _cleanup_close_ int rfd = -1;
@@ -153,6 +159,7 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
   im.srcfd = srcfd;
   im.destfd = destfd;
   im.is_dir = S_ISDIR (st.st_mode);
+  im.image_layer = (flags & ESBX_IMPORT_IMAGE_LAYER) != 0;
   im.root = geteuid () == 0;
 
   if (pipe2 (fds, O_CLOEXEC) < 0)
