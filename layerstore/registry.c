@@ -14,6 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The filesystem driver of docker-registry rewrites a manifest's blob in
+   place when the same manifest is put again (another host moving tag
+   `head`): a read at that moment gets an error or a torn body.  Reads are
+   verified, so they are simply tried again.  */
+#define READ_ATTEMPTS 4
+
 int
 esbx_registry_open (const char *url, const char *project, struct esbx_registry *r,
                     esbx_error_t *err)
@@ -188,8 +194,8 @@ check_digest (struct esbx_registry *r, const char *what, const char *digest, con
   return 0;
 }
 
-int
-esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+static int
+registry_get_blob_once (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
 {
   _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, digest);
   _cleanup_free_ char *what = xasprintf ("blob %s", digest);
@@ -220,8 +226,8 @@ esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esb
   return 0;
 }
 
-int
-esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
+static int
+registry_get_blob_buf_once (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
                             esbx_error_t *err)
 {
   _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, digest);
@@ -276,8 +282,8 @@ esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char
   return 0;
 }
 
-int
-esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
+static int
+registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **out,
                             esbx_error_t *err)
 {
   _cleanup_free_ char *url = xasprintf ("%s/v2/%s/manifests/%s", r->base, r->repo, ref);
@@ -307,4 +313,54 @@ esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **o
   if (*out == NULL)
     return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
   return 0;
+}
+
+int
+esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+{
+  int i;
+
+  for (i = 1;; i++)
+    {
+      if (registry_get_blob_once (r, digest, fd, err) == 0)
+        return 0;
+      if (i == READ_ATTEMPTS)
+        return -1;
+      esbx_error_free (err);
+      usleep (50000u << i);
+    }
+}
+
+int
+esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
+                            esbx_error_t *err)
+{
+  int i;
+
+  for (i = 1;; i++)
+    {
+      if (registry_get_blob_buf_once (r, digest, buf, len, err) == 0)
+        return 0;
+      if (i == READ_ATTEMPTS)
+        return -1;
+      esbx_error_free (err);
+      usleep (50000u << i);
+    }
+}
+
+int
+esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
+                            esbx_error_t *err)
+{
+  int i;
+
+  for (i = 1;; i++)
+    {
+      if (registry_get_manifest_once (r, ref, out, err) == 0)
+        return 0;
+      if (i == READ_ATTEMPTS)
+        return -1;
+      esbx_error_free (err);
+      usleep (50000u << i);
+    }
 }
