@@ -61,7 +61,7 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   struct esbx_upstream up = { 0 };
   struct esbx_remote_desc *d = NULL;
   _cleanup_json_ json_t *manifest = NULL;
-  _cleanup_free_ char *record = NULL, *rdigest = NULL, *mdigest = NULL;
+  _cleanup_free_ char *record = NULL, *mdigest = NULL;
   _cleanup_free_ char *key = NULL, *value = NULL, *id = NULL;
   _cleanup_strv_ char **ids = NULL;
   char **next = NULL;
