@@ -115,6 +115,10 @@ int cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t
 int cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err);
 
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+/* cmd_remote.c: `remote set|show`, and `project push|pull NAME`.  */
+int cmd_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_project_push (struct esbx_cli *cli, const char *name, esbx_error_t *err);
+int cmd_project_pull (struct esbx_cli *cli, const char *name, esbx_error_t *err);
 int cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

@@ -1,4 +1,4 @@
-/* esbx project create|list|log|rm|squash|lifetime */
+/* esbx project create|list|log|rm|squash|lifetime (push|pull: cmd_remote.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
@@ -209,5 +209,9 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_rm (cli, argv[2], err);
   if (strcmp (sub, "squash") == 0)
     return project_squash (cli, argv[2], err);
+  if (strcmp (sub, "push") == 0)
+    return cmd_project_push (cli, argv[2], err);
+  if (strcmp (sub, "pull") == 0)
+    return cmd_project_pull (cli, argv[2], err);
   return cli_usage (err, "project: unknown subcommand `%s`", sub);
 }

@@ -24,7 +24,10 @@ static const struct verb verbs[] = {
     "project log NAME\n"
     "project rm NAME\n"
     "project lifetime NAME [--ttl DURATION] [--idle-ttl DURATION] [--on-expiry discard|snapshot]\n"
-    "project squash NAME" },
+    "project squash NAME\n"
+    "project push NAME\n"
+    "project pull NAME" },
+  { "remote", cmd_remote, "remote set --registry URL --etcd URL\nremote show" },
   { "session", cmd_session,
     "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"

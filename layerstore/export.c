@@ -689,3 +689,40 @@ out:
     return esbx_error_wrap (err, "export `%s`", shown);
   return 0;
 }
+
+int
+esbx_export_diff_oci (int diffd, int fd, esbx_error_t *err)
+{
+  struct exporter ex = { 0 };
+  locale_t utf8, old = (locale_t)0;
+  int dfd = dup (diffd), ret = -1;
+
+  if (dfd < 0)
+    return esbx_make_error (err, errno, "export layer: dup");
+  utf8 = newlocale (LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+  if (utf8)
+    old = uselocale (utf8);
+  ex.buf = xmalloc (COPY_BUF);
+  ex.a = archive_write_new ();
+  archive_write_set_format_pax_restricted (ex.a);
+  if (archive_write_open_fd (ex.a, fd) != ARCHIVE_OK)
+    esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
+  else if (walk_diff (&ex, &dfd, "", 0, err) < 0)
+    ;
+  else if (archive_write_close (ex.a) != ARCHIVE_OK)
+    esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
+  else
+    ret = 0;
+  archive_write_free (ex.a);
+  if (utf8)
+    {
+      uselocale (old);
+      freelocale (utf8);
+    }
+  free (ex.buf);
+  tdestroy (ex.emitted, free);
+  esbx_inode_set_free (&ex.linked);
+  if (dfd >= 0)
+    close (dfd);
+  return ret;
+}

@@ -61,7 +61,7 @@ import_archive (struct importer *im, esbx_error_t *err)
     return esbx_import_docker_save (im, src, manifest, err);
   if (esbx_import_open_source (src, &a, err) < 0)
     return -1;
-  return esbx_import_extract (im, a, false, err);
+  return esbx_import_extract (im, a, im->image_layer, err);
 }
 
 static int
@@ -169,6 +169,12 @@ unmap_importer (struct importer **im)
 int
 esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
 {
+  return esbx_import_tree_flags (from, destfd, 0, err);
+}
+
+int
+esbx_import_tree_flags (const char *from, int destfd, unsigned flags, esbx_error_t *err)
+{
   _cleanup_free_ char *shown = esbx_quote_path (from);
   _cleanup_close_ int srcfd = -1;
   _cleanup_close_ int rfd = -1;
@@ -198,6 +204,7 @@ esbx_import_tree (const char *from, int destfd, esbx_error_t *err)
   im->srcfd = srcfd;
   im->destfd = destfd;
   im->is_dir = S_ISDIR (st.st_mode);
+  im->image_layer = (flags & ESBX_IMPORT_IMAGE_LAYER) != 0;
   im->root = geteuid () == 0;
   /* Here, not in the child: its chroot hides the library.  */
   if (!im->is_dir && esbx_archive_load (err) < 0)

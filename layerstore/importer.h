@@ -27,6 +27,7 @@ struct importer
   uint64_t bytes;
   uint64_t entries;
   bool is_dir;
+  bool image_layer;             /* one OCI image layer: whiteout entries are skipped */
   struct esbx_inode_set linked; /* source files with several names (directories) */
 };
 

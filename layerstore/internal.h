@@ -198,6 +198,14 @@ int esbx_layer_sync (int diffd, esbx_error_t *err);
 int esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
                        struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err);
 
+/* Publish of a session of a shared project (remote_publish.c), called by
+   esbx_session_publish_flags with the layer staged and no project lock:
+   conflict check against the remote head, push, etcd transaction, then
+   esbx_layer_commit.  0: committed (L->id), 1: conflicts in R, -1.  */
+int esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
+                        struct esbx_staged *st, struct esbx_layer *l, struct esbx_publish_result *r,
+                        esbx_error_t *err);
+
 /* Lifetimes (lifetime.c): check the options, then write ttl, idle_ttl and
    on_expiry (PROJECT's defaults where the options have none) in RECORD.  */
 int esbx_lifetime_check (const struct esbx_session_opts *o, esbx_error_t *err);

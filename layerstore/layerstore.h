@@ -440,6 +440,13 @@ esbx_progress_add (struct esbx_progress *p, uint64_t n)
 /* Fill the empty directory DESTFD from FROM (directory, archive, docker save).
    Runs the extraction in a child process that cannot write outside DESTFD.  */
 int esbx_import_tree (const char *from, int destfd, esbx_error_t *err);
+/* FROM is one OCI image layer: its whiteout entries are skipped (the
+   caller recreates them in overlay format from the layer's record).  */
+#define ESBX_IMPORT_IMAGE_LAYER 1u
+int esbx_import_tree_flags (const char *from, int destfd, unsigned flags, esbx_error_t *err);
+/* The layer diff directory DIFFD (overlay format) as an OCI image layer
+   tar (whiteouts `.wh.NAME`, `.wh..wh..opq`) written to FD (export.c).  */
+int esbx_export_diff_oci (int diffd, int fd, esbx_error_t *err);
 
 enum esbx_export_format
 {
@@ -449,6 +456,27 @@ enum esbx_export_format
 /* REF is a session name or PROJECT[@LAYER].  */
 int esbx_export (esbx_store_t *store, const char *ref, const char *file,
                  enum esbx_export_format format, esbx_error_t *err);
+
+/* ---- several hosts (remote*.c, registry.c, etcd.c; docs/SCALE-OUT.md) --- */
+
+/* The store's remote: an OCI registry URL (http://HOST:PORT[/PREFIX]) and
+   etcd's client URL, kept in ROOT/remote.json ($ESBX_REGISTRY and
+   $ESBX_ETCD win over it).  */
+int esbx_remote_set (esbx_store_t *store, const char *registry, const char *etcd,
+                     esbx_error_t *err);
+/* {"registry", "etcd"} as they apply now.  */
+json_t *esbx_remote_show (esbx_store_t *store, esbx_error_t *err);
+/* Whether PROJECT's history is shared through the remote.  */
+bool esbx_project_is_shared (esbx_store_t *store, const char *project);
+/* Share PROJECT: push every layer, then create its head in etcd (refused
+   when etcd has another head for it).  */
+int esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* Bring PROJECT (created here if needed) up to its head in etcd; *FETCHED
+   counts the layers downloaded.  */
+int esbx_project_pull (esbx_store_t *store, const char *project, size_t *fetched,
+                       esbx_error_t *err);
+/* The same for a shared project that exists here.  */
+int esbx_remote_sync (esbx_store_t *store, const char *project, size_t *fetched, esbx_error_t *err);
 
 /* ---- the trash (trash.c) ------------------------------------------------ */
 

@@ -117,12 +117,22 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
     goto out;
   esbx_failpoint ("publish-staged");
 
+  if (esbx_project_is_shared (store, s->project))
+    {
+      int k = esbx_remote_commit (store, s, message, &staged, &layer, r, err);
+      if (k < 0)
+        goto out;
+      if (k > 0)
+        goto conflicts;
+      goto committed;
+    }
   plock = esbx_project_lock (store, s->project, err);
   if (plock < 0 || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
     goto out;
   if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
     goto out;
   esbx_conflicts_find (&layer.changes, &up, r);
+conflicts:
   if (r->n_conflicts > 0)
     {
       esbx_counters_publish (store, true);
@@ -137,6 +147,7 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
   esbx_failpoint ("publish-head-moved");
   close (plock);
   plock = -1;
+committed:
   r->layer = xstrdup (layer.id);
 
   /* Remember the layer so that the next publish carries only what is new.  */
@@ -244,6 +255,10 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
     return esbx_error_wrap (err, "rebase");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "rebase");
+  /* Onto the head in etcd for a shared project.  */
+  if (esbx_project_is_shared (store, s->project)
+      && esbx_remote_sync (store, s->project, NULL, err) < 0)
+    goto out;
   ufd = esbx_session_scan (store, s, NULL, 0, &cs, &same, NULL, err);
   if (ufd < 0)
     goto out;

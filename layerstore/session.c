@@ -433,6 +433,12 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
       return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
                                    project);
     }
+  /* A shared project starts from the head in etcd (docs/SCALE-OUT.md).  */
+  if (esbx_project_is_shared (store, project) && esbx_remote_sync (store, project, NULL, err) < 0)
+    {
+      json_free (labels);
+      return esbx_error_wrap (err, "session create");
+    }
   if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
                      : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
     {

@@ -1,0 +1,44 @@
+/* esbx: HTTP requests for the registry and etcd clients (layerstore/
+   registry.c, etcd.c) over libcurl, which is loaded with dlopen on the
+   first request: linked, it and the libraries it pulls in added ~10 ms to
+   every start of esbx, and local verbs never talk HTTP (cli/remote.c does
+   the same for the gateway).  */
+#ifndef ESBX_HTTP_H
+#define ESBX_HTTP_H
+
+#include "error.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct esbx_http_request
+{
+  const char *method; /* "GET", "HEAD", "PUT", "POST" */
+  const char *url;
+  const char *content_type; /* of the body; NULL: none */
+  const char *accept;       /* NULL: none */
+  const void *body;         /* the body in memory, or */
+  size_t body_len;
+  int body_fd; /* >= 0: the body is this file's content from offset 0 */
+  int out_fd;  /* >= 0: the answer's body is written here, not kept */
+};
+
+struct esbx_http_response
+{
+  long status;
+  char *body; /* NUL-terminated; NULL when empty or written to out_fd */
+  size_t len;
+  char *location; /* the Location header, if any */
+};
+
+/* Initialise a request: no body, answer kept in memory.  */
+void esbx_http_request_init (struct esbx_http_request *rq, const char *method, const char *url);
+/* Run RQ.  Fails only when no answer came (the message is "URL: cause",
+   cause being curl's words); any HTTP status is an answer.  */
+int esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
+                  esbx_error_t *err);
+void esbx_http_response_free (struct esbx_http_response *rs);
+/* URL without its path, query and credentials: what messages name.  */
+char *esbx_http_origin (const char *url);
+
+#endif

@@ -1,0 +1,366 @@
+/* liblayerstore: a client of the OCI distribution API (blob HEAD, monolithic
+ * upload: POST then PUT with the digest, manifest PUT and GET), enough to
+ * keep a project's layers in a registry (docs/SCALE-OUT.md).  Everything
+ * read back is checked against its digest before use.  */
+#include "remote.h"
+#include "fs.h"
+#include "hash.h"
+#include "http.h"
+#include "text.h"
+#include "utils.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The filesystem driver of docker-registry rewrites a manifest's blob in
+   place when the same manifest is put again (another host moving tag
+   `head`): a read at that moment gets an error or a torn body.  Reads are
+   verified, so they are simply tried again.  */
+#define READ_ATTEMPTS 4
+
+int
+esbx_registry_open (const char *url, const char *project, struct esbx_registry *r,
+                    esbx_error_t *err)
+{
+  const char *host, *path;
+  size_t i;
+
+  memset (r, 0, sizeof *r);
+  if (!esbx_has_prefix (url, "http://") && !esbx_has_prefix (url, "https://"))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "registry `%s`: expected http://HOST[:PORT][/PREFIX]", url);
+  host = strstr (url, "://") + 3;
+  path = host + strcspn (host, "/");
+  r->base = xstrndup (url, (size_t)(path - url));
+  while (*path == '/')
+    path++;
+  r->repo = path[0] ? xasprintf ("%s/%s", path, project) : xstrdup (project);
+  i = strlen (r->repo);
+  while (i > 0 && r->repo[i - 1] == '/')
+    r->repo[--i] = '\0';
+  r->shown = xstrdup (url);
+  /* Repository names of the distribution spec are lower case.  */
+  for (i = 0; r->repo[i]; i++)
+    if (isupper ((unsigned char)r->repo[i]))
+      {
+        esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                              "registry `%s`: repository `%s` must be lower case", url, r->repo);
+        esbx_registry_close (r);
+        return -1;
+      }
+  return 0;
+}
+
+void
+esbx_registry_close (struct esbx_registry *r)
+{
+  free (r->base);
+  free (r->repo);
+  free (r->shown);
+  memset (r, 0, sizeof *r);
+}
+
+/* An answer other than WANT: the registry's first error message if it
+   sent one (OCI error body), else the status.  */
+static int
+status_error (struct esbx_registry *r, const char *what, const struct esbx_http_response *rs,
+              esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = NULL;
+  _cleanup_free_ char *why = NULL;
+  esbx_error_t ignored = NULL;
+  const json_t *first;
+
+  if (rs->body && (j = json_parse (rs->body, rs->len, &ignored)) != NULL
+      && (first = json_at (json_get (j, "errors"), 0)) != NULL)
+    why = esbx_escape_line (json_get_string (first, "message") ? json_get_string (first, "message")
+                                                               : "error");
+  esbx_error_free (&ignored);
+  if (why)
+    return esbx_make_error (err, 0, "registry `%s`: %s: HTTP %ld: %s", r->shown, what, rs->status,
+                            why);
+  return esbx_make_error (err, 0, "registry `%s`: %s: HTTP %ld", r->shown, what, rs->status);
+}
+
+static int
+request (struct esbx_registry *r, struct esbx_http_request *rq, struct esbx_http_response *rs,
+         const char *what, esbx_error_t *err)
+{
+  if (esbx_http_do (rq, rs, err) < 0)
+    return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
+  return 0;
+}
+
+static int
+has_blob (struct esbx_registry *r, const char *digest, bool *has, esbx_error_t *err)
+{
+  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, digest);
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+
+  esbx_http_request_init (&rq, "HEAD", url);
+  if (request (r, &rq, &rs, "blob HEAD", err) < 0)
+    return -1;
+  *has = rs.status == 200;
+  if (rs.status != 200 && rs.status != 404)
+    {
+      status_error (r, "blob HEAD", &rs, err);
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  esbx_http_response_free (&rs);
+  return 0;
+}
+
+/* The upload location a POST to blobs/uploads/ gives, absolute.  */
+static int
+start_upload (struct esbx_registry *r, char **location, esbx_error_t *err)
+{
+  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/uploads/", r->base, r->repo);
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+
+  esbx_http_request_init (&rq, "POST", url);
+  if (request (r, &rq, &rs, "start an upload", err) < 0)
+    return -1;
+  if (rs.status != 202 || rs.location == NULL)
+    {
+      status_error (r, "start an upload", &rs, err);
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  *location
+      = rs.location[0] == '/' ? xasprintf ("%s%s", r->base, rs.location) : xstrdup (rs.location);
+  esbx_http_response_free (&rs);
+  return 0;
+}
+
+static int
+push_blob (struct esbx_registry *r, const char *digest, int fd, const void *buf, size_t len,
+           esbx_error_t *err)
+{
+  _cleanup_free_ char *location = NULL, *url = NULL, *what = NULL;
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+  bool has = false;
+
+  what = xasprintf ("push blob %s", digest);
+  if (has_blob (r, digest, &has, err) < 0)
+    return -1;
+  if (has)
+    return 0;
+  if (start_upload (r, &location, err) < 0)
+    return -1;
+  url = xasprintf ("%s%cdigest=%s", location, strchr (location, '?') ? '&' : '?', digest);
+  esbx_http_request_init (&rq, "PUT", url);
+  rq.content_type = "application/octet-stream";
+  rq.body_fd = fd;
+  rq.body = fd >= 0 ? NULL : (buf ? buf : "");
+  rq.body_len = len;
+  if (request (r, &rq, &rs, what, err) < 0)
+    return -1;
+  if (rs.status != 201)
+    {
+      status_error (r, what, &rs, err);
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  esbx_http_response_free (&rs);
+  return 0;
+}
+
+int
+esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+{
+  return push_blob (r, digest, fd, NULL, 0, err);
+}
+
+int
+esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const void *buf, size_t len,
+                         esbx_error_t *err)
+{
+  return push_blob (r, digest, -1, buf, len, err);
+}
+
+static int
+check_digest (struct esbx_registry *r, const char *what, const char *digest, const char *hex,
+              esbx_error_t *err)
+{
+  if (!esbx_has_prefix (digest, "sha256:") || strcmp (digest + 7, hex) != 0)
+    return esbx_make_error (err, 0, "registry `%s`: %s: digest mismatch (got sha256:%s)", r->shown,
+                            what, hex);
+  return 0;
+}
+
+static int
+registry_get_blob_once (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+{
+  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, digest);
+  _cleanup_free_ char *what = xasprintf ("blob %s", digest);
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+  off_t size;
+
+  if (ftruncate (fd, 0) < 0 || lseek (fd, 0, SEEK_SET) < 0)
+    return esbx_make_error (err, errno, "registry `%s`: %s: truncate", r->shown, what);
+  esbx_http_request_init (&rq, "GET", url);
+  rq.out_fd = fd;
+  if (request (r, &rq, &rs, what, err) < 0)
+    return -1;
+  if (rs.status != 200)
+    {
+      status_error (r, what, &rs, err);
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  esbx_http_response_free (&rs);
+  if (lseek (fd, 0, SEEK_SET) < 0 || esbx_sha256_fd (fd, hex, &size, err) < 0)
+    return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
+  if (check_digest (r, what, digest, hex, err) < 0)
+    return -1;
+  if (lseek (fd, 0, SEEK_SET) < 0)
+    return esbx_make_error (err, errno, "registry `%s`: %s: seek", r->shown, what);
+  return 0;
+}
+
+static int
+registry_get_blob_buf_once (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
+                            esbx_error_t *err)
+{
+  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, digest);
+  _cleanup_free_ char *what = xasprintf ("blob %s", digest);
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+
+  esbx_http_request_init (&rq, "GET", url);
+  if (request (r, &rq, &rs, what, err) < 0)
+    return -1;
+  if (rs.status != 200)
+    {
+      status_error (r, what, &rs, err);
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  esbx_sha256_buf (rs.body ? rs.body : "", rs.len, hex);
+  if (check_digest (r, what, digest, hex, err) < 0)
+    {
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  *buf = rs.body ? steal_pointer (&rs.body) : xstrdup ("");
+  *len = rs.len;
+  esbx_http_response_free (&rs);
+  return 0;
+}
+
+int
+esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char *body, size_t len,
+                            esbx_error_t *err)
+{
+  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/manifests/%s", r->base, r->repo, tag);
+  _cleanup_free_ char *what = xasprintf ("put manifest `%s`", tag);
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+
+  esbx_http_request_init (&rq, "PUT", url);
+  rq.content_type = ESBX_OCI_MANIFEST;
+  rq.body = body;
+  rq.body_len = len;
+  if (request (r, &rq, &rs, what, err) < 0)
+    return -1;
+  if (rs.status != 201)
+    {
+      status_error (r, what, &rs, err);
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  esbx_http_response_free (&rs);
+  return 0;
+}
+
+static int
+registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **out,
+                            esbx_error_t *err)
+{
+  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/manifests/%s", r->base, r->repo, ref);
+  _cleanup_free_ char *what = xasprintf ("manifest `%s`", ref);
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+
+  esbx_http_request_init (&rq, "GET", url);
+  rq.accept = ESBX_OCI_MANIFEST;
+  if (request (r, &rq, &rs, what, err) < 0)
+    return -1;
+  if (rs.status != 200 || rs.body == NULL)
+    {
+      status_error (r, what, &rs, err);
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  esbx_sha256_buf (rs.body, rs.len, hex);
+  if (esbx_has_prefix (ref, "sha256:") && check_digest (r, what, ref, hex, err) < 0)
+    {
+      esbx_http_response_free (&rs);
+      return -1;
+    }
+  *out = json_parse (rs.body, rs.len, err);
+  esbx_http_response_free (&rs);
+  if (*out == NULL)
+    return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
+  return 0;
+}
+
+int
+esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+{
+  int i;
+
+  for (i = 1;; i++)
+    {
+      if (registry_get_blob_once (r, digest, fd, err) == 0)
+        return 0;
+      if (i == READ_ATTEMPTS)
+        return -1;
+      esbx_error_free (err);
+      usleep (50000u << i);
+    }
+}
+
+int
+esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
+                            esbx_error_t *err)
+{
+  int i;
+
+  for (i = 1;; i++)
+    {
+      if (registry_get_blob_buf_once (r, digest, buf, len, err) == 0)
+        return 0;
+      if (i == READ_ATTEMPTS)
+        return -1;
+      esbx_error_free (err);
+      usleep (50000u << i);
+    }
+}
+
+int
+esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
+                            esbx_error_t *err)
+{
+  int i;
+
+  for (i = 1;; i++)
+    {
+      if (registry_get_manifest_once (r, ref, out, err) == 0)
+        return 0;
+      if (i == READ_ATTEMPTS)
+        return -1;
+      esbx_error_free (err);
+      usleep (50000u << i);
+    }
+}

@@ -1,0 +1,540 @@
+/* liblayerstore: a store's remote (ROOT/remote.json), the shared marker of
+ * a project, its head in etcd, and bringing the local stack up to that
+ * head from the registry (docs/SCALE-OUT.md, "pull P / sync").  */
+#include "remote.h"
+#include "fs.h"
+#include "hash.h"
+#include "path.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#define REMOTE_FILE "remote.json"
+
+void
+esbx_remote_free (struct esbx_remote *rm)
+{
+  free (rm->registry);
+  free (rm->etcd);
+  memset (rm, 0, sizeof *rm);
+}
+
+static int
+check_url (const char *what, const char *url, esbx_error_t *err)
+{
+  if (url == NULL || (!esbx_has_prefix (url, "http://") && !esbx_has_prefix (url, "https://"))
+      || strlen (url) > 1024 || strpbrk (url, " \t\r\n") != NULL)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "remote: %s `%s`: expected an http:// "
+                                 "or https:// URL",
+                                 what, url ? url : "");
+  return 0;
+}
+
+int
+esbx_remote_set (esbx_store_t *store, const char *registry, const char *etcd, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
+  _cleanup_free_ char *text = NULL;
+  _cleanup_free_ char *etcd_trimmed = NULL;
+  size_t len;
+
+  if (check_url ("--registry", registry, err) < 0 || check_url ("--etcd", etcd, err) < 0)
+    return -1;
+  etcd_trimmed = xstrdup (etcd);
+  len = strlen (etcd_trimmed);
+  while (len > 0 && etcd_trimmed[len - 1] == '/')
+    etcd_trimmed[--len] = '\0';
+  json_set_string (j, "registry", registry);
+  json_set_string (j, "etcd", etcd_trimmed);
+  text = json_serialize (j, true, &len);
+  return esbx_write_file_atomic_at (store->rootfd, REMOTE_FILE, text, len, 0644, err);
+}
+
+int
+esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = NULL;
+  const char *env_reg = getenv ("ESBX_REGISTRY"), *env_etcd = getenv ("ESBX_ETCD");
+
+  memset (rm, 0, sizeof *rm);
+  if (esbx_exists_at (store->rootfd, REMOTE_FILE))
+    {
+      j = json_parse_file_at (store->rootfd, REMOTE_FILE, err);
+      if (j == NULL)
+        return esbx_error_wrap (err, "remote");
+      rm->registry = xstrdup (json_get_string (j, "registry"));
+      rm->etcd = xstrdup (json_get_string (j, "etcd"));
+    }
+  if (env_reg && env_reg[0])
+    {
+      free (rm->registry);
+      rm->registry = xstrdup (env_reg);
+    }
+  if (env_etcd && env_etcd[0])
+    {
+      free (rm->etcd);
+      rm->etcd = xstrdup (env_etcd);
+    }
+  if (rm->registry == NULL || rm->etcd == NULL)
+    {
+      esbx_remote_free (rm);
+      return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                   "no remote: run `esbx remote set --registry URL --etcd URL`");
+    }
+  if (check_url ("registry", rm->registry, err) < 0 || check_url ("etcd", rm->etcd, err) < 0)
+    {
+      esbx_remote_free (rm);
+      return -1;
+    }
+  return 0;
+}
+
+json_t *
+esbx_remote_show (esbx_store_t *store, esbx_error_t *err)
+{
+  struct esbx_remote rm;
+  json_t *j;
+
+  if (esbx_remote_load (store, &rm, err) < 0)
+    return NULL;
+  j = json_new (JSON_OBJECT);
+  json_set_string (j, "registry", rm.registry);
+  json_set_string (j, "etcd", rm.etcd);
+  esbx_remote_free (&rm);
+  return j;
+}
+
+bool
+esbx_project_is_shared (esbx_store_t *store, const char *project)
+{
+  _cleanup_free_ char *path = NULL;
+
+  if (!esbx_name_valid (project))
+    return false;
+  path = xasprintf ("projects/%s/remote", project);
+  return esbx_exists_at (store->rootfd, path);
+}
+
+int
+esbx_remote_mark_shared (esbx_store_t *store, const char *project, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = xasprintf ("projects/%s", project);
+  _cleanup_close_ int dfd = esbx_open_dir_at (store->rootfd, dir, err);
+
+  if (dfd < 0)
+    return -1;
+  return esbx_write_file_atomic_at (dfd, "remote", "", 0, 0644, err);
+}
+
+char *
+esbx_remote_head_key (const char *project)
+{
+  return xasprintf ("esbx/projects/%s/head", project);
+}
+
+void
+esbx_remote_head_free (struct esbx_remote_head *h)
+{
+  cleanup_strvp (&h->ids);
+  free (h->manifest);
+  memset (h, 0, sizeof *h);
+}
+
+int
+esbx_remote_head_read (const struct esbx_remote *rm, const char *project,
+                       struct esbx_remote_head *h, esbx_error_t *err)
+{
+  _cleanup_free_ char *key = esbx_remote_head_key (project);
+  _cleanup_json_ json_t *j = NULL;
+  struct esbx_etcd_kv kv;
+  struct strv ids = { 0 };
+  const json_t *layers, *v;
+  const char *manifest;
+  size_t i;
+
+  memset (h, 0, sizeof *h);
+  if (esbx_etcd_get (rm->etcd, key, &kv, err) < 0)
+    return -1;
+  h->mod_revision = kv.mod_revision;
+  if (kv.value == NULL)
+    return 0;
+  j = json_parse (kv.value, kv.len, err);
+  esbx_etcd_kv_free (&kv);
+  if (j == NULL)
+    return esbx_error_wrap (err, "etcd `%s`: key `%s`", rm->etcd, key);
+  layers = json_get (j, "layers");
+  manifest = json_get_string (j, "manifest");
+  if (layers == NULL || layers->type != JSON_ARRAY || json_len (layers) == 0 || manifest == NULL)
+    return esbx_make_error (err, 0, "etcd `%s`: key `%s`: not a head", rm->etcd, key);
+  json_array_foreach (layers, i, v)
+    {
+      if (v->type != JSON_STRING || !esbx_name_valid (v->text))
+        {
+          strv_free (&ids);
+          return esbx_make_error (err, 0, "etcd `%s`: key `%s`: bad layer id", rm->etcd, key);
+        }
+      strv_push (&ids, xstrdup (v->text));
+    }
+  h->ids = ids.v;
+  h->n = ids.n;
+  h->manifest = xstrdup (manifest);
+  h->exists = true;
+  return 0;
+}
+
+char *
+esbx_remote_head_value (char *const *ids, size_t n, const char *manifest)
+{
+  _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
+  json_t *arr = json_new (JSON_ARRAY);
+  size_t i, len;
+
+  for (i = 0; i < n; i++)
+    json_append (arr, json_new_string (ids[i]));
+  json_set (j, "layers", arr);
+  json_set_string (j, "manifest", manifest);
+  return json_serialize (j, false, &len);
+}
+
+/* ---- fetching layers ---------------------------------------------------- */
+
+void
+esbx_remote_descs_free (struct esbx_remote_desc *d, size_t n)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    {
+      free (d[i].id);
+      free (d[i].digest);
+      free (d[i].record);
+    }
+  free (d);
+}
+
+int
+esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, size_t *n,
+                         esbx_error_t *err)
+{
+  const json_t *layers = json_get (manifest, "layers"), *l;
+  struct esbx_remote_desc *d;
+  size_t i;
+
+  if (layers == NULL || layers->type != JSON_ARRAY)
+    return esbx_make_error (err, 0, "manifest without layers");
+  d = xmalloc0 ((json_len (layers) + 1) * sizeof *d);
+  json_array_foreach (layers, i, l)
+    {
+      const json_t *annot = json_get (l, "annotations");
+      const char *id = json_get_string (annot, ESBX_ANNOT_LAYER);
+      const char *record = json_get_string (annot, ESBX_ANNOT_RECORD);
+      const char *digest = json_get_string (l, "digest");
+
+      if (id == NULL || record == NULL || digest == NULL || !json_get_int (l, "size", &d[i].size)
+          || !esbx_has_prefix (digest, "sha256:") || !esbx_has_prefix (record, "sha256:"))
+        {
+          esbx_remote_descs_free (d, i);
+          return esbx_make_error (err, 0, "manifest: layer %zu is not an esbx layer", i);
+        }
+      d[i].id = xstrdup (id);
+      d[i].digest = xstrdup (digest);
+      d[i].record = xstrdup (record);
+    }
+  *out = d;
+  *n = json_len (layers);
+  return 0;
+}
+
+/* Whiteouts and opaque directories in overlay format, from the record: the
+   importer skipped the tar's `.wh.` entries.  */
+static int
+overlay_markers (int diffd, const struct esbx_layer *l, esbx_error_t *err)
+{
+  size_t i;
+
+  for (i = 0; i < l->changes.n; i++)
+    {
+      const struct esbx_change *c = &l->changes.v[i];
+      const char *rel = c->path[0] == '/' ? c->path + 1 : c->path;
+      _cleanup_free_ char *base = NULL;
+      _cleanup_close_ int pfd = -1;
+      _cleanup_close_ int dfd = -1;
+
+      if (c->kind == ESBX_DELETED)
+        {
+          pfd = esbx_open_parent_beneath (diffd, rel, &base, err);
+          if (pfd < 0)
+            return -1;
+          if (mknodat (pfd, base, S_IFCHR | 0, makedev (0, 0)) < 0)
+            return esbx_make_error (err, errno, "whiteout `%s`", c->path);
+        }
+      else if (c->opaque && c->type == ESBX_TYPE_DIR)
+        {
+          dfd = rel[0] ? esbx_open_beneath (diffd, rel, O_RDONLY | O_DIRECTORY, 0, err)
+                       : dup (diffd);
+          if (dfd < 0)
+            return rel[0] ? -1 : esbx_make_error (err, errno, "dup");
+          if (fsetxattr (dfd, "trusted.overlay.opaque", "y", 1, 0) < 0)
+            return esbx_make_error (err, errno, "mark `%s` opaque", c->path);
+        }
+    }
+  return 0;
+}
+
+/* Download layer D (index INDEX, on PARENT) into TMP (a locked temp dir)
+   and install it as projects/P/layers/ID.  The caller holds the project
+   lock.  */
+static int
+fetch_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project, const char *tmp,
+             const struct esbx_remote_desc *d, size_t index, const char *parent, esbx_error_t *err)
+{
+  _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", tmp);
+  _cleanup_free_ char *record = NULL, *diffrel = NULL, *dest = NULL, *layers = NULL;
+  _cleanup_json_ json_t *j = NULL;
+  _cleanup_close_ int tfd = -1;
+  _cleanup_close_ int diffd = -1;
+  _cleanup_close_ int sfd = -1;
+  _cleanup_close_ int lfd = -1;
+  struct esbx_staged staged = { .lockfd = -1 };
+  struct esbx_changeset none = { 0 };
+  struct esbx_layer *l = NULL;
+  size_t len;
+  int ret = -1;
+
+  dest = xasprintf ("projects/%s/layers/%s", project, d->id);
+  if (esbx_exists_at (store->rootfd, dest))
+    return 0;
+  if (esbx_registry_get_blob_buf (reg, d->record, &record, &len, err) < 0)
+    return -1;
+  j = json_parse (record, len, err);
+  if (j == NULL || esbx_layer_from_json (j, &l, err) < 0)
+    return esbx_error_wrap (err, "layer `%s`: record", d->id);
+  if (strcmp (l->id, d->id) != 0 || l->index != (int64_t)index
+      || (parent ? l->parent == NULL || strcmp (l->parent, parent) != 0 : l->parent != NULL))
+    {
+      esbx_make_error (err, 0, "layer `%s`: its record does not fit the stack", d->id);
+      goto out;
+    }
+  tfd = TEMP_FAILURE_RETRY (open (tar, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (tfd < 0)
+    {
+      esbx_make_error (err, errno, "create `%s`", tar);
+      goto out;
+    }
+  if (esbx_registry_get_blob (reg, d->digest, tfd, err) < 0)
+    goto out;
+  if (esbx_layer_stage (store, project, -1, &none, &staged, err) < 0)
+    goto out;
+  diffrel = xasprintf ("%s/diff", staged.rel);
+  diffd = esbx_open_dir_at (store->rootfd, diffrel, err);
+  if (diffd < 0 || esbx_import_tree_flags (tar, diffd, ESBX_IMPORT_IMAGE_LAYER, err) < 0
+      || overlay_markers (diffd, l, err) < 0 || esbx_layer_sync (diffd, err) < 0)
+    goto out;
+  sfd = esbx_open_dir_at (store->rootfd, staged.rel, err);
+  if (sfd < 0 || esbx_write_file_atomic_at (sfd, "record.json", record, len, 0644, err) < 0)
+    goto out;
+  if (renameat2 (store->rootfd, staged.rel, store->rootfd, dest, RENAME_NOREPLACE) < 0)
+    {
+      esbx_make_error (err, errno, "install layer `%s`", d->id);
+      goto out;
+    }
+  free (staged.rel);
+  staged.rel = NULL;
+  layers = xasprintf ("projects/%s/layers", project);
+  lfd = esbx_open_dir_at (store->rootfd, layers, err);
+  if (lfd < 0 || fsync (lfd) < 0)
+    {
+      if (lfd >= 0)
+        esbx_make_error (err, errno, "fsync `%s`", layers);
+      goto out;
+    }
+  ret = 0;
+
+out:
+  esbx_layer_unstage (store, &staged);
+  esbx_layer_free (l);
+  if (ret < 0)
+    esbx_error_wrap (err, "fetch layer `%s`", d->id);
+  return ret;
+}
+
+int
+esbx_remote_sync_locked (esbx_store_t *store, struct esbx_registry *reg, const char *project,
+                         const struct esbx_remote_head *h, size_t *fetched, esbx_error_t *err)
+{
+  _cleanup_strv_ char **ids = NULL;
+  _cleanup_json_ json_t *manifest = NULL;
+  _cleanup_free_ char *tmp = NULL;
+  _cleanup_close_ int tmpfd = -1;
+  struct esbx_remote_desc *d = NULL;
+  esbx_error_t ignored = NULL;
+  size_t n = 0, nd = 0, i;
+  int ret = -1;
+
+  if (fetched)
+    *fetched = 0;
+  if (esbx_project_exists (store, project)
+      && esbx_project_stack (store, project, &ids, &n, err) < 0)
+    return -1;
+  if (n > h->n)
+    return esbx_make_error (err, 0,
+                            "project `%s`: the local stack (%zu layers) is ahead of the "
+                            "remote head (%zu): the histories diverged",
+                            project, n, h->n);
+  for (i = 0; i < n; i++)
+    if (strcmp (ids[i], h->ids[i]) != 0)
+      return esbx_make_error (err, 0,
+                              "project `%s`: layer %zu is `%s` here and `%s` in the remote "
+                              "head: the histories diverged",
+                              project, i, ids[i], h->ids[i]);
+  if (n == h->n)
+    return 0;
+  if (esbx_registry_get_manifest (reg, h->manifest, &manifest, err) < 0
+      || esbx_remote_descs_parse (manifest, &d, &nd, err) < 0)
+    return esbx_error_wrap (err, "project `%s`", project);
+  if (nd != h->n)
+    {
+      esbx_make_error (err, 0, "project `%s`: the head's manifest has %zu layers, etcd %zu",
+                       project, nd, h->n);
+      goto out;
+    }
+  tmpfd = esbx_store_tmpdir (store, "pull", &tmp, err);
+  if (tmpfd < 0)
+    goto out;
+  for (i = n; i < nd; i++)
+    {
+      if (strcmp (d[i].id, h->ids[i]) != 0)
+        {
+          esbx_make_error (err, 0,
+                           "project `%s`: the head's manifest names layer `%s` where "
+                           "etcd has `%s`",
+                           project, d[i].id, h->ids[i]);
+          goto out;
+        }
+      if (fetch_layer (store, reg, project, tmp, &d[i], i, i ? d[i - 1].id : NULL, err) < 0)
+        goto out;
+      if (fetched)
+        (*fetched)++;
+    }
+  if (esbx_project_write_stack (store, project, h->ids, h->n, err) < 0)
+    goto out;
+  ret = 0;
+
+out:
+  if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+    esbx_error_free (&ignored);
+  esbx_remote_descs_free (d, nd);
+  if (ret < 0)
+    esbx_error_wrap (err, "project `%s`", project);
+  return ret;
+}
+
+int
+esbx_remote_sync (esbx_store_t *store, const char *project, size_t *fetched, esbx_error_t *err)
+{
+  struct esbx_remote rm = { 0 };
+  struct esbx_registry reg = { 0 };
+  struct esbx_remote_head h = { 0 };
+  _cleanup_close_ int lock = -1;
+  int ret = -1;
+
+  if (esbx_remote_load (store, &rm, err) < 0
+      || esbx_registry_open (rm.registry, project, &reg, err) < 0)
+    goto out;
+  if (esbx_remote_head_read (&rm, project, &h, err) < 0)
+    goto out;
+  if (!h.exists)
+    {
+      esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
+                            "project `%s`: no head in etcd `%s` (push it first)", project, rm.etcd);
+      goto out;
+    }
+  lock = esbx_project_lock (store, project, err);
+  if (lock < 0)
+    goto out;
+  ret = esbx_remote_sync_locked (store, &reg, project, &h, fetched, err);
+
+out:
+  esbx_remote_head_free (&h);
+  esbx_registry_close (&reg);
+  esbx_remote_free (&rm);
+  return ret;
+}
+
+int
+esbx_project_pull (esbx_store_t *store, const char *project, size_t *fetched, esbx_error_t *err)
+{
+  static const char *const subdirs[] = { "layers", "tmp" };
+  _cleanup_free_ char *rel = NULL;
+  _cleanup_close_ int pfd = -1;
+  _cleanup_close_ int lock = -1;
+  esbx_error_t ignored = NULL;
+  size_t i;
+
+  if (esbx_check_name ("project", project, err) < 0)
+    return -1;
+  if (esbx_project_exists (store, project))
+    {
+      if (!esbx_project_is_shared (store, project))
+        return esbx_make_error (err, 0,
+                                "project pull `%s`: a local project of that name exists and "
+                                "is not shared",
+                                project);
+      if (esbx_remote_sync (store, project, fetched, err) < 0)
+        return esbx_error_wrap (err, "project pull");
+      return 0;
+    }
+  rel = xasprintf ("projects/%s", project);
+  if (mkdirat (store->rootfd, rel, 0711) < 0)
+    return esbx_make_error (err, errno, "project pull `%s`: mkdir", project);
+  pfd = esbx_open_dir_at (store->rootfd, rel, err);
+  /* gc leaves a project directory without a stack alone while its
+     creator holds the lock.  */
+  if (pfd < 0 || (lock = esbx_project_lock (store, project, err)) < 0)
+    goto fail;
+  for (i = 0; i < ARRAY_SIZE (subdirs); i++)
+    if (mkdirat (pfd, subdirs[i], 0711) < 0)
+      {
+        esbx_make_error (err, errno, "mkdir `%s`", subdirs[i]);
+        goto fail;
+      }
+  if (esbx_remote_mark_shared (store, project, err) < 0)
+    goto fail;
+  /* esbx_remote_sync takes the lock again: flock on another open file
+     description of the same file would wait for ourselves.  */
+  {
+    struct esbx_remote rm = { 0 };
+    struct esbx_registry reg = { 0 };
+    struct esbx_remote_head h = { 0 };
+    int r = -1;
+
+    if (esbx_remote_load (store, &rm, err) == 0
+        && esbx_registry_open (rm.registry, project, &reg, err) == 0
+        && esbx_remote_head_read (&rm, project, &h, err) == 0)
+      {
+        if (!h.exists)
+          esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "no head in etcd `%s` (push it first)",
+                                rm.etcd);
+        else
+          r = esbx_remote_sync_locked (store, &reg, project, &h, fetched, err);
+      }
+    esbx_remote_head_free (&h);
+    esbx_registry_close (&reg);
+    esbx_remote_free (&rm);
+    if (r < 0)
+      goto fail;
+  }
+  return 0;
+
+fail:
+  esbx_error_wrap (err, "project pull `%s`", project);
+  if (esbx_rm_rf_at (store->rootfd, rel, &ignored) < 0)
+    esbx_error_free (&ignored);
+  return -1;
+}

@@ -1,0 +1,115 @@
+/* liblayerstore: sharing a project through an OCI distribution registry
+   (the layers) and etcd (the head); docs/SCALE-OUT.md is the protocol.
+   Shared by registry.c, etcd.c and the remote_*.c files only.  */
+#ifndef ESBX_LAYERSTORE_REMOTE_H
+#define ESBX_LAYERSTORE_REMOTE_H
+
+#include "internal.h"
+
+#define ESBX_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define ESBX_OCI_CONFIG   "application/vnd.oci.image.config.v1+json"
+#define ESBX_OCI_LAYER    "application/vnd.oci.image.layer.v1.tar"
+#define ESBX_RECORD_TYPE  "application/vnd.esbx.layer.record.v1+json"
+#define ESBX_ANNOT_LAYER  "io.esbx.layer"
+#define ESBX_ANNOT_RECORD "io.esbx.record"
+
+/* One repository of a registry: BASE is scheme://host[:port], REPO the
+   path prefix of the remote's URL plus the project's name.  */
+struct esbx_registry
+{
+  char *base;
+  char *repo;
+  char *shown; /* the remote's URL as configured, for messages */
+};
+int esbx_registry_open (const char *url, const char *project, struct esbx_registry *r,
+                        esbx_error_t *err);
+void esbx_registry_close (struct esbx_registry *r);
+/* Push the blob DIGEST ("sha256:HEX") from FD or from BUF/LEN unless the
+   registry has it.  */
+int esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int fd,
+                                esbx_error_t *err);
+int esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const void *buf,
+                             size_t len, esbx_error_t *err);
+/* Download blob DIGEST into FD (truncated first) and verify its digest.  */
+int esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err);
+/* The same into memory (records, configs: at most JSON_MAX_DOCUMENT).  */
+int esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf,
+                                size_t *len, esbx_error_t *err);
+int esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char *body,
+                                size_t len, esbx_error_t *err);
+/* The manifest REF (tag or digest), verified against REF when a digest.  */
+int esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
+                                esbx_error_t *err);
+
+/* etcd's v3 JSON gateway at URL (etcd.c).  */
+struct esbx_etcd_kv
+{
+  char *value; /* NULL: no such key */
+  size_t len;
+  int64_t mod_revision; /* 0 without the key */
+};
+void esbx_etcd_kv_free (struct esbx_etcd_kv *kv);
+int esbx_etcd_get (const char *url, const char *key, struct esbx_etcd_kv *kv, esbx_error_t *err);
+/* Put KEY = VALUE if KEY's mod_revision is still MOD_REVISION (0: KEY does
+   not exist); *WON says whether it was.  */
+int esbx_etcd_put_if (const char *url, const char *key, const char *value, int64_t mod_revision,
+                      bool *won, esbx_error_t *err);
+
+/* The store's remote (remote.c): ROOT/remote.json, $ESBX_REGISTRY and
+   $ESBX_ETCD winning.  */
+struct esbx_remote
+{
+  char *registry;
+  char *etcd;
+};
+int esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err);
+void esbx_remote_free (struct esbx_remote *rm);
+/* Write ROOT/projects/P/remote, the marker of a shared project.  */
+int esbx_remote_mark_shared (esbx_store_t *store, const char *project, esbx_error_t *err);
+
+/* A project's head in etcd: key esbx/projects/P/head, value
+   {"layers": [ids bottom to top], "manifest": digest of the top's}.  */
+struct esbx_remote_head
+{
+  bool exists;
+  char **ids;
+  size_t n;
+  char *manifest;
+  int64_t mod_revision; /* 0 when the key does not exist */
+};
+char *esbx_remote_head_key (const char *project);
+int esbx_remote_head_read (const struct esbx_remote *rm, const char *project,
+                           struct esbx_remote_head *h, esbx_error_t *err);
+void esbx_remote_head_free (struct esbx_remote_head *h);
+char *esbx_remote_head_value (char *const *ids, size_t n, const char *manifest);
+
+/* A layer as a manifest lists it: its blob and the annotations naming its
+   id and record blob.  */
+struct esbx_remote_desc
+{
+  char *id;
+  char *digest; /* "sha256:..." of the layer tar */
+  int64_t size;
+  char *record; /* "sha256:..." of record.json */
+};
+int esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, size_t *n,
+                             esbx_error_t *err);
+void esbx_remote_descs_free (struct esbx_remote_desc *d, size_t n);
+/* Push the config and the image manifest of the stack D[0..N), tagged
+   TAG; *DIGEST receives the manifest's digest (remote_push.c).  */
+int esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d,
+                               size_t n, const char *tag, char **digest, esbx_error_t *err);
+/* Export the layer diff DIFFD to TMP/layer.tar and push it: D->digest and
+   D->size are filled.  */
+int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
+                           struct esbx_remote_desc *d, esbx_error_t *err);
+/* Push a record's bytes: *DIGEST receives its digest.  */
+int esbx_remote_push_record (struct esbx_registry *reg, const char *text, size_t len, char **digest,
+                             esbx_error_t *err);
+
+/* With the project lock held: fetch the layers of H the local stack lacks
+   and make the stack H (the local one must be a prefix of it).  */
+int esbx_remote_sync_locked (esbx_store_t *store, struct esbx_registry *reg, const char *project,
+                             const struct esbx_remote_head *h, size_t *fetched, esbx_error_t *err);
+
+#endif

@@ -1,0 +1,199 @@
+/* liblayerstore: publish of a session of a shared project
+ * (docs/SCALE-OUT.md, "publish").  The staged layer's tar is pushed once;
+ * then, under the project lock, each attempt brings the local stack to
+ * the etcd head, runs the conflict check of local publish, names the layer
+ * on that head, pushes its record and manifest, and moves the head with
+ * one etcd transaction that compares the key's mod_revision.  Only the
+ * winner installs the layer locally; a loser starts over from the new
+ * head.  */
+#include "remote.h"
+#include "failpoint.h"
+#include "fs.h"
+#include "hash.h"
+#include "log.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+
+/* Publishers of one project racing through etcd: each attempt that loses
+   sees at least one more layer, so this bounds the layers published by
+   others during one publish, not the time.  */
+#define MAX_ATTEMPTS 64
+
+/* Name L on the stack IDS[0..N) and give its record's bytes: the same id
+   and bytes esbx_layer_commit writes (it names the layer the same way from
+   the same fields; the caller checks the ids agree).  */
+static char *
+name_layer (struct esbx_layer *l, char *const *ids, size_t n, size_t *len)
+{
+  char sha[ESBX_SHA256_HEX_LEN + 1];
+  char *text;
+  json_t *j;
+
+  free (l->parent);
+  l->parent = n ? xstrdup (ids[n - 1]) : NULL;
+  l->index = (int64_t)n;
+  free (l->id);
+  l->id = xstrdup ("");
+  j = esbx_layer_to_json (l);
+  text = json_serialize (j, false, len);
+  json_free (j);
+  esbx_sha256_buf (text, *len, sha);
+  free (text);
+  free (l->id);
+  l->id = xstrndup (sha, 16);
+  j = esbx_layer_to_json (l);
+  text = json_serialize (j, true, len);
+  json_free (j);
+  return text;
+}
+
+/* One attempt with the project lock held: 0 committed, 1 conflicts,
+   2 lost the race, -1.  */
+static int
+attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry *reg,
+         const struct esbx_session *s, struct esbx_staged *st, struct esbx_layer *l,
+         const struct esbx_remote_desc *mine, struct esbx_publish_result *r, esbx_error_t *err)
+{
+  struct esbx_remote_head h = { 0 };
+  struct esbx_upstream up = { 0 };
+  struct esbx_remote_desc *d = NULL;
+  _cleanup_json_ json_t *manifest = NULL;
+  _cleanup_free_ char *record = NULL, *mdigest = NULL;
+  _cleanup_free_ char *key = NULL, *value = NULL, *id = NULL;
+  _cleanup_strv_ char **ids = NULL;
+  char **next = NULL;
+  size_t n = 0, nd = 0, len;
+  bool won = false;
+  int ret = -1;
+
+  if (esbx_remote_head_read (rm, s->project, &h, err) < 0)
+    goto out;
+  if (!h.exists)
+    {
+      esbx_make_error (err, 0, "etcd `%s` has no head for it", rm->etcd);
+      goto out;
+    }
+  if (esbx_remote_sync_locked (store, reg, s->project, &h, NULL, err) < 0
+      || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
+    goto out;
+  if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
+    goto out;
+  esbx_conflicts_find (&l->changes, &up, r);
+  if (r->n_conflicts > 0)
+    {
+      ret = 1;
+      goto out;
+    }
+  record = name_layer (l, ids, n, &len);
+  id = xstrdup (l->id);
+  if (esbx_registry_get_manifest (reg, h.manifest, &manifest, err) < 0
+      || esbx_remote_descs_parse (manifest, &d, &nd, err) < 0)
+    goto out;
+  d = xrealloc (d, (nd + 1) * sizeof *d);
+  d[nd].id = xstrdup (id);
+  d[nd].digest = xstrdup (mine->digest);
+  d[nd].size = mine->size;
+  d[nd].record = NULL;
+  nd++;
+  if (esbx_remote_push_record (reg, record, len, &d[nd - 1].record, err) < 0
+      || esbx_remote_push_manifest (reg, d, nd, id, &mdigest, err) < 0)
+    goto out;
+  esbx_failpoint ("remote-pushed");
+  next = xmalloc ((n + 2) * sizeof *next);
+  memcpy (next, ids, n * sizeof *next);
+  next[n] = id;
+  next[n + 1] = NULL;
+  key = esbx_remote_head_key (s->project);
+  value = esbx_remote_head_value (next, n + 1, mdigest);
+  free (next);
+  if (esbx_etcd_put_if (rm->etcd, key, value, h.mod_revision, &won, err) < 0)
+    goto out;
+  if (!won)
+    {
+      ret = 2;
+      goto out;
+    }
+  esbx_failpoint ("remote-head-moved");
+  /* esbx_layer_commit names the layer again, from the same fields.  */
+  free (l->parent);
+  l->parent = NULL;
+  if (esbx_layer_commit (store, s->project, st, l, ids, n, err) < 0)
+    goto out;
+  if (strcmp (l->id, id) != 0)
+    {
+      esbx_make_error (err, 0, "layer named `%s` here and `%s` in the remote head", l->id, id);
+      goto out;
+    }
+  {
+    /* The tag is for people and image tools; etcd is the head.  */
+    esbx_error_t ignored = NULL;
+    _cleanup_free_ char *again = NULL;
+    if (esbx_remote_push_manifest (reg, d, nd, "head", &again, &ignored) < 0)
+      {
+        esbx_warn ("publish `%s`: tag head: %s", s->name, ignored->msg);
+        esbx_error_free (&ignored);
+      }
+  }
+  ret = 0;
+
+out:
+  esbx_remote_descs_free (d, nd);
+  esbx_upstream_free (&up);
+  esbx_remote_head_free (&h);
+  return ret;
+}
+
+int
+esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
+                    struct esbx_staged *st, struct esbx_layer *l, struct esbx_publish_result *r,
+                    esbx_error_t *err)
+{
+  struct esbx_remote rm = { 0 };
+  struct esbx_registry reg = { 0 };
+  struct esbx_remote_desc mine = { 0 };
+  _cleanup_free_ char *tmp = NULL, *diffrel = NULL;
+  _cleanup_close_ int tmpfd = -1;
+  _cleanup_close_ int diffd = -1;
+  esbx_error_t ignored = NULL;
+  int i, k = -1;
+
+  l->session = xstrdup (s->name);
+  l->message = xstrdup (message ? message : "");
+  l->labels = esbx_labels_copy (s->labels);
+  if (esbx_remote_load (store, &rm, err) < 0
+      || esbx_registry_open (rm.registry, s->project, &reg, err) < 0)
+    goto out;
+  /* The layer's content does not depend on its parent: its tar is made
+     and pushed once, outside the lock.  */
+  tmpfd = esbx_store_tmpdir (store, "publish", &tmp, err);
+  diffrel = xasprintf ("%s/diff", st->rel);
+  if (tmpfd < 0 || (diffd = esbx_open_dir_at (store->rootfd, diffrel, err)) < 0
+      || esbx_remote_push_diff (&reg, diffd, tmp, &mine, err) < 0)
+    goto out;
+  for (i = 0; i < MAX_ATTEMPTS; i++)
+    {
+      _cleanup_close_ int plock = esbx_project_lock (store, s->project, err);
+
+      if (plock < 0)
+        goto out;
+      /* Every attempt is named with the time it is made.  */
+      free (l->created);
+      l->created = esbx_rfc3339_now ();
+      k = attempt (store, &rm, &reg, s, st, l, &mine, r, err);
+      if (k != 2)
+        goto out;
+    }
+  k = -1;
+  esbx_make_error (err, EAGAIN, "the head moved %d times while publishing", MAX_ATTEMPTS);
+
+out:
+  if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+    esbx_error_free (&ignored);
+  free (mine.digest);
+  esbx_registry_close (&reg);
+  esbx_remote_free (&rm);
+  return k;
+}

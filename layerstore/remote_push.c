@@ -1,0 +1,226 @@
+/* liblayerstore: pushing layers, configs and manifests, and `project push`,
+ * which shares a local project (docs/SCALE-OUT.md, "push P").  */
+#include "remote.h"
+#include "fs.h"
+#include "hash.h"
+#include "text.h"
+#include "utils.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+static const char *
+oci_arch (void)
+{
+  struct utsname u;
+
+  if (uname (&u) == 0 && strcmp (u.machine, "aarch64") == 0)
+    return "arm64";
+  return "amd64";
+}
+
+static json_t *
+descriptor (const char *media_type, const char *digest, int64_t size)
+{
+  json_t *j = json_new (JSON_OBJECT);
+
+  json_set_string (j, "mediaType", media_type);
+  json_set_string (j, "digest", digest);
+  json_set_int (j, "size", size);
+  return j;
+}
+
+int
+esbx_remote_push_record (struct esbx_registry *reg, const char *text, size_t len, char **digest,
+                         esbx_error_t *err)
+{
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+
+  esbx_sha256_buf (text, len, hex);
+  *digest = xasprintf ("sha256:%s", hex);
+  return esbx_registry_push_blob (reg, *digest, text, len, err);
+}
+
+int
+esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
+                           const char *tag, char **digest, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *config = json_new (JSON_OBJECT);
+  _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
+  _cleanup_free_ char *ctext = NULL, *mtext = NULL, *cdigest = NULL;
+  json_t *rootfs = json_new (JSON_OBJECT), *diff_ids = json_new (JSON_ARRAY);
+  json_t *history = json_new (JSON_ARRAY), *layers = json_new (JSON_ARRAY);
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+  size_t i, clen, mlen;
+
+  for (i = 0; i < n; i++)
+    {
+      json_t *h = json_new (JSON_OBJECT), *l, *annot = json_new (JSON_OBJECT);
+      _cleanup_free_ char *by = xasprintf ("esbx layer %s", d[i].id);
+
+      /* Uncompressed layers: the diff id is the blob's digest.  */
+      json_append (diff_ids, json_new_string (d[i].digest));
+      json_set_string (h, "created_by", by);
+      json_append (history, h);
+      l = descriptor (ESBX_OCI_LAYER, d[i].digest, d[i].size);
+      json_set_string (annot, ESBX_ANNOT_LAYER, d[i].id);
+      json_set_string (annot, ESBX_ANNOT_RECORD, d[i].record);
+      json_set (l, "annotations", annot);
+      json_append (layers, l);
+    }
+  json_set_string (config, "architecture", oci_arch ());
+  json_set_string (config, "os", "linux");
+  json_set (config, "config", json_new (JSON_OBJECT));
+  json_set_string (rootfs, "type", "layers");
+  json_set (rootfs, "diff_ids", diff_ids);
+  json_set (config, "rootfs", rootfs);
+  json_set (config, "history", history);
+  ctext = json_serialize (config, false, &clen);
+  esbx_sha256_buf (ctext, clen, hex);
+  cdigest = xasprintf ("sha256:%s", hex);
+  if (esbx_registry_push_blob (reg, cdigest, ctext, clen, err) < 0)
+    {
+      json_free (layers);
+      return -1;
+    }
+  json_set_int (manifest, "schemaVersion", 2);
+  json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
+  json_set (manifest, "config", descriptor (ESBX_OCI_CONFIG, cdigest, (int64_t)clen));
+  json_set (manifest, "layers", layers);
+  mtext = json_serialize (manifest, false, &mlen);
+  esbx_sha256_buf (mtext, mlen, hex);
+  if (esbx_registry_put_manifest (reg, tag, mtext, mlen, err) < 0)
+    return -1;
+  *digest = xasprintf ("sha256:%s", hex);
+  return 0;
+}
+
+int
+esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
+                       struct esbx_remote_desc *d, esbx_error_t *err)
+{
+  _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", tmp);
+  _cleanup_close_ int fd = -1;
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+  off_t size;
+
+  fd = TEMP_FAILURE_RETRY (open (tar, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd < 0)
+    return esbx_make_error (err, errno, "create `%s`", tar);
+  if (esbx_export_diff_oci (diffd, fd, err) < 0)
+    return esbx_error_wrap (err, "layer tar");
+  if (lseek (fd, 0, SEEK_SET) < 0 || esbx_sha256_fd (fd, hex, &size, err) < 0)
+    return esbx_error_wrap (err, "layer tar");
+  free (d->digest);
+  d->digest = xasprintf ("sha256:%s", hex);
+  d->size = (int64_t)size;
+  return esbx_registry_push_blob_fd (reg, d->digest, fd, err);
+}
+
+/* Push layer ID of PROJECT (blob and record) into D.  */
+static int
+push_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project, const char *id,
+            const char *tmp, struct esbx_remote_desc *d, esbx_error_t *err)
+{
+  _cleanup_free_ char *diff = xasprintf ("projects/%s/layers/%s/diff", project, id);
+  _cleanup_free_ char *rec = xasprintf ("projects/%s/layers/%s/record.json", project, id);
+  _cleanup_free_ char *text = NULL;
+  _cleanup_close_ int diffd = -1;
+  size_t len;
+
+  d->id = xstrdup (id);
+  diffd = esbx_open_dir_at (store->rootfd, diff, err);
+  if (diffd < 0 || esbx_remote_push_diff (reg, diffd, tmp, d, err) < 0)
+    return -1;
+  if (esbx_read_file_at (store->rootfd, rec, JSON_MAX_DOCUMENT, &text, &len, err) < 0)
+    return -1;
+  return esbx_remote_push_record (reg, text, len, &d->record, err);
+}
+
+int
+esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
+{
+  struct esbx_remote rm = { 0 };
+  struct esbx_registry reg = { 0 };
+  struct esbx_remote_head h = { 0 };
+  struct esbx_remote_desc *d = NULL;
+  _cleanup_strv_ char **ids = NULL;
+  _cleanup_free_ char *tmp = NULL, *key = NULL, *value = NULL, *digest = NULL;
+  _cleanup_close_ int lock = -1;
+  _cleanup_close_ int tmpfd = -1;
+  esbx_error_t ignored = NULL;
+  size_t n = 0, i, pushed = 0;
+  bool won = false, same;
+  int ret = -1;
+
+  if (esbx_check_name ("project", project, err) < 0)
+    return -1;
+  if (!esbx_project_exists (store, project))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project push `%s`: no such project",
+                                 project);
+  if (esbx_remote_load (store, &rm, err) < 0
+      || esbx_registry_open (rm.registry, project, &reg, err) < 0)
+    goto out;
+  lock = esbx_project_lock (store, project, err);
+  if (lock < 0 || esbx_project_stack (store, project, &ids, &n, err) < 0)
+    goto out;
+  if (esbx_remote_head_read (&rm, project, &h, err) < 0)
+    goto out;
+  if (h.exists)
+    {
+      same = h.n == n;
+      for (i = 0; same && i < n; i++)
+        same = strcmp (h.ids[i], ids[i]) == 0;
+      if (!same)
+        {
+          esbx_make_error_kind (err, ESBX_ERR_EXISTS, 0,
+                                "etcd `%s` has another head for it (%zu layers): pull it on a "
+                                "store without this project",
+                                rm.etcd, h.n);
+          goto out;
+        }
+      ret = esbx_remote_mark_shared (store, project, err);
+      goto out;
+    }
+  tmpfd = esbx_store_tmpdir (store, "push", &tmp, err);
+  if (tmpfd < 0)
+    goto out;
+  d = xmalloc0 (n * sizeof *d);
+  for (i = 0; i < n; i++)
+    {
+      free (digest);
+      digest = NULL;
+      pushed = i + 1;
+      if (push_layer (store, &reg, project, ids[i], tmp, &d[i], err) < 0
+          || esbx_remote_push_manifest (&reg, d, i + 1, ids[i], &digest, err) < 0)
+        goto out;
+    }
+  key = esbx_remote_head_key (project);
+  value = esbx_remote_head_value (ids, n, digest);
+  if (esbx_etcd_put_if (rm.etcd, key, value, 0, &won, err) < 0)
+    goto out;
+  if (!won)
+    {
+      esbx_make_error_kind (err, ESBX_ERR_CONFLICT, 0,
+                            "another store pushed a project of that name meanwhile");
+      goto out;
+    }
+  {
+    _cleanup_free_ char *again = NULL;
+    if (esbx_remote_push_manifest (&reg, d, n, "head", &again, &ignored) < 0)
+      esbx_error_free (&ignored);
+  }
+  ret = esbx_remote_mark_shared (store, project, err);
+
+out:
+  if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+    esbx_error_free (&ignored);
+  esbx_remote_descs_free (d, pushed);
+  esbx_remote_head_free (&h);
+  esbx_registry_close (&reg);
+  esbx_remote_free (&rm);
+  if (ret < 0)
+    esbx_error_wrap (err, "project push `%s`", project);
+  return ret;
+}

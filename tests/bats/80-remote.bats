@@ -1,0 +1,249 @@
+#!/usr/bin/env bats
+# Several hosts, one history (docs/SCALE-OUT.md): layers in a real OCI
+# registry (docker-registry), the head in a real etcd, both on 127.0.0.1
+# for this file; each "host" is a store root of its own.
+
+load remote_helpers
+
+setup_file() {
+  command -v docker-registry >/dev/null || skip "docker-registry is not installed"
+  command -v etcd >/dev/null || skip "etcd is not installed"
+  setup_remote_services
+}
+
+teardown_file() {
+  teardown_remote_services
+}
+
+setup() {
+  # Every test starts with both services up, whatever the last one did.
+  [ -f "$REMOTE_DIR/registry.pid" ] || start_registry
+  [ -f "$REMOTE_DIR/etcd.pid" ] || start_etcd
+  etcd_clear
+  new_host A
+  new_host B
+  make_tree "$BATS_TEST_TMPDIR/src"
+  on A "$ESBX" project create p --from "$BATS_TEST_TMPDIR/src" >/dev/null
+}
+
+teardown() {
+  teardown_hosts
+}
+
+# The tree of project P's head on host H, extracted into DIR.
+head_tree() {
+  rm -rf "$3"
+  mkdir -p "$3"
+  on "$1" "$ESBX" export "$2" -o "$BATS_TEST_TMPDIR/export.tar"
+  tar -xf "$BATS_TEST_TMPDIR/export.tar" -C "$3"
+}
+
+@test "remote set stores the registry and etcd; bad URLs are usage errors" {
+  run on A "$ESBX" remote show
+  assert_success
+  assert_line "registry $(REGISTRY_URL)"
+  assert_line "etcd $(ETCD_URL)"
+  run on A "$ESBX" remote set --registry ftp://x --etcd "$(ETCD_URL)"
+  assert_failure 2
+  assert_output --partial "--registry"
+  run on A "$ESBX" remote show
+  assert_line "registry $(REGISTRY_URL)"
+}
+
+@test "project push: every layer in the registry, the head in etcd; pull on another host" {
+  on A make_session p s1
+  echo new >"$m/new.txt"
+  rm "$m/docs/guide.txt"
+  on A esbx_ok publish s1
+  on A esbx_ok project push p
+  run etcd_head p
+  assert_output --partial "\"layers\":[\"$(on A head -n1 "$HOST_A/projects/p/stack")\""
+  run skopeo inspect --tls-verify=false "docker://127.0.0.1:$REGISTRY_PORT/t$BATS_TEST_NUMBER/p:head"
+  assert_success
+  [ "$(echo "$output" | jq '.Layers | length')" -eq 2 ]
+  echo "$output" | jq -r '.RepoTags[]' | grep -qx "$(tail -n1 "$HOST_A/projects/p/stack")"
+  # Pushing again is harmless.
+  on A esbx_ok project push p
+
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 2 layers fetched"
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+  on B esbx_ok fsck p
+  head_tree A p "$BATS_TEST_TMPDIR/a"
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  diff -r "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+  [ ! -e "$BATS_TEST_TMPDIR/b/docs/guide.txt" ]
+  on B make_session p s2
+  [ "$(cat "$m/new.txt")" = new ]
+  [ ! -e "$m/docs/guide.txt" ]
+}
+
+@test "publishes of disjoint changes from two hosts all land; every host ends on the same head" {
+  local h i
+  on A esbx_ok project push p
+  on B esbx_ok project pull p
+  for h in A B; do
+    for i in 1 2 3 4; do
+      on "$h" "$ESBX" session create p --name "$h$i" >/dev/null
+      echo "$h$i" >"$(on "$h" "$ESBX" session path "$h$i")/file-$h$i"
+    done
+  done
+  for h in A B; do
+    for i in 1 2 3 4; do
+      on "$h" "$ESBX" publish "$h$i" >"$BATS_TEST_TMPDIR/out-$h$i" 2>&1 &
+    done
+  done
+  local failed=0
+  for job in $(jobs -p); do wait "$job" || failed=$((failed + 1)); done
+  cat "$BATS_TEST_TMPDIR"/out-* >&2
+  [ "$failed" -eq 0 ]
+  local head
+  head=$(etcd_head p)
+  [ "$(echo "$head" | jq '.layers | length')" -eq 9 ]
+  on A esbx_ok project pull p
+  on B esbx_ok project pull p
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+  [ "$(echo "$head" | jq -r '.layers[]')" = "$(cat "$HOST_A/projects/p/stack")" ]
+  head_tree A p "$BATS_TEST_TMPDIR/a"
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  diff -r "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+  for h in A B; do
+    for i in 1 2 3 4; do
+      [ "$(cat "$BATS_TEST_TMPDIR/a/file-$h$i")" = "$h$i" ]
+    done
+  done
+  on A esbx_ok fsck p
+  on B esbx_ok fsck p
+}
+
+@test "overlapping publishes from two hosts: one exits 3 with the path, rebase, then it lands" {
+  on A esbx_ok project push p
+  on B esbx_ok project pull p
+  on A make_session p a
+  echo from-a >"$m/README"
+  on B make_session p b
+  echo from-b >"$m/README"
+  on A esbx_ok publish a
+  run on B "$ESBX" publish b
+  assert_failure 3
+  assert_output --partial "/README"
+  # The session keeps its work; its host now has A's layer.
+  [ "$(cat "$m/README")" = from-b ]
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+  echo resolved >"$m/README"
+  run on B "$ESBX" rebase b
+  echo resolved >"$(on B "$ESBX" session path b)/README"
+  on B esbx_ok publish b
+  on A make_session p a2
+  [ "$(cat "$m/README")" = resolved ]
+}
+
+@test "session create on a host behind the etcd head fetches the missing layers first" {
+  on A esbx_ok project push p
+  on B esbx_ok project pull p
+  on A make_session p a
+  echo one >"$m/one.txt"
+  on A esbx_ok publish a
+  [ "$(wc -l <"$HOST_B/projects/p/stack")" -eq 1 ]
+  on B make_session p b
+  [ "$(cat "$m/one.txt")" = one ]
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+}
+
+@test "registry down: publish exits 1 naming the URL, nothing changes, the next publish lands" {
+  on A esbx_ok project push p
+  on A make_session p a
+  echo work >"$m/work.txt"
+  cp "$HOST_A/projects/p/stack" "$BATS_TEST_TMPDIR/stack.before"
+  local before
+  before=$(etcd_head p)
+  stop_registry
+  run on A "$ESBX" publish a
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "http://127.0.0.1:$REGISTRY_PORT"
+  diff "$BATS_TEST_TMPDIR/stack.before" "$HOST_A/projects/p/stack"
+  [ "$(etcd_head p)" = "$before" ]
+  run on A "$ESBX" diff a
+  assert_output "A /work.txt"
+  start_registry
+  on A esbx_ok publish a
+  [ "$(wc -l <"$HOST_A/projects/p/stack")" -eq 2 ]
+  on A esbx_ok fsck p
+}
+
+@test "etcd down before the transaction: publish exits 1 naming the URL, the next one lands" {
+  on A esbx_ok project push p
+  on A make_session p a
+  echo work >"$m/work.txt"
+  stop_etcd
+  run on A "$ESBX" publish a
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "etcd \`http://127.0.0.1:$ETCD_PORT\`"
+  [ "$(wc -l <"$HOST_A/projects/p/stack")" -eq 1 ]
+  run on B "$ESBX" project pull p
+  assert_failure 1
+  [ ! -e "$HOST_B/projects/p" ]
+  start_etcd
+  on A esbx_ok publish a
+  on B esbx_ok project pull p
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+}
+
+@test "a publisher killed between push and transaction, or after it, leaves one head everywhere" {
+  if ! strings "$ESBX" | grep -qx 'ESBX_FAILPOINT'; then
+    skip "esbx built without ESBX_FAILPOINTS"
+  fi
+  on A esbx_ok project push p
+  on A make_session p a
+  echo work >"$m/work.txt"
+  run on A env ESBX_FAILPOINT=remote-pushed "$ESBX" publish a
+  [ "$status" -eq 137 ]
+  [ "$(etcd_head p | jq '.layers | length')" -eq 1 ]
+  [ "$(wc -l <"$HOST_A/projects/p/stack")" -eq 1 ]
+  run on A env ESBX_FAILPOINT=remote-head-moved "$ESBX" publish a
+  [ "$status" -eq 137 ]
+  [ "$(etcd_head p | jq '.layers | length')" -eq 2 ]
+  # The head names a layer this host never installed: the next sync
+  # fetches it, and the session's work is in the head.
+  on B esbx_ok project pull p
+  on A esbx_ok project pull p
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+  on A esbx_ok fsck p
+  on A esbx_ok gc
+  on B make_session p b
+  [ "$(cat "$m/work.txt")" = work ]
+}
+
+@test "a corrupted layer blob is refused with a digest mismatch; nothing is installed" {
+  on A esbx_ok project push p
+  local digest data
+  digest=$(etcd_head p >/dev/null; skopeo inspect --tls-verify=false \
+    "docker://127.0.0.1:$REGISTRY_PORT/t$BATS_TEST_NUMBER/p:head" | jq -r '.Layers[0]')
+  data="$REMOTE_DIR/registry/docker/registry/v2/blobs/sha256/${digest:7:2}/${digest#sha256:}/data"
+  cp "$data" "$BATS_TEST_TMPDIR/good"
+  printf 'X' | dd of="$data" bs=1 seek=600 conv=notrunc status=none
+  run on B "$ESBX" project pull p
+  assert_failure 1
+  assert_output --partial "digest mismatch"
+  [ ! -e "$HOST_B/projects/p" ]
+  cp "$BATS_TEST_TMPDIR/good" "$data"
+  on B esbx_ok project pull p
+}
+
+@test "unreachable registry or etcd: push exits 1 with the URL and cause, nothing is marked" {
+  local port
+  port=$(free_port)
+  run on A env ESBX_REGISTRY="http://127.0.0.1:$port/x" "$ESBX" project push p
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "http://127.0.0.1:$port"
+  assert_output --partial "connect"
+  [ ! -e "$HOST_A/projects/p/remote" ]
+  run on A env ESBX_ETCD="http://127.0.0.1:$port" "$ESBX" project push p
+  assert_failure 1
+  assert_output --partial "etcd \`http://127.0.0.1:$port\`"
+  [ ! -e "$HOST_A/projects/p/remote" ]
+}
