@@ -170,7 +170,9 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   for (i = 0; srcfd >= 0 && i < cs->n; i++)
     if (write_entry (srcfd, diff, &cs->v[i], &now, err) < 0)
       goto fail;
-  if (esbx_syncfs (diff, rel, err) < 0)
+  /* An import fills the diff afterwards and flushes it then
+     (esbx_layer_sync).  */
+  if (srcfd >= 0 && esbx_syncfs (diff, rel, err) < 0)
     goto fail;
   out->lockfd = take_fd (&fd);
   return 0;
