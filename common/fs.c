@@ -216,6 +216,14 @@ esbx_fsync_at (int dirfd, const char *path, esbx_error_t *err)
   return 0;
 }
 
+int
+esbx_syncfs (int fd, const char *shown, esbx_error_t *err)
+{
+  if (syncfs (fd) < 0)
+    return esbx_make_error (err, errno, "flush `%s` to disk (syncfs)", shown);
+  return 0;
+}
+
 static int
 write_file_via_rename (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                        bool durable, esbx_error_t *err)

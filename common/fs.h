@@ -54,6 +54,12 @@ void esbx_close_fds_except (int keep1, int keep2);
 /* Close every descriptor from FIRST up.  */
 void esbx_close_fds_from (int first);
 int esbx_fsync_at (int dirfd, const char *path, esbx_error_t *err);
+/* Make everything written so far on the filesystem of FD durable, with one
+   syncfs: the data, inodes and directory entries of a whole tree written
+   without fsyncs, in one journal commit instead of one synchronous commit
+   per file (docs/PERFORMANCE.md).  Reports writeback errors since the last
+   syncfs of that filesystem (Linux 5.8).  SHOWN names the tree in errors.  */
+int esbx_syncfs (int fd, const char *shown, esbx_error_t *err);
 int esbx_mkdir_p (const char *path, mode_t mode, esbx_error_t *err);
 /* Remove NAME in DIRFD recursively, never following a symlink.  Missing is
    not an error.  Trees of any depth: no recursion, at most three fds.  */

@@ -189,8 +189,8 @@ struct esbx_staged
 int esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd,
                       struct esbx_changeset *cs, struct esbx_staged *out, esbx_error_t *err);
 void esbx_layer_unstage (esbx_store_t *store, struct esbx_staged *st);
-/* fsync every regular file and directory of a diff filled by other means
-   than esbx_layer_stage (imports, squash), children first.  */
+/* Make a diff filled by other means than esbx_layer_stage (imports,
+   squash) durable: one syncfs of the store's filesystem.  */
 int esbx_layer_sync (int diffd, esbx_error_t *err);
 /* With the project lock held and IDS the current stack: name the layer,
    write its record, install it and move the head.  L->changes must be the

@@ -1,12 +1,14 @@
 /* Writing a new layer: its diff from a change set, its record, and the
    crash-safe append to the stack.
  *
- * Durability order: every file and directory of the diff is fsynced, then
- * record.json (temp, fsync, rename), then the layer directory is renamed
- * into layers/ and layers/ is fsynced, then the stack file is replaced
- * (temp, fsync, rename) and the project directory fsynced.  A crash before
- * the last rename leaves the old head and a layer that no stack names, which
- * gc removes.  */
+ * Durability order: the diff is written whole without fsyncs and flushed by
+ * one syncfs of the store's filesystem (every file and directory of it at
+ * once; one fsync per file cost a synchronous journal commit each,
+ * docs/PERFORMANCE.md), then record.json (temp, fsync, rename), then the
+ * layer directory is renamed into layers/ and layers/ is fsynced, then the
+ * stack file is replaced (temp, fsync, rename) and the project directory
+ * fsynced.  A crash before the last rename leaves the old head and a layer
+ * that no stack names, which gc removes.  */
 #include "internal.h"
 #include "failpoint.h"
 #include "fs.h"
@@ -176,7 +178,7 @@ write_entry (struct stage *sg, size_t i, esbx_error_t *err)
       if (esbx_copy_hash_fd (in, out, c->sha256, &size, err) < 0)
         return esbx_error_wrap (err, "copy `%s`", c->path);
       c->size = size;
-      if (fchmod (out, c->mode) < 0 || fsync (out) < 0)
+      if (fchmod (out, c->mode) < 0)
         return esbx_make_error (err, errno, "write `%s`", c->path);
       break;
     case ESBX_TYPE_NONE:
@@ -187,44 +189,6 @@ write_entry (struct stage *sg, size_t i, esbx_error_t *err)
     struct timespec ts[2] = { *now, *now };
     utimensat (dstfd, rel, ts, AT_SYMLINK_NOFOLLOW);
   }
-  return 0;
-}
-
-/* fsync every directory of the tree, children first, and with FILES every
-   regular file too.  Deep trees: see esbx_dir_release.  */
-static int
-sync_tree (int *dfd, size_t depth, bool files, esbx_error_t *err)
-{
-  _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", err);
-  size_t i;
-
-  if (names == NULL)
-    return -1;
-  for (i = 0; names[i]; i++)
-    {
-      struct stat st;
-      if (fstatat (*dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
-        continue;
-      if (S_ISDIR (st.st_mode))
-        {
-          _cleanup_close_ int sub = esbx_open_dir_at (*dfd, names[i], err);
-          struct esbx_held_dir held;
-
-          if (sub < 0 || esbx_dir_release (dfd, depth, &held, err) < 0
-              || sync_tree (&sub, depth + 1, files, err) < 0
-              || esbx_dir_retake (dfd, sub, &held, err) < 0)
-            return -1;
-        }
-      else if (files && S_ISREG (st.st_mode))
-        {
-          _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
-              openat (*dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-          if (fd < 0 || fsync (fd) < 0)
-            return esbx_make_error (err, errno, "fsync `%s`", names[i]);
-        }
-    }
-  if (fsync (*dfd) < 0)
-    return esbx_make_error (err, errno, "fsync directory");
   return 0;
 }
 
@@ -262,7 +226,9 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
   for (i = 0; srcfd >= 0 && i < cs->n; i++)
     if (write_entry (&sg, i, err) < 0)
       goto fail;
-  if (sync_tree (&diff, 0, false, err) < 0)
+  /* An import fills the diff afterwards and flushes it then
+     (esbx_layer_sync).  */
+  if (srcfd >= 0 && esbx_syncfs (diff, rel, err) < 0)
     goto fail;
   esbx_inode_set_free (&sg.linked);
   out->lockfd = take_fd (&fd);
@@ -277,9 +243,7 @@ fail:
 int
 esbx_layer_sync (int diffd, esbx_error_t *err)
 {
-  int fd = diffd; /* depth 0: never given back */
-
-  return sync_tree (&fd, 0, true, err);
+  return esbx_syncfs (diffd, "staged layer", err);
 }
 
 void

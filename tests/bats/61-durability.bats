@@ -1,10 +1,12 @@
 #!/usr/bin/env bats
 # Durability order (README, "Durability"), checked on the system calls that
 # esbx makes, traced with strace: every file and directory of a new layer is
-# fsynced before the rename that moves the head, record.json and the stack
-# file are fsynced before their renames, layers/ is fsynced after the layer's
-# rename, and the project directory is fsynced after the head's rename and
-# before the command reports success.
+# durable before the rename that installs it (fsynced, or flushed by a syncfs
+# of the store's filesystem after the last write into the layer), record.json
+# and the stack file are fsynced before their renames, layers/ is fsynced
+# after the layer's rename, and the project directory is fsynced after the
+# head's rename and before the command reports success.  Writing a layer
+# costs a bounded number of flushes, not one per file.
 
 load helpers
 
@@ -16,7 +18,7 @@ setup_file() {
 # Trace `esbx ARGS` into $BATS_TEST_TMPDIR/trace (paths of fds shown, -y).
 traced() {
   run strace -f -y -qq -s 256 -o "$BATS_TEST_TMPDIR/trace" \
-    -e trace=fsync,fdatasync,rename,renameat,renameat2,openat,mkdirat,mknodat,symlinkat,write,exit_group \
+    -e trace=fsync,fdatasync,syncfs,sync,rename,renameat,renameat2,openat,mkdirat,mknodat,symlinkat,linkat,write,pwrite64,copy_file_range,fchmod,fchmodat,fchown,fchownat,utimensat,exit_group \
     "$ESBX" "$@"
   [ "$status" -eq 0 ] || { echo "esbx $* exited $status: $output" >&2; return 1; }
 }
@@ -66,6 +68,29 @@ def synced_before(path, limit, what):
     if i is None or i > limit:
         problems.append("%s `%s` not fsynced before line %d" % (what, path, limit + 1))
 
+# A syncfs of the store's filesystem after the last write into the staged
+# diff (creation, data, mode, owner, times; by the importing child too) and
+# before the install flushes every entry of the layer at once.
+layer_ops = ("openat", "mkdirat", "mknodat", "symlinkat", "linkat", "write", "pwrite64",
+             "copy_file_range", "fchmod", "fchmodat", "fchown", "fchownat", "utimensat")
+staged_diff = staged + "/diff"
+writes = [i for i in range(install) if ev(i)[0] in layer_ops or
+          re.match(r"^\d+\s+(%s)\(" % "|".join(layer_ops), lines[i])]
+writes = [i for i in writes if staged_diff in lines[i] or
+          "projects/%s/tmp/%s/diff" % (project, os.path.basename(staged)) in lines[i]]
+# Reading the layer back (the scan of an import) writes nothing.
+writes = [i for i in writes if not re.match(r"^\d+\s+openat\(", lines[i]) or
+          re.search(r"O_(CREAT|WRONLY|RDWR|TRUNC)", lines[i])]
+last_write = writes[-1] if writes else -1
+store = os.path.realpath(root)
+flushed = [i for i in range(last_write + 1, install)
+           if ev(i)[0] == "syncfs" and os.path.realpath(ev(i)[2]).startswith(store + "/")]
+
+def entry_durable(path, limit):
+    if flushed:
+        return
+    synced_before(path, limit, "layer entry")
+
 # Every regular file and directory of the layer, under its staged name.
 for d, dirs, files in os.walk(final):
     for n in [d] + [os.path.join(d, f) for f in files]:
@@ -78,7 +103,7 @@ for d, dirs, files in os.walk(final):
             continue  # written atomically under another name, checked below
         if n == final:
             continue  # its content reaches disk with layers/ and the record's dir fsync
-        synced_before(staged_name, install, "layer entry")
+        entry_durable(staged_name, install)
 
 # record.json: its temp file fsynced, renamed, the layer dir fsynced, all
 # before the install.
@@ -138,6 +163,44 @@ PY
   echo deep >"$BATS_TEST_TMPDIR/src/a/b/c/d"
   traced project create p --from "$BATS_TEST_TMPDIR/src"
   layer=$(cat "$ESBX_ROOT/projects/p/stack")
+  run check_order p "$layer"
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+# fsync_count: fsync and fdatasync calls of the last trace.
+fsync_count() {
+  grep -cE '^[0-9]+ +(fsync|fdatasync)\(' "$BATS_TEST_TMPDIR/trace"
+}
+
+@test "project create --from of 300 files: a bounded number of flushes, not one per file" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  for d in 1 2 3; do
+    mkdir -p "$BATS_TEST_TMPDIR/src/d$d"
+    for i in $(seq 1 100); do echo "$d $i" >"$BATS_TEST_TMPDIR/src/d$d/f$i.c"; done
+  done
+  traced project create p --from "$BATS_TEST_TMPDIR/src"
+  n=$(fsync_count)
+  echo "fsyncs: $n"
+  [ "$n" -lt 20 ]
+  run check_order p "$(cat "$ESBX_ROOT/projects/p/stack")"
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+@test "publish of 100 changed files: a bounded number of flushes, not one per file" {
+  make_tree "$BATS_TEST_TMPDIR/src"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+  esbx_ok session create p
+  s=$output
+  m=$("$ESBX" session path "$s")
+  mkdir -p "$m/a" "$m/b"
+  for i in $(seq 1 50); do echo "$i" >"$m/a/f$i.c" && echo "$i" >"$m/b/f$i.c"; done
+  traced publish "$s"
+  layer=${output##*$'\n'}
+  n=$(fsync_count)
+  echo "fsyncs: $n"
+  [ "$n" -lt 20 ]
   run check_order p "$layer"
   echo "$output"
   [ "$status" -eq 0 ]

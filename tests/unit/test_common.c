@@ -394,6 +394,24 @@ collect (const char *key, const char *value, const char *where, void *data, esbx
 }
 
 static void
+test_syncfs (void **state)
+{
+  esbx_error_t err = NULL;
+  int fd = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  (void)state;
+  assert_true (fd >= 0);
+  assert_int_equal (esbx_syncfs (fd, "root", &err), 0);
+  assert_null (err);
+  close (fd);
+  /* A flush that cannot happen is an error naming what was flushed.  */
+  assert_int_equal (esbx_syncfs (fd, "the layer", &err), -1);
+  assert_non_null (err);
+  assert_non_null (strstr (err->msg, "`the layer`"));
+  esbx_error_free (&err);
+}
+
+static void
 test_conffile (void **state)
 {
   char path[] = "/tmp/esbx-unit-conf-XXXXXX";
@@ -449,6 +467,7 @@ main (void)
     cmocka_unit_test (test_error_wrap),
     cmocka_unit_test (test_rfc3339),
     cmocka_unit_test (test_deep_tree),
+    cmocka_unit_test (test_syncfs),
     cmocka_unit_test (test_walk_moved),
     cmocka_unit_test (test_du_hard_links),
     cmocka_unit_test (test_close_fds_except),
