@@ -145,6 +145,24 @@ load ./gateway_helpers.bash
   [ ! -e "$ESBX_ROOT/sessions/bad" ]
 }
 
+@test "gateway: session create with an egress allow-list; bad entries get 400 and make nothing" {
+  make_demo
+  t=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/sessions "$t" '{"project":"demo","name":"g1","network":"egress","allow":["a.test:8080","*.wild.test","198.19.233.0/24"]}'
+  gw_expect 200 GET /v1/sessions/g1 "$t"
+  jq -e '.network == "egress" and .egress.allow == ["a.test:8080", "*.wild.test", "198.19.233.0/24"]' <<<"$output"
+  before=$(store_state)
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","network":"egress","allow":["a.test:99999"]}'
+  assert_output --partial 'a.test:99999'
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","network":"egress","allow":["bad_name!"]}'
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","allow":["a.test"]}'
+  assert_output --partial "only a session with --network egress"
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","network":"egress","allow":"a.test"}'
+  assert_output --partial "field \`allow\`"
+  assert_equal "$(store_state)" "$before"
+  [ ! -e "$ESBX_ROOT/sessions/bad" ]
+}
+
 @test "gateway: file read, write and list stay beneath the session" {
   make_demo
   t=$(token runtime)
