@@ -191,13 +191,38 @@ project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
 /* esbx project network NAME [--network none|host|egress] [--allow ENTRY]...:
    the network of new sessions that name none; without options, print it.  */
 static int
+set_or_print_remote (struct esbx_cli *cli, const char *project, bool set, const char *network,
+                     char *const *allow, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = NULL, *j = NULL;
+  json_t *list;
+  size_t i;
+
+  if (!set)
+    {
+      if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/projects/%s/network", project) < 0)
+        return -1;
+      cli_print_json (j);
+      return 0;
+    }
+  body = json_new (JSON_OBJECT);
+  if (network)
+    json_set_string (body, "network", network);
+  list = json_new (JSON_ARRAY);
+  for (i = 0; allow && allow[i]; i++)
+    json_append (list, json_new_string (allow[i]));
+  json_set (body, "allow", list);
+  return cli_remote_json (cli, "PUT", body, &j, err, "/v1/projects/%s/network", project);
+}
+
+static int
 set_or_print_network (struct esbx_cli *cli, const char *project, bool set, const char *network,
                       char *const *allow, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = NULL;
 
   if (cli_remote_mode (cli))
-    return cli_usage (err, "project network: a setting of the store: not through the gateway");
+    return set_or_print_remote (cli, project, set, network, allow, err);
   if (cli_store (cli, err) == NULL)
     return -1;
   if (set)

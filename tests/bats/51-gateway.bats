@@ -163,6 +163,27 @@ load ./gateway_helpers.bash
   [ ! -e "$ESBX_ROOT/sessions/bad" ]
 }
 
+@test "gateway: a project's network defaults: GET with observe, PUT with manage, bad ones 400" {
+  make_demo
+  m=$(token manage)
+  o=$(token observe)
+  gw_expect 200 GET /v1/projects/demo/network "$o"
+  jq -e '. == {"network": "none"}' <<<"$output"
+  before=$(store_state)
+  gw_expect 403 PUT /v1/projects/demo/network "$o" '{"allow":["a.test"]}'
+  gw_expect 400 PUT /v1/projects/demo/network "$m" '{"network":"host","allow":["a.test"]}'
+  gw_expect 400 PUT /v1/projects/demo/network "$m" '{"allow":["a.test:0"]}'
+  gw_expect 400 PUT /v1/projects/demo/network "$m" '{}'
+  gw_expect 404 PUT /v1/projects/nope/network "$m" '{"allow":["a.test"]}'
+  assert_equal "$(store_state)" "$before"
+  [ ! -e "$ESBX_ROOT/projects/demo/network.json" ]
+  gw_expect 200 PUT /v1/projects/demo/network "$m" '{"allow":["a.test:8080"]}'
+  jq -e '. == {"network": "egress", "allow": ["a.test:8080"]}' <<<"$output"
+  gw_expect 201 POST /v1/sessions "$m" '{"project":"demo","name":"d1"}'
+  gw_expect 200 GET /v1/sessions/d1 "$o"
+  jq -e '.network == "egress" and .egress.allow == ["a.test:8080"]' <<<"$output"
+}
+
 @test "gateway: file read, write and list stay beneath the session" {
   make_demo
   t=$(token runtime)
