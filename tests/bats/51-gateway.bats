@@ -163,6 +163,17 @@ load ./gateway_helpers.bash
   [ ! -e "$ESBX_ROOT/sessions/bad" ]
 }
 
+@test "gateway: the events of an egress session include the names it was refused" {
+  make_demo
+  t=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/sessions "$t" '{"project":"demo","name":"g2","network":"egress"}'
+  gw_expect 200 POST /v1/sessions/g2/exec "$t" '{"argv":["getent","hosts","b.test"]}'
+  jq -e '.status == 2' <<<"$output"
+  gw_expect 200 GET /v1/sessions/g2/events "$t"
+  jq -e '.events | any(.type == "egress.refused_name" and .name == "b.test")' <<<"$output"
+  gw_expect 200 DELETE '/v1/sessions/g2?force=1' "$t"
+}
+
 @test "gateway: a project's network defaults: GET with observe, PUT with manage, bad ones 400" {
   make_demo
   m=$(token manage)

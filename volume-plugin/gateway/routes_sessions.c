@@ -3,6 +3,7 @@
    events, ps), as the CLI verbs print them.  */
 #include "routes_sessions.h"
 #include "auth.h"
+#include "egress.h"
 #include "events.h"
 #include "metrics.h"
 #include "ps.h"
@@ -257,6 +258,9 @@ esbx_gateway_session_events (struct esbx_gateway_ctx *ctx)
 
   if (esbx_gateway_session_must_exist (ctx) < 0)
     return;
+  /* As `esbx events`: what the kernel and the resolver refused so far
+     becomes events now.  */
+  esbx_egress_record_refused (ctx->store, ctx->arg);
   if (off)
     {
       errno = 0;
