@@ -1,4 +1,4 @@
-/* esbx project create|list|log|rm|squash|lifetime (push|pull: cmd_remote.c) */
+/* esbx project create|list|log|rm|squash|lifetime|network (push|pull: cmd_remote.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
@@ -188,6 +188,89 @@ project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
   return 0;
 }
 
+/* esbx project network NAME [--network none|host|egress] [--allow ENTRY]...:
+   the network of new sessions that name none; without options, print it.  */
+static int
+set_or_print_remote (struct esbx_cli *cli, const char *project, bool set, const char *network,
+                     char *const *allow, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = NULL, *j = NULL;
+  json_t *list;
+  size_t i;
+
+  if (!set)
+    {
+      if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/projects/%s/network", project) < 0)
+        return -1;
+      cli_print_json (j);
+      return 0;
+    }
+  body = json_new (JSON_OBJECT);
+  if (network)
+    json_set_string (body, "network", network);
+  list = json_new (JSON_ARRAY);
+  for (i = 0; allow && allow[i]; i++)
+    json_append (list, json_new_string (allow[i]));
+  json_set (body, "allow", list);
+  return cli_remote_json (cli, "PUT", body, &j, err, "/v1/projects/%s/network", project);
+}
+
+static int
+set_or_print_network (struct esbx_cli *cli, const char *project, bool set, const char *network,
+                      char *const *allow, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = NULL;
+
+  if (cli_remote_mode (cli))
+    return set_or_print_remote (cli, project, set, network, allow, err);
+  if (cli_store (cli, err) == NULL)
+    return -1;
+  if (set)
+    return esbx_project_network_set (cli->store, project, network, allow, err);
+  j = esbx_project_network_get (cli->store, project, err);
+  if (j == NULL)
+    return -1;
+  cli_print_json (j);
+  return 0;
+}
+
+static int
+project_network (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "network", required_argument, NULL, 'N' },
+                                        { "allow", required_argument, NULL, 'A' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  struct strv allow = { 0 };
+  const char *network = NULL;
+  bool set = false;
+  int c, ret;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'N':
+        network = optarg;
+        set = true;
+        break;
+      case 'A':
+        strv_push (&allow, xstrdup (optarg));
+        set = true;
+        break;
+      case 'J':
+        break;
+      default:
+        strv_free (&allow);
+        return cli_usage (err, "project network: unknown option `%s`", argv[optind - 1]);
+      }
+  if (optind + 1 != argc)
+    ret = cli_usage (err, "project network: expected NAME");
+  else
+    ret = set_or_print_network (cli, argv[optind], set, network, allow.v, err);
+  strv_free (&allow);
+  return ret;
+}
+
 int
 cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -201,6 +284,8 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_list (cli, err);
   if (strcmp (sub, "lifetime") == 0)
     return project_lifetime (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "network") == 0)
+    return project_network (cli, argc - 1, argv + 1, err);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "project %s: expected NAME", sub);
   if (strcmp (sub, "log") == 0)

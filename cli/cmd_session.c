@@ -184,6 +184,13 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
         json_append (secrets, json_new_string (o->secrets.v[i]));
       json_set (body, "secrets", secrets);
     }
+  if (o->allow.n > 0)
+    {
+      json_t *allow = json_new (JSON_ARRAY);
+      for (i = 0; i < o->allow.n; i++)
+        json_append (allow, json_new_string (o->allow.v[i]));
+      json_set (body, "allow", allow);
+    }
   return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions");
 }
 
@@ -198,8 +205,6 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
      `project create --from`.  */
   if (ret == 0 && o.session.rootfs && cli_remote_mode (cli))
     ret = cli_usage (err, "session create: --rootfs is not available over the gateway");
-  else if (ret == 0 && o.allow.n > 0 && cli_remote_mode (cli))
-    ret = cli_usage (err, "session create: --allow is not available over the gateway yet");
   else if (ret == 0)
     ret = cli_remote_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
   strv_free (&o.labels);

@@ -24,6 +24,8 @@ static const struct verb verbs[] = {
     "project log NAME\n"
     "project rm NAME\n"
     "project lifetime NAME [--ttl DURATION] [--idle-ttl DURATION] [--on-expiry discard|snapshot]\n"
+    "project network NAME [--network none|host|egress]\n"
+    "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "project squash NAME\n"
     "project push NAME\n"
     "project pull NAME" },

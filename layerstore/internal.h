@@ -212,6 +212,20 @@ int esbx_lifetime_check (const struct esbx_session_opts *o, esbx_error_t *err);
 int esbx_lifetime_record (esbx_store_t *store, const char *project,
                           const struct esbx_session_opts *o, json_t *record, esbx_error_t *err);
 
+/* Network defaults (network_defaults.c): where O names no network, the
+   project's; where the network is egress and O names no allow-list, the
+   project's egress allow-list.  O's strings then point into D, which the
+   caller clears.  */
+struct esbx_network_defaults
+{
+  json_t *record;
+  char **allow; /* borrows the strings of RECORD */
+};
+int esbx_network_defaults_apply (esbx_store_t *store, const char *project,
+                                 struct esbx_session_opts *o, struct esbx_network_defaults *d,
+                                 esbx_error_t *err);
+void esbx_network_defaults_clear (struct esbx_network_defaults *d);
+
 /* Snapshots (snapshot.c).  */
 struct strv;
 /* The base layer of snapshot NAME of PROJECT.  */

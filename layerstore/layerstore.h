@@ -378,6 +378,17 @@ int esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 int esbx_lifetime_set_defaults (esbx_store_t *store, const char *project, int64_t ttl,
                                 int64_t idle_ttl, const char *on_expiry, esbx_error_t *err);
 json_t *esbx_lifetime_defaults (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* ---- network defaults (network_defaults.c) ------------------------------ */
+
+/* PROJECT's network for new sessions that name none: NETWORK ("none",
+   "host" or "egress"; NULL: egress with ALLOW, else none) and, for egress,
+   ALLOW (NULL-terminated, checked as --allow), the allow-list of egress
+   sessions that name none.  "none" removes the defaults.  */
+int esbx_project_network_set (esbx_store_t *store, const char *project, const char *network,
+                              char *const *allow, esbx_error_t *err);
+/* {"network": N[, "allow": [...]]}; {"network": "none"} without defaults.  */
+json_t *esbx_project_network_get (esbx_store_t *store, const char *project, esbx_error_t *err);
+
 /* The session was used now (exec, Docker mount, file operation): what its
    idle time to live counts from.  Cheap, and never fails.  */
 void esbx_session_touch (esbx_store_t *store, const char *name);

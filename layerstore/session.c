@@ -407,9 +407,29 @@ esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err)
   return esbx_session_unmount_views (store, name, false, err);
 }
 
+static int session_create (esbx_store_t *store, const char *project,
+                           const struct esbx_session_opts *opts, char **name_out,
+                           esbx_error_t *err);
+
 int
 esbx_session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
                      char **name_out, esbx_error_t *err)
+{
+  struct esbx_session_opts o = *opts;
+  struct esbx_network_defaults d;
+  int ret;
+
+  if (esbx_check_name ("project", project, err) < 0
+      || esbx_network_defaults_apply (store, project, &o, &d, err) < 0)
+    return -1;
+  ret = session_create (store, project, &o, name_out, err);
+  esbx_network_defaults_clear (&d);
+  return ret;
+}
+
+static int
+session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
+                char **name_out, esbx_error_t *err)
 {
   static const char *const subdirs[] = { "upper", "work", "merged" };
   _cleanup_free_ char *name = NULL, *base = NULL, *tmp = NULL, *text = NULL, *dest = NULL;

@@ -670,7 +670,10 @@ start_resolver (int slot, const struct slot_names *n, const json_t *allow, esbx_
   strv_push (&argv, xstrdup ("--bind-interfaces"));
   strv_push (&argv, xasprintf ("--listen-address=%s", n->gw));
   strv_push (&argv, xasprintf ("--pid-file=%s", pidf));
+  /* Every query logged: the names it refuses are read from there
+     (egress_names.c).  */
   strv_push (&argv, xasprintf ("--log-facility=" EGRESS_RUN "/%d.log", slot));
+  strv_push (&argv, xstrdup ("--log-queries"));
   strv_push (&argv, xstrdup ("--address=/#/"));
   json_array_foreach (allow, i, a)
     {

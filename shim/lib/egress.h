@@ -58,7 +58,14 @@ int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *er
    an egress session.  */
 json_t *esbx_egress_json (esbx_store_t *store, const struct esbx_session *s);
 /* Append an "egress.refused" event for every destination refused more
-   often than the last call recorded.  */
+   often than the last call recorded, and an "egress.refused_name" event
+   for every name the resolver refused since then.  */
 void esbx_egress_record_refused (esbx_store_t *store, const char *session);
+/* The names the resolver of SLOT refused from *OFFSET of its log
+   (ESBX_EGRESS_RUN/SLOT.log, beneath DFD) on: an object NAME -> queries
+   of at most MAX names, and in *OTHER_QUERIES the queries for names
+   beyond those.  *OFFSET is advanced past what was read (egress_names.c).  */
+json_t *esbx_egress_refused_names (int dfd, int slot, int64_t *offset, size_t max,
+                                   int64_t *other_queries);
 
 #endif

@@ -4,7 +4,11 @@
  * protocol for the rest (ICMP...); nothing but the kernel runs to count
  * them.  They are read when asked (inspect, events) and when the network
  * is removed, and each increase since the last reading becomes an
- * "egress.refused" event, so the event log keeps what the table loses.  */
+ * "egress.refused" event, so the event log keeps what the table loses.
+ * Names the resolver refused come from its log (egress_names.c) at the
+ * same moments, each an "egress.refused_name" event.  What was recorded
+ * is kept in /run/esbx/egress/N.seen: "ADDR PROTO PORT" -> packets, "name
+ * NAME" -> queries (NAMES_MAX names at most) and "log offset".  */
 #include "egress.h"
 #include "events.h"
 #include "fs.h"
@@ -16,7 +20,10 @@
 #include <inttypes.h>
 #include <string.h>
 
-#define SEEN_MAX (1u << 20)
+#define SEEN_MAX    (1u << 20)
+#define NAMES_MAX   1024
+#define NAME_PREFIX "name "
+#define LOG_OFFSET  "log offset"
 
 /* One entry of `nft -j list set`: {"elem": {"val": {"concat": [ADDR,
    PROTO, PORT]}, "counter": {"packets": N, ...}}}.  */
@@ -101,6 +108,41 @@ strings (const json_t *arr)
   return out;
 }
 
+/* The names refused so far, as recorded in SLOT.seen: [{"name",
+   "queries"}] in the order first seen.  */
+static json_t *
+refused_names (int slot)
+{
+  _cleanup_free_ char *name = xasprintf ("%d.seen", slot);
+  _cleanup_close_ int dfd = -1;
+  _cleanup_json_ json_t *seen = NULL;
+  json_t *arr = json_new (JSON_ARRAY);
+  esbx_error_t err = NULL;
+  const json_t *v;
+  const char *k;
+  size_t i;
+
+  dfd = TEMP_FAILURE_RETRY (open (ESBX_EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0 || (seen = json_parse_file_at (dfd, name, &err)) == NULL)
+    {
+      esbx_error_free (&err);
+      return arr;
+    }
+  json_object_foreach (seen, i, k, v)
+    {
+      int64_t n;
+      json_t *o;
+
+      if (strncmp (k, NAME_PREFIX, strlen (NAME_PREFIX)) != 0 || !json_int_value (v, &n))
+        continue;
+      o = json_new (JSON_OBJECT);
+      json_set_string (o, "name", k + strlen (NAME_PREFIX));
+      json_set_int (o, "queries", n);
+      json_append (arr, o);
+    }
+  return arr;
+}
+
 json_t *
 esbx_egress_json (esbx_store_t *store, const struct esbx_session *s)
 {
@@ -127,6 +169,7 @@ esbx_egress_json (esbx_store_t *store, const struct esbx_session *s)
   json_set_string (o, "resolver", gw);
   json_set_string (o, "link", link);
   json_set (o, "refused", refused (slot));
+  json_set (o, "refused_names", refused_names (slot));
   return o;
 }
 
@@ -138,6 +181,63 @@ entry_key (const json_t *e)
   json_get_int (e, "port", &port);
   return xasprintf ("%s %s %" PRId64, json_get_string (e, "destination"),
                     json_get_string (e, "protocol"), port);
+}
+
+static size_t
+names_kept (const json_t *seen)
+{
+  const json_t *v;
+  const char *k;
+  size_t i, n = 0;
+
+  json_object_foreach (seen, i, k, v)
+    if (strncmp (k, NAME_PREFIX, strlen (NAME_PREFIX)) == 0 && v->type == JSON_NUMBER)
+      n++;
+  return n;
+}
+
+/* An "egress.refused_name" event for each name refused since the last
+   reading; names beyond NAMES_MAX in one reading share one event.  */
+static void
+record_names (esbx_store_t *store, const char *session, int dfd, int slot, json_t *seen)
+{
+  _cleanup_json_ json_t *names = NULL;
+  int64_t offset = 0, other_queries;
+  size_t i, kept = names_kept (seen);
+  const json_t *v;
+  const char *k;
+
+  json_get_int (seen, LOG_OFFSET, &offset);
+  names = esbx_egress_refused_names (dfd, slot, &offset, NAMES_MAX, &other_queries);
+  json_set_int (seen, LOG_OFFSET, offset);
+  json_object_foreach (names, i, k, v)
+    {
+      _cleanup_free_ char *key = xasprintf (NAME_PREFIX "%s", k);
+      int64_t n = 0, before = 0;
+      bool known = json_get_int (seen, key, &before);
+      json_t *f = json_new (JSON_OBJECT);
+
+      json_int_value (v, &n);
+      json_set_string (f, "name", k);
+      json_set_int (f, "queries", n);
+      /* The totals of NAMES_MAX names at most: the record stays small
+         whatever the session asks.  */
+      if (known || kept < NAMES_MAX)
+        {
+          json_set_int (f, "total", before + n);
+          json_set_int (seen, key, before + n);
+          kept += !known;
+        }
+      esbx_event_append (store, session, "egress.refused_name", f, NULL);
+    }
+  if (other_queries > 0)
+    {
+      json_t *f = json_new (JSON_OBJECT);
+
+      json_set (f, "other_names", json_new_bool (true));
+      json_set_int (f, "queries", other_queries);
+      esbx_event_append (store, session, "egress.refused_name", f, NULL);
+    }
 }
 
 void
@@ -192,6 +292,7 @@ esbx_egress_record_refused (esbx_store_t *store, const char *session)
       esbx_event_append (store, session, "egress.refused", f, NULL);
       json_set_int (seen, key, packets);
     }
+  record_names (store, session, dfd, slot, seen);
   text = json_serialize (seen, false, &len);
   if (esbx_replace_file_at (dfd, name, text, len, 0600, &err) < 0)
     esbx_error_free (&err);

@@ -145,6 +145,56 @@ load ./gateway_helpers.bash
   [ ! -e "$ESBX_ROOT/sessions/bad" ]
 }
 
+@test "gateway: session create with an egress allow-list; bad entries get 400 and make nothing" {
+  make_demo
+  t=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/sessions "$t" '{"project":"demo","name":"g1","network":"egress","allow":["a.test:8080","*.wild.test","198.19.233.0/24"]}'
+  gw_expect 200 GET /v1/sessions/g1 "$t"
+  jq -e '.network == "egress" and .egress.allow == ["a.test:8080", "*.wild.test", "198.19.233.0/24"]' <<<"$output"
+  before=$(store_state)
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","network":"egress","allow":["a.test:99999"]}'
+  assert_output --partial 'a.test:99999'
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","network":"egress","allow":["bad_name!"]}'
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","allow":["a.test"]}'
+  assert_output --partial "only a session with --network egress"
+  gw_expect 400 POST /v1/sessions "$t" '{"project":"demo","name":"bad","network":"egress","allow":"a.test"}'
+  assert_output --partial "field \`allow\`"
+  assert_equal "$(store_state)" "$before"
+  [ ! -e "$ESBX_ROOT/sessions/bad" ]
+}
+
+@test "gateway: the events of an egress session include the names it was refused" {
+  make_demo
+  t=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/sessions "$t" '{"project":"demo","name":"g2","network":"egress"}'
+  gw_expect 200 POST /v1/sessions/g2/exec "$t" '{"argv":["getent","hosts","b.test"]}'
+  jq -e '.status == 2' <<<"$output"
+  gw_expect 200 GET /v1/sessions/g2/events "$t"
+  jq -e '.events | any(.type == "egress.refused_name" and .name == "b.test")' <<<"$output"
+  gw_expect 200 DELETE '/v1/sessions/g2?force=1' "$t"
+}
+
+@test "gateway: a project's network defaults: GET with observe, PUT with manage, bad ones 400" {
+  make_demo
+  m=$(token manage)
+  o=$(token observe)
+  gw_expect 200 GET /v1/projects/demo/network "$o"
+  jq -e '. == {"network": "none"}' <<<"$output"
+  before=$(store_state)
+  gw_expect 403 PUT /v1/projects/demo/network "$o" '{"allow":["a.test"]}'
+  gw_expect 400 PUT /v1/projects/demo/network "$m" '{"network":"host","allow":["a.test"]}'
+  gw_expect 400 PUT /v1/projects/demo/network "$m" '{"allow":["a.test:0"]}'
+  gw_expect 400 PUT /v1/projects/demo/network "$m" '{}'
+  gw_expect 404 PUT /v1/projects/nope/network "$m" '{"allow":["a.test"]}'
+  assert_equal "$(store_state)" "$before"
+  [ ! -e "$ESBX_ROOT/projects/demo/network.json" ]
+  gw_expect 200 PUT /v1/projects/demo/network "$m" '{"allow":["a.test:8080"]}'
+  jq -e '. == {"network": "egress", "allow": ["a.test:8080"]}' <<<"$output"
+  gw_expect 201 POST /v1/sessions "$m" '{"project":"demo","name":"d1"}'
+  gw_expect 200 GET /v1/sessions/d1 "$o"
+  jq -e '.network == "egress" and .egress.allow == ["a.test:8080"]' <<<"$output"
+}
+
 @test "gateway: file read, write and list stay beneath the session" {
   make_demo
   t=$(token runtime)

@@ -154,6 +154,37 @@ remote() {
   [ ! -e "$ESBX_ROOT/sessions/bad" ]
 }
 
+@test "remote CLI: session create --network egress --allow goes through the gateway" {
+  make_tree "$BATS_TEST_TMPDIR/tree"
+  esbx_ok project create demo --from "$BATS_TEST_TMPDIR/tree"
+  run remote session create demo --name g1 --network egress --allow a.test:8080 --allow '*.wild.test'
+  assert_success
+  assert_output g1
+  run remote --json session inspect g1
+  assert_success
+  jq -e '.egress.allow == ["a.test:8080", "*.wild.test"]' <<<"$output"
+  run remote session create demo --name bad --network egress --allow '10.0.0.0/33'
+  assert_equal "$status" 2
+  assert_output --partial '10.0.0.0/33'
+  [ ! -e "$ESBX_ROOT/sessions/bad" ]
+}
+
+@test "remote CLI: project network sets and prints a project's defaults through the gateway" {
+  make_tree "$BATS_TEST_TMPDIR/tree"
+  esbx_ok project create demo --from "$BATS_TEST_TMPDIR/tree"
+  same project network demo
+  run remote project network demo --allow a.test:8080 --allow '*.wild.test'
+  assert_success
+  assert_output ""
+  same project network demo
+  jq -e '. == {"network": "egress", "allow": ["a.test:8080", "*.wild.test"]}' <<<"$output"
+  run remote project network demo --network host --allow a.test
+  assert_equal "$status" 2
+  same project network nope
+  same project network demo
+  jq -e '.allow == ["a.test:8080", "*.wild.test"]' <<<"$output"
+}
+
 @test "remote CLI: diff --patch into a reader that stops early ends as embedded mode does" {
   make_demo
   for i in $(seq 1 40); do seq 1 3000 >"$ESBX_ROOT/sessions/s1/merged/f$i"; done

@@ -113,6 +113,59 @@ fetch() {
   echo "$output" | grep egress.refused | grep -q "\"destination\":\"$INET.3\""
 }
 
+@test "egress: names the resolver refuses become egress.refused_name events, once each" {
+  esbx_ok session create p --name s1 --network egress --allow a.test:8080
+  esbx_fails 2 exec s1 -- getent hosts b.test
+  esbx_ok exec s1 -- getent hosts a.test
+  esbx_ok events s1 --json
+  echo "$output" | jq -se 'map(select(.type == "egress.refused_name")) | length == 1
+    and .[0].name == "b.test" and .[0].queries >= 1 and .[0].total == .[0].queries'
+  # Read once: a second reading records nothing new.
+  esbx_ok events s1 --json
+  [ "$(echo "$output" | grep -c egress.refused_name)" = 1 ]
+  esbx_fails 2 exec s1 -- getent hosts example.org
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.egress.refused_names | map(.name) == ["b.test", "example.org"]'
+  # Teardown reads what is left.
+  esbx_fails 2 exec s1 -- getent hosts c.test
+  esbx_ok session stop s1
+  esbx_ok events s1 --json
+  echo "$output" | jq -se 'map(select(.type == "egress.refused_name") | .name) == ["b.test", "example.org", "c.test"]'
+}
+
+@test "egress: a project's default network and allow-list apply to sessions that name none" {
+  esbx_ok project network p --allow a.test:8080
+  esbx_ok project network p
+  echo "$output" | jq -e '. == {"network": "egress", "allow": ["a.test:8080"]}'
+  esbx_ok session create p --name s1
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.network == "egress" and .egress.allow == ["a.test:8080"]'
+  fetch s1 http://a.test:8080/
+  assert_success
+  assert_output "hello from the test internet"
+  fetch s1 "http://$INET.3:8080/"
+  assert_failure
+  # A session's own choice wins: its network, its allow-list.
+  esbx_ok session create p --name s2 --network none
+  "$ESBX" session inspect s2 | jq -e '.network == "none" and .egress == null'
+  esbx_ok session create p --name s3 --allow "$INET.3:8080"
+  "$ESBX" session inspect s3 | jq -e --arg a "$INET.3:8080" '.network == "egress" and .egress.allow == [$a]'
+  # Bad defaults are refused and change nothing.
+  esbx_fails 2 project network p --network host --allow a.test
+  assert_output --partial "egress"
+  esbx_fails 2 project network p --allow 'bad_name!'
+  esbx_fails 2 project network p --network bogus
+  run "$ESBX" project network nope --allow a.test
+  assert_failure
+  assert_output --partial "nope"
+  esbx_ok project network p
+  echo "$output" | jq -e '. == {"network": "egress", "allow": ["a.test:8080"]}'
+  # --network none: no defaults.
+  esbx_ok project network p --network none
+  esbx_ok session create p --name s4
+  "$ESBX" session inspect s4 | jq -e '.network == "none"'
+}
+
 @test "egress: addresses and CIDRs, with and without a port" {
   esbx_ok session create p --name s1 --network egress --allow "$INET.2" --allow "$INET.3/32:8081"
   fetch s1 "http://$INET.2:8080/"

@@ -99,3 +99,32 @@ esbx_gateway_project_blame (struct esbx_gateway_ctx *ctx)
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, esbx_layer_summary_json (l));
   esbx_layer_free (l);
 }
+
+void
+esbx_gateway_project_network (struct esbx_gateway_ctx *ctx)
+{
+  esbx_error_t err = NULL;
+
+  esbx_gateway_reply_view (ctx, esbx_project_network_get (ctx->store, ctx->arg, &err), &err);
+}
+
+void
+esbx_gateway_project_network_set (struct esbx_gateway_ctx *ctx)
+{
+  static const char *const fields[] = { "network", "allow", NULL };
+  _cleanup_free_ char **allow = NULL;
+  const char *network;
+  esbx_error_t err = NULL;
+
+  if (esbx_gateway_check_body (ctx, fields, "sa") < 0)
+    return;
+  network = json_get_string (ctx->json, "network");
+  allow = esbx_gateway_strings (json_get (ctx->json, "allow"));
+  /* {} would read as "none" and drop the defaults: say so instead.  */
+  if (network == NULL && allow[0] == NULL)
+    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
+                                     "field `network` or `allow` is required");
+  if (esbx_project_network_set (ctx->store, ctx->arg, network, allow, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  esbx_gateway_reply_view (ctx, esbx_project_network_get (ctx->store, ctx->arg, &err), &err);
+}

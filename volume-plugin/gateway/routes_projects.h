@@ -11,5 +11,9 @@ void esbx_gateway_project_rm (struct esbx_gateway_ctx *ctx);
 void esbx_gateway_project_squash (struct esbx_gateway_ctx *ctx);
 void esbx_gateway_project_log (struct esbx_gateway_ctx *ctx);
 void esbx_gateway_project_blame (struct esbx_gateway_ctx *ctx);
+/* A project's network defaults for new sessions: GET, and PUT
+   {"network", "allow"} (network_defaults.c).  */
+void esbx_gateway_project_network (struct esbx_gateway_ctx *ctx);
+void esbx_gateway_project_network_set (struct esbx_gateway_ctx *ctx);
 
 #endif

@@ -3,6 +3,7 @@
    events, ps), as the CLI verbs print them.  */
 #include "routes_sessions.h"
 #include "auth.h"
+#include "egress.h"
 #include "events.h"
 #include "metrics.h"
 #include "ps.h"
@@ -65,16 +66,17 @@ void
 esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[]
-      = { "project", "name", "base", "labels",   "network",  "workspace", "memory",  "pids",
-          "cpus",    "env",  "ttl",  "idle_ttl", "snapshot", "on_expiry", "secrets", NULL };
+      = { "project",  "name",      "base",    "labels", "network", "workspace",
+          "memory",   "pids",      "cpus",    "env",    "ttl",     "idle_ttl",
+          "snapshot", "on_expiry", "secrets", "allow",  NULL };
   struct esbx_session_opts o = { 0 };
-  _cleanup_free_ char **labels = NULL, **secrets = NULL;
+  _cleanup_free_ char **labels = NULL, **secrets = NULL, **allow = NULL;
   _cleanup_strv_ char **env = NULL;
   _cleanup_free_ char *name = NULL;
   const char *project, *s;
   esbx_error_t err = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssa") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaa") < 0)
     return;
   if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
@@ -92,6 +94,9 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   o.labels = labels;
   secrets = esbx_gateway_strings (json_get (ctx->json, "secrets"));
   o.secrets = secrets;
+  /* Checked by the store as the CLI's --allow: a bad entry is a 400.  */
+  allow = esbx_gateway_strings (json_get (ctx->json, "allow"));
+  o.allow = allow;
   if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
@@ -253,6 +258,9 @@ esbx_gateway_session_events (struct esbx_gateway_ctx *ctx)
 
   if (esbx_gateway_session_must_exist (ctx) < 0)
     return;
+  /* As `esbx events`: what the kernel and the resolver refused so far
+     becomes events now.  */
+  esbx_egress_record_refused (ctx->store, ctx->arg);
   if (off)
     {
       errno = 0;
