@@ -326,4 +326,12 @@ load ./gateway_helpers.bash
     -H "Authorization: Bearer $t" "http://esbx/v1/export?ref=big"
   assert_output 200
   cmp "$BATS_TEST_TMPDIR/plain.tar" "$BATS_TEST_TMPDIR/local.tar"
+
+  # gc streams its reports too; its result is the report it answers without.
+  gw_expect 200 POST "/v1/gc?progress=1" "$t"
+  mapfile -t lines <<<"$output"
+  assert_line --regexp '^[{]"phase":"gc","unit":"projects","done":1,"total":1,.*"final":true[}]$'
+  assert_equal "$(printf %s "$output" | tail -n 1)" '{"result":{"report":""}}'
+  gw_expect 200 POST /v1/gc "$t"
+  assert_output '{"report":""}'
 }

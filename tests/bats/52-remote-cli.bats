@@ -275,4 +275,16 @@ remote() {
   assert_equal "$status" "$plain_status"
   assert_equal "$stderr" "$plain_err"
   [ ! -e "$BATS_TEST_TMPDIR/bad.tar" ]
+
+  # gc: the reports on stderr, what it removed on stdout as without them.
+  esbx_ok discard s1
+  run --separate-stderr remote gc --progress
+  assert_success
+  grep -qE '^Collecting garbage: 100% \(1/1 projects\), .* s, done\.$' <<<"$stderr"
+  progress_out=$output
+  "$ESBX" session create demo --name s2 >/dev/null
+  "$ESBX" discard s2
+  run --separate-stderr remote gc
+  assert_equal "$output" "$progress_out"
+  [ -z "$stderr" ]
 }

@@ -118,13 +118,51 @@ fsck_report (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err)
   return esbx_fsck (ctx->store, ctx->project, out, err);
 }
 
+static unsigned
+gc_flags (struct esbx_gateway_ctx *ctx)
+{
+  const char *snapshots = esbx_gateway_query (ctx, "snapshots");
+
+  return snapshots && strcmp (snapshots, "1") == 0 ? ESBX_GC_SNAPSHOTS : 0;
+}
+
 static int
 gc_report (struct esbx_gateway_ctx *ctx, FILE *out, esbx_error_t *err)
 {
-  const char *snapshots = esbx_gateway_query (ctx, "snapshots");
-  bool all = snapshots && strcmp (snapshots, "1") == 0;
+  return esbx_sandbox_gc_flags (ctx->store, gc_flags (ctx), out, err);
+}
 
-  return esbx_sandbox_gc_flags (ctx->store, all ? ESBX_GC_SNAPSHOTS : 0, out, err);
+/* A gc with ?progress=1, in the thread of progress_stream.c: the result
+   is the report it answers without.  */
+struct gc_work
+{
+  esbx_store_t *store;
+  unsigned flags;
+};
+
+static json_t *
+gc_work (void *data, int *payload, esbx_error_t *err)
+{
+  struct gc_work *g = data;
+  _cleanup_free_ char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+  json_t *res;
+  int r;
+
+  (void)payload;
+  if (f == NULL)
+    {
+      esbx_make_error (err, errno, "gc: open_memstream");
+      return NULL;
+    }
+  r = esbx_sandbox_gc_flags (g->store, g->flags, f, err);
+  fclose (f);
+  if (r < 0)
+    return NULL;
+  res = json_new (JSON_OBJECT);
+  json_set_string (res, "report", text ? text : "");
+  return res;
 }
 
 void
@@ -136,5 +174,13 @@ esbx_gateway_fsck (struct esbx_gateway_ctx *ctx)
 void
 esbx_gateway_gc (struct esbx_gateway_ctx *ctx)
 {
+  if (esbx_gateway_wants_progress (ctx))
+    {
+      struct gc_work *g = xmalloc0 (sizeof *g);
+
+      g->store = ctx->store;
+      g->flags = gc_flags (ctx);
+      return esbx_gateway_reply_progress (ctx, gc_work, g, free);
+    }
   esbx_gateway_reply_report (ctx, gc_report);
 }
