@@ -664,6 +664,11 @@ progress_end (struct esbx_cli *cli, struct progress_relay *r, long status, json_
       r->error.status = status;
       return answer_error (cli, &r->error, err);
     }
+  if ((msg = json_get_string (r->end, "error")))
+    {
+      json_get_int (r->end, "code", &code);
+      return gateway_error (err, code, msg);
+    }
   if (r->write_errno)
     return esbx_make_error (err, r->write_errno, "write `%s`", r->file);
   if (r->msg)
@@ -671,11 +676,6 @@ progress_end (struct esbx_cli *cli, struct progress_relay *r, long status, json_
   if (r->end == NULL)
     return esbx_make_error (err, 0, "gateway `%s`: the progress stream ended before its result",
                             cli->host);
-  if ((msg = json_get_string (r->end, "error")))
-    {
-      json_get_int (r->end, "code", &code);
-      return gateway_error (err, code, msg);
-    }
   for (size_t i = 0; i < json_len (r->end); i++)
     if (strcmp (json_key_at (r->end, i), "result") == 0)
       *result = json_take_at (r->end, i);

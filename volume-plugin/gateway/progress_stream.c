@@ -56,7 +56,7 @@ report (const struct esbx_progress *p, void *data)
   ssize_t r;
 
   json_set_string (o, "phase", p->phase);
-  json_set_string (o, "unit", p->unit);
+  json_set_string (o, "unit", p->unit ? p->unit : "");
   json_set_int (o, "done", (int64_t)p->done);
   json_set_int (o, "total", (int64_t)p->total);
   json_set_int (o, "bytes", (int64_t)p->bytes);
