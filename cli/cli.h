@@ -110,6 +110,15 @@ int cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *bo
    and NUL-terminated.  */
 int cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err,
                     const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+/* A request whose answer is a progress stream (the path asks for
+   ?progress=1; volume-plugin/gateway/progress_stream.h): its reports are
+   drawn on this thread's progress sink as local ones are (progress.c), its
+   result goes to *RESULT (owned), and what follows the result to FILE ("-":
+   stdout; NULL: nothing may follow), opened only once the result has come
+   and removed when the stream breaks off.  */
+int cli_remote_progress (struct esbx_cli *cli, const char *method, const char *file,
+                         json_t **result, esbx_error_t *err, const char *fmt, ...)
+    __attribute__ ((format (printf, 6, 7)));
 /* Run BODY (the exec request) in SESSION and relay the command's output
    to stdout and stderr as it comes; returns its exit status.  */
 int cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err);

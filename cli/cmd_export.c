@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
+#include <unistd.h>
 
 struct export_opts
 {
@@ -57,19 +58,28 @@ parse_export_opts (struct esbx_cli *cli, int argc, char **argv, struct export_op
   return 0;
 }
 
+/* Through the gateway: with progress shown, the gateway streams its
+   reports before the archive (?progress=1).  */
 static int
 export_remote (struct esbx_cli *cli, const struct export_opts *o, esbx_error_t *err)
 {
   _cleanup_free_ char *archive = NULL;
+  _cleanup_json_ json_t *result = NULL;
   _cleanup_close_ int fd = -1;
+  bool to_stdout = strcmp (o->file, "-") == 0;
   size_t len;
 
+  cli_progress_start (cli, to_stdout);
+  if (esbx_progress_get ())
+    return cli_remote_progress (cli, "GET", o->file, &result, err,
+                                "/v1/export?ref=%s&format=%s&progress=1", o->ref, o->format_name);
   if (cli_remote_raw (cli, &archive, &len, err, "/v1/export?ref=%s&format=%s", o->ref,
                       o->format_name)
       < 0)
     return -1;
-  fd = open (o->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || esbx_write_all (fd, archive, len) < 0)
+  if (!to_stdout)
+    fd = open (o->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if ((!to_stdout && fd < 0) || esbx_write_all (to_stdout ? STDOUT_FILENO : fd, archive, len) < 0)
     return esbx_make_error (err, errno, "export: write `%s`", o->file);
   return 0;
 }

@@ -4,6 +4,24 @@
 
 #include <getopt.h>
 
+/* Through the gateway: with progress shown, the gateway streams its
+   reports before the report of what gc removed (?progress=1).  */
+static int
+gc_remote (struct esbx_cli *cli, unsigned int flags, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *result = NULL;
+
+  if (esbx_progress_get () == NULL)
+    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err,
+                             flags ? "/v1/gc?snapshots=1" : "/v1/gc");
+  if (cli_remote_progress (cli, "POST", NULL, &result, err,
+                           flags ? "/v1/gc?snapshots=1&progress=1" : "/v1/gc?progress=1")
+      < 0)
+    return -1;
+  cli_print_report (cli, result);
+  return 0;
+}
+
 int
 cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -24,11 +42,10 @@ cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (optind != argc)
     return cli_usage (err, "gc: takes no argument");
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err,
-                             flags ? "/v1/gc?snapshots=1" : "/v1/gc");
   /* What gc removes is reported on stdout as it goes.  */
   cli_progress_start (cli, true);
+  if (cli_remote_mode (cli))
+    return gc_remote (cli, flags, err);
   store = cli_store (cli, err);
   if (store == NULL || esbx_sandbox_gc_flags (store, flags, stdout, err) < 0)
     return -1;

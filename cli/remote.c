@@ -6,13 +6,17 @@
    mode prints.  Exit statuses follow the error class the gateway reports
    ("code").  */
 #include "cli.h"
+#include "fs.h"
 #include "text.h"
 #include "utils.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 /* libcurl is loaded on the first gateway call instead of being linked:
    with the libraries it pulls in it added ~10 ms to every start of esbx,
@@ -499,6 +503,213 @@ cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_e
     ret = (int)r.status;
   response_free (&r.error);
   free (r.line);
+  free (r.msg);
+  return ret;
+}
+
+/* ---- progress streams (volume-plugin/gateway/progress_stream.h) --------- */
+
+struct progress_relay
+{
+  CURL *curl;
+  struct response error; /* the body of an error answer */
+  char *line;            /* a line not yet complete */
+  size_t len;
+  const char *file;   /* where the payload goes: "-" stdout, NULL none */
+  int fd;             /* FILE, open once the result has come */
+  json_t *end;        /* the last line: {"result": ...} or {"error": ...} */
+  char *phase, *unit; /* of the phase being drawn; NULL: none begun */
+  struct esbx_progress *p;
+  char *msg; /* why the stream is unreadable */
+  int write_errno;
+  bool want_nothing; /* the result has come and nothing may follow */
+};
+
+/* A report of the gateway, drawn as a local one would be (progress.c),
+   at the pace of the local sink.  */
+static void
+relay_report (struct progress_relay *r, const json_t *j)
+{
+  const char *phase = json_get_string (j, "phase"), *unit = json_get_string (j, "unit");
+  int64_t v;
+
+  if (esbx_progress_get () == NULL || phase == NULL)
+    return;
+  if (r->phase == NULL || strcmp (r->phase, phase) != 0)
+    {
+      free (r->phase);
+      free (r->unit);
+      r->phase = xstrdup (phase);
+      r->unit = xstrdup (unit ? unit : "");
+      r->p = esbx_progress_begin (r->phase, r->unit, 0);
+    }
+  if (json_get_int (j, "done", &v))
+    r->p->done = (uint64_t)v;
+  if (json_get_int (j, "total", &v))
+    r->p->total = (uint64_t)v;
+  if (json_get_int (j, "bytes", &v))
+    r->p->bytes = (uint64_t)v;
+  if (json_get_int (j, "in", &v))
+    r->p->in = (uint64_t)v;
+  if (json_get_int (j, "in_total", &v))
+    r->p->in_total = (uint64_t)v;
+  if (!json_get_bool (j, "final", false))
+    return esbx_progress_tick (r->p);
+  esbx_progress_end (r->p);
+  free (r->phase);
+  r->phase = NULL;
+}
+
+static int
+payload (struct progress_relay *r, const char *data, size_t n)
+{
+  if (r->want_nothing)
+    {
+      r->msg = xstrdup ("the progress stream goes on after its result");
+      return -1;
+    }
+  if (r->fd < 0 || esbx_write_all (r->fd, data, n) < 0)
+    {
+      r->write_errno = r->fd < 0 ? EINVAL : errno;
+      return -1;
+    }
+  return 0;
+}
+
+/* One line before the end.  */
+static int
+relay_line (struct progress_relay *r, const char *line, size_t len)
+{
+  esbx_error_t perr = NULL;
+  json_t *j = json_parse (line, len, &perr);
+
+  if (j == NULL || j->type != JSON_OBJECT)
+    {
+      r->msg = xstrdup (j ? "a progress line is not an object" : perr->msg);
+      esbx_error_free (&perr);
+      json_free (j);
+      return -1;
+    }
+  if (json_get (j, "result") == NULL && json_get (j, "error") == NULL)
+    {
+      relay_report (r, j);
+      json_free (j);
+      return 0;
+    }
+  r->end = j;
+  if (json_get (j, "result") && r->file == NULL)
+    r->want_nothing = true;
+  else if (json_get (j, "result"))
+    {
+      r->fd = strcmp (r->file, "-") == 0
+                  ? STDOUT_FILENO
+                  : open (r->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (r->fd < 0)
+        r->write_errno = errno;
+    }
+  return r->fd < 0 && r->write_errno ? -1 : 0;
+}
+
+static size_t
+on_progress_data (char *data, size_t size, size_t nmemb, void *userdata)
+{
+  struct progress_relay *r = userdata;
+  size_t n = size * nmemb, start = 0, i;
+  long status = 0;
+
+  curl_api.easy_getinfo (r->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 400)
+    return r->error.len + n > MAX_FRAME ? 0 : on_body (data, size, nmemb, &r->error);
+  if (r->end)
+    return payload (r, data, n) < 0 ? 0 : n;
+  r->line = xrealloc (r->line, r->len + n + 1);
+  memcpy (r->line + r->len, data, n);
+  r->len += n;
+  for (i = 0; i < r->len && r->end == NULL; i++)
+    if (r->line[i] == '\n')
+      {
+        if (relay_line (r, r->line + start, i - start) < 0)
+          return 0;
+        start = i + 1;
+      }
+  if (r->end)
+    {
+      /* The payload begins right after the last line.  */
+      if (start < r->len && payload (r, r->line + start, r->len - start) < 0)
+        return 0;
+      r->len = 0;
+      return n;
+    }
+  memmove (r->line, r->line + start, r->len - start);
+  r->len -= start;
+  if (r->len > MAX_FRAME)
+    {
+      r->msg = xasprintf ("a progress line is longer than %u bytes", MAX_FRAME);
+      return 0;
+    }
+  return n;
+}
+
+/* How the stream ended: the result, the gateway's error, or why it could
+   not be read.  */
+static int
+progress_end (struct esbx_cli *cli, struct progress_relay *r, long status, json_t **result,
+              esbx_error_t *err)
+{
+  const char *msg;
+  int64_t code = ESBX_EXIT_ERROR;
+
+  if (status >= 400)
+    {
+      r->error.status = status;
+      return answer_error (cli, &r->error, err);
+    }
+  if ((msg = json_get_string (r->end, "error")))
+    {
+      json_get_int (r->end, "code", &code);
+      return gateway_error (err, code, msg);
+    }
+  if (r->write_errno)
+    return esbx_make_error (err, r->write_errno, "write `%s`", r->file);
+  if (r->msg)
+    return esbx_make_error (err, 0, "gateway `%s`: %s", cli->host, r->msg);
+  if (r->end == NULL)
+    return esbx_make_error (err, 0, "gateway `%s`: the progress stream ended before its result",
+                            cli->host);
+  for (size_t i = 0; i < json_len (r->end); i++)
+    if (strcmp (json_key_at (r->end, i), "result") == 0)
+      *result = json_take_at (r->end, i);
+  return 0;
+}
+
+int
+cli_remote_progress (struct esbx_cli *cli, const char *method, const char *file, json_t **result,
+                     esbx_error_t *err, const char *fmt, ...)
+{
+  _cleanup_free_ char *path = NULL;
+  struct progress_relay r = { .file = file, .fd = -1 };
+  struct sink sink = { .fn = on_progress_data, .data = &r, .curlp = &r.curl };
+  long status = 0;
+  va_list ap;
+  int ret;
+
+  va_start (ap, fmt);
+  path = url_of (fmt, ap);
+  va_end (ap);
+  fflush (stdout);
+  ret = call_into (cli, method, path, NULL, 0, NULL, &sink, &status, err);
+  if (ret >= 0)
+    ret = progress_end (cli, &r, status, result, err);
+  if (r.fd >= 0 && r.fd != STDOUT_FILENO && close (r.fd) < 0 && ret >= 0)
+    ret = esbx_make_error (err, errno, "write `%s`", file);
+  /* An archive cut short is no archive.  */
+  if (ret < 0 && r.fd >= 0 && r.fd != STDOUT_FILENO)
+    unlink (file);
+  response_free (&r.error);
+  json_free (r.end);
+  free (r.line);
+  free (r.phase);
+  free (r.unit);
   free (r.msg);
   return ret;
 }

@@ -412,7 +412,7 @@ struct esbx_progress
 {
   void (*report) (const struct esbx_progress *p, void *data);
   void *data;
-  unsigned interval_ms; /* 0: 100 */
+  unsigned interval_ms; /* 0: 100, or $ESBX_PROGRESS_INTERVAL_MS */
   const char *phase;    /* "import", "export", "patch", "gc" */
   const char *unit;     /* what DONE counts: "files", "layers" */
   uint64_t done;

@@ -6,6 +6,7 @@
  * system call.  */
 #include "layerstore.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 static __thread struct esbx_progress *current;
@@ -19,10 +20,23 @@ now_ns (void)
   return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* A sink that leaves the interval to the library gets 100 ms, or
+   $ESBX_PROGRESS_INTERVAL_MS (1 to 60000; tests make it short).  Read at
+   each report only, never per item.  */
 static uint64_t
 interval_ns (const struct esbx_progress *p)
 {
-  return (uint64_t)(p->interval_ms ? p->interval_ms : 100) * 1000000ULL;
+  const char *env;
+  unsigned long ms = p->interval_ms;
+  char *end;
+
+  if (ms == 0 && (env = getenv ("ESBX_PROGRESS_INTERVAL_MS")) && *env)
+    {
+      ms = strtoul (env, &end, 10);
+      if (*end || ms > 60000)
+        ms = 0;
+    }
+  return (uint64_t)(ms ? ms : 100) * 1000000ULL;
 }
 
 void

@@ -329,3 +329,59 @@ load ./gateway_helpers.bash
   assert_success
   assert_output --partial demo
 }
+
+@test "gateway: export with ?progress=1 streams progress lines, the result, then the archive" {
+  # A report every millisecond (the library's knob), so that an export of a
+  # few thousand files makes several before its result.
+  teardown_gateway
+  export ESBX_PROGRESS_INTERVAL_MS=1
+  setup_gateway
+  mkdir -p "$BATS_TEST_TMPDIR/big"
+  (cd "$BATS_TEST_TMPDIR/big" && seq 0 2999 | sed 's/^/f/' | xargs touch && echo data >f1)
+  esbx_ok project create big --from "$BATS_TEST_TMPDIR/big"
+  t=$(token manage)
+  out=$BATS_TEST_TMPDIR/stream
+  run curl -s -D "$BATS_TEST_TMPDIR/head" -o "$out" -w '%{http_code}' --unix-socket "$GW_SOCK" \
+    -H "Authorization: Bearer $t" "http://esbx/v1/export?ref=big&progress=1"
+  assert_output 200
+  grep -qi '^content-type: application/vnd.esbx.progress' "$BATS_TEST_TMPDIR/head"
+  # Progress lines, then the result line, then the archive.
+  n=$(grep -a -n -m1 '^{"result":' "$out" | cut -d: -f1)
+  [ -n "$n" ]
+  head -n $((n - 1)) "$out" >"$BATS_TEST_TMPDIR/lines"
+  [ "$(grep -c '^{"phase":"export","unit":"files","done":[0-9]*,"total":0,"bytes":[0-9]*,"elapsed_ms":[0-9]*' "$BATS_TEST_TMPDIR/lines")" -ge 2 ] || {
+    cat "$BATS_TEST_TMPDIR/lines" >&2
+    return 1
+  }
+  [ "$(grep -vc '^{"phase":"export",' "$BATS_TEST_TMPDIR/lines")" = 0 ]
+  tail -n 1 "$BATS_TEST_TMPDIR/lines" | grep -q '"done":3000,.*"final":true}$'
+  result=$(sed -n "${n}p" "$out")
+  size=$(head -n "$n" "$out" | wc -c)
+  tail -c +$((size + 1)) "$out" >"$BATS_TEST_TMPDIR/big.tar"
+  assert_equal "$result" "{\"result\":{\"size\":$(stat -c %s "$BATS_TEST_TMPDIR/big.tar")}}"
+  run tar -tf "$BATS_TEST_TMPDIR/big.tar"
+  assert_success
+  assert_line f2999
+  "$ESBX" export big -o "$BATS_TEST_TMPDIR/local.tar"
+  cmp "$BATS_TEST_TMPDIR/big.tar" "$BATS_TEST_TMPDIR/local.tar"
+
+  # A bad ref is still the HTTP error it is without the flag; without the
+  # flag the answer is the archive alone.
+  gw GET "/v1/export?ref=nosuch" "$t"
+  plain="$http_code $output"
+  [ "$http_code" -ge 400 ]
+  gw GET "/v1/export?ref=nosuch&progress=1" "$t"
+  assert_equal "$http_code $output" "$plain"
+  run curl -s -o "$BATS_TEST_TMPDIR/plain.tar" -w '%{http_code}' --unix-socket "$GW_SOCK" \
+    -H "Authorization: Bearer $t" "http://esbx/v1/export?ref=big"
+  assert_output 200
+  cmp "$BATS_TEST_TMPDIR/plain.tar" "$BATS_TEST_TMPDIR/local.tar"
+
+  # gc streams its reports too; its result is the report it answers without.
+  gw_expect 200 POST "/v1/gc?progress=1" "$t"
+  mapfile -t lines <<<"$output"
+  assert_line --regexp '^[{]"phase":"gc","unit":"projects","done":1,"total":1,.*"final":true[}]$'
+  assert_equal "$(printf %s "$output" | tail -n 1)" '{"result":{"report":""}}'
+  gw_expect 200 POST /v1/gc "$t"
+  assert_output '{"report":""}'
+}

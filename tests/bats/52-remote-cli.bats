@@ -279,3 +279,43 @@ remote() {
   run "$ESBX" snapshot list --json
   refute_output --partial "snap1"
 }
+
+@test "remote CLI: export shows the gateway's progress and writes the archive embedded mode writes" {
+  bats_require_minimum_version 1.5.0
+  make_demo
+  "$ESBX" export s1 -o "$BATS_TEST_TMPDIR/local.tar"
+  run --separate-stderr remote export s1 -o "$BATS_TEST_TMPDIR/remote.tar" --progress
+  assert_success
+  assert_output ""
+  grep -qE '^Exporting: [0-9]+ files, .*, done\.$' <<<"$stderr" || { echo "stderr: $stderr" >&2; return 1; }
+  cmp "$BATS_TEST_TMPDIR/remote.tar" "$BATS_TEST_TMPDIR/local.tar"
+  # On a terminal without --progress: the line redrawn in place.
+  run script -qfec "env ESBX_HOST=unix://$GW_SOCK ESBX_TOKEN=$REMOTE_TOKEN $ESBX export s1 -o $BATS_TEST_TMPDIR/tty.tar" /dev/null
+  assert_success
+  [[ "$output" == *$'\r'"Exporting: "*", done."* ]]
+  cmp "$BATS_TEST_TMPDIR/tty.tar" "$BATS_TEST_TMPDIR/local.tar"
+  # -o - writes the archive to stdout, progress still on stderr.
+  remote export s1 -o - --progress >"$BATS_TEST_TMPDIR/stdout.tar" 2>"$BATS_TEST_TMPDIR/err"
+  cmp "$BATS_TEST_TMPDIR/stdout.tar" "$BATS_TEST_TMPDIR/local.tar"
+  grep -q '^Exporting: ' "$BATS_TEST_TMPDIR/err"
+  # An error keeps its one line and status, and writes no file.
+  run --separate-stderr remote export nosuch -o "$BATS_TEST_TMPDIR/plain.tar"
+  plain_status=$status plain_err=$stderr
+  [ "$plain_status" != 0 ]
+  run --separate-stderr remote export nosuch -o "$BATS_TEST_TMPDIR/bad.tar" --progress
+  assert_equal "$status" "$plain_status"
+  assert_equal "$stderr" "$plain_err"
+  [ ! -e "$BATS_TEST_TMPDIR/bad.tar" ]
+
+  # gc: the reports on stderr, what it removed on stdout as without them.
+  esbx_ok discard s1
+  run --separate-stderr remote gc --progress
+  assert_success
+  grep -qE '^Collecting garbage: 100% \(1/1 projects\), .* s, done\.$' <<<"$stderr"
+  progress_out=$output
+  "$ESBX" session create demo --name s2 >/dev/null
+  "$ESBX" discard s2
+  run --separate-stderr remote gc
+  assert_equal "$output" "$progress_out"
+  [ -z "$stderr" ]
+}
