@@ -273,15 +273,20 @@ strings_valid (yajl_val v)
 json_t *
 json_parse (const char *buf, size_t len, esbx_error_t *err)
 {
+  return json_parse_limit (buf, len, JSON_MAX_DOCUMENT, err);
+}
+
+json_t *
+json_parse_limit (const char *buf, size_t len, size_t limit, esbx_error_t *err)
+{
   _cleanup_free_ char *copy = NULL;
   char errbuf[256] = "";
   yajl_val v;
   json_t *j;
   char *nl;
 
-  if (len > JSON_MAX_DOCUMENT)
-    return esbx_make_error (err, 0, "JSON document too large (%zu bytes, limit %u)", len,
-                            JSON_MAX_DOCUMENT),
+  if (len > limit)
+    return esbx_make_error (err, 0, "JSON document too large (%zu bytes, limit %zu)", len, limit),
            NULL;
   if (memchr (buf, '\0', len) != NULL)
     return esbx_make_error (err, 0, "invalid JSON: NUL byte in document"), NULL;
@@ -391,13 +396,19 @@ json_serialize (const json_t *j, bool pretty, size_t *len)
 json_t *
 json_parse_file_at (int dirfd, const char *path, esbx_error_t *err)
 {
+  return json_parse_file_at_limit (dirfd, path, JSON_MAX_DOCUMENT, err);
+}
+
+json_t *
+json_parse_file_at_limit (int dirfd, const char *path, size_t limit, esbx_error_t *err)
+{
   _cleanup_free_ char *buf = NULL;
   size_t len;
   json_t *j;
 
-  if (esbx_read_file_at (dirfd, path, JSON_MAX_DOCUMENT, &buf, &len, err) < 0)
+  if (esbx_read_file_at (dirfd, path, limit, &buf, &len, err) < 0)
     return NULL;
-  j = json_parse (buf, len, err);
+  j = json_parse_limit (buf, len, limit, err);
   if (j == NULL)
     esbx_error_wrap (err, "`%s`", path);
   return j;

@@ -35,6 +35,9 @@ struct json
 #define JSON_MAX_DOCUMENT (16u * 1024 * 1024)
 
 json_t *json_parse (const char *buf, size_t len, esbx_error_t *err);
+/* The same for a document the store wrote itself and may be larger (a
+   layer record of a large import: ~200 bytes per entry).  */
+json_t *json_parse_limit (const char *buf, size_t len, size_t limit, esbx_error_t *err);
 void json_free (json_t *j);
 static inline void
 cleanup_jsonp (json_t **j)
@@ -91,5 +94,6 @@ char *json_serialize (const json_t *j, bool pretty, size_t *len);
 
 /* Read and parse a file beneath dirfd, refusing documents over the limit.  */
 json_t *json_parse_file_at (int dirfd, const char *path, esbx_error_t *err);
+json_t *json_parse_file_at_limit (int dirfd, const char *path, size_t limit, esbx_error_t *err);
 
 #endif

@@ -66,6 +66,7 @@ struct esbx_stack
   int *fds; /* diff directories, bottom to top */
   char **ids;
   struct esbx_layer **records; /* loaded on demand */
+  bool *record_failed;         /* and not again after a failure */
 };
 bool esbx_is_whiteout (const struct stat *st);
 bool esbx_is_opaque_at (int dirfd, const char *name);

@@ -98,7 +98,7 @@ esbx_layer_load (esbx_store_t *store, const char *project, const char *id, struc
   _cleanup_free_ char *path = xasprintf ("projects/%s/layers/%s/record.json", project, id);
   _cleanup_json_ json_t *j = NULL;
 
-  j = json_parse_file_at (store->rootfd, path, err);
+  j = json_parse_file_at_limit (store->rootfd, path, ESBX_MAX_RECORD, err);
   if (j == NULL)
     return esbx_error_wrap (err, "project `%s`: layer `%s`", project, id);
   if (esbx_layer_from_json (j, out, err) < 0)

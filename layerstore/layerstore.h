@@ -29,6 +29,9 @@
 #define ESBX_DEFAULT_ROOT "/var/lib/esbx"
 /* overlayfs stacks at most this many lower layers.  */
 #define ESBX_MAX_LAYERS 500
+/* Largest layer record read back: an import of ESBX_IMPORT_MAX_ENTRIES
+   (1,048,576) entries writes about 200 MiB.  */
+#define ESBX_MAX_RECORD (512u * 1024 * 1024)
 
 typedef struct esbx_store
 {

@@ -51,6 +51,7 @@ esbx_stack_open (esbx_store_t *store, const char *project, const char *upto, cha
   st->fds = xmalloc (n * sizeof (int));
   st->ids = xmalloc0 ((n + 1) * sizeof (char *));
   st->records = xmalloc0 (n * sizeof (struct esbx_layer *));
+  st->record_failed = xmalloc0 (n * sizeof (bool));
   for (i = 0; i < n; i++)
     st->fds[i] = -1;
   for (i = 0, j = 0; i < n; i++)
@@ -88,6 +89,7 @@ esbx_stack_close (struct esbx_stack *st)
   free (st->fds);
   free (st->ids);
   free (st->records);
+  free (st->record_failed);
   free (st->project);
   memset (st, 0, sizeof *st);
 }
@@ -170,13 +172,17 @@ esbx_stack_file_sha (struct esbx_stack *st, size_t layer, const char *rel,
   _cleanup_close_ int fd = -1;
   const struct esbx_change *c;
 
-  /* Stacks opened outside a store (unit tests) have no records.  */
-  if (st->records[layer] == NULL && st->store != NULL)
+  /* Stacks opened outside a store (unit tests) have no records.  A record
+     that cannot be read is tried once, not once per file.  */
+  if (st->records[layer] == NULL && st->store != NULL && !st->record_failed[layer])
     {
       esbx_error_t ignored = NULL;
       if (esbx_layer_load (st->store, st->project, st->ids[layer], &st->records[layer], &ignored)
           < 0)
-        esbx_error_free (&ignored);
+        {
+          esbx_error_free (&ignored);
+          st->record_failed[layer] = true;
+        }
     }
   if (st->records[layer])
     {

@@ -107,6 +107,7 @@ test_changeset (void **state)
   st.fds = &lfd;
   st.ids = (char *[]){ (char *)"L0", NULL };
   st.records = (struct esbx_layer *[]){ NULL };
+  st.record_failed = (bool[]){ false };
   free (p);
   p = xasprintf ("%s/upper", tmp);
   ufd = esbx_open_dir_at (AT_FDCWD, p, &err);
