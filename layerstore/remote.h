@@ -6,12 +6,13 @@
 
 #include "internal.h"
 
-#define ESBX_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define ESBX_OCI_CONFIG   "application/vnd.oci.image.config.v1+json"
-#define ESBX_OCI_LAYER    "application/vnd.oci.image.layer.v1.tar"
-#define ESBX_RECORD_TYPE  "application/vnd.esbx.layer.record.v1+json"
-#define ESBX_ANNOT_LAYER  "io.esbx.layer"
-#define ESBX_ANNOT_RECORD "io.esbx.record"
+#define ESBX_OCI_MANIFEST      "application/vnd.oci.image.manifest.v1+json"
+#define ESBX_OCI_CONFIG        "application/vnd.oci.image.config.v1+json"
+#define ESBX_OCI_LAYER         "application/vnd.oci.image.layer.v1.tar"
+#define ESBX_RECORD_TYPE       "application/vnd.esbx.layer.record.v1+json"
+#define ESBX_ANNOT_LAYER       "io.esbx.layer"
+#define ESBX_ANNOT_RECORD      "io.esbx.record"
+#define ESBX_RECORD_TAG_SUFFIX "-record"
 
 /* One repository of a registry: BASE is scheme://host[:port], REPO the
    path prefix of the remote's URL plus the project's name.  */
@@ -103,9 +104,10 @@ int esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remo
    D->size are filled.  */
 int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
                            struct esbx_remote_desc *d, esbx_error_t *err);
-/* Push a record's bytes: *DIGEST receives its digest.  */
-int esbx_remote_push_record (struct esbx_registry *reg, const char *text, size_t len, char **digest,
-                             esbx_error_t *err);
+/* Push the record of layer ID and the artifact manifest tagged
+   ID-record that lists it: *DIGEST receives the record's digest.  */
+int esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text,
+                             size_t len, char **digest, esbx_error_t *err);
 
 /* With the project lock held: fetch the layers of H the local stack lacks
    and make the stack H (the local one must be a prefix of it).  */

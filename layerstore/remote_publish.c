@@ -98,7 +98,7 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   d[nd].size = mine->size;
   d[nd].record = NULL;
   nd++;
-  if (esbx_remote_push_record (reg, record, len, &d[nd - 1].record, err) < 0
+  if (esbx_remote_push_record (reg, id, record, len, &d[nd - 1].record, err) < 0
       || esbx_remote_push_manifest (reg, d, nd, id, &mdigest, err) < 0)
     goto out;
   esbx_failpoint ("remote-pushed");

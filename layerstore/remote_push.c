@@ -32,14 +32,31 @@ descriptor (const char *media_type, const char *digest, int64_t size)
 }
 
 int
-esbx_remote_push_record (struct esbx_registry *reg, const char *text, size_t len, char **digest,
-                         esbx_error_t *err)
+esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text, size_t len,
+                         char **digest, esbx_error_t *err)
 {
+  _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
+  _cleanup_free_ char *mtext = NULL, *tag = NULL;
+  json_t *annot = json_new (JSON_OBJECT);
   char hex[ESBX_SHA256_HEX_LEN + 1];
+  size_t mlen;
 
   esbx_sha256_buf (text, len, hex);
   *digest = xasprintf ("sha256:%s", hex);
-  return esbx_registry_push_blob (reg, *digest, text, len, err);
+  if (esbx_registry_push_blob (reg, *digest, text, len, err) < 0)
+    return -1;
+  /* The image manifests name the record in an annotation only, which the
+     registry's garbage-collect does not follow: this artifact manifest,
+     with the record as its config, is what keeps the blob.  */
+  json_set_int (manifest, "schemaVersion", 2);
+  json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
+  json_set (manifest, "config", descriptor (ESBX_RECORD_TYPE, *digest, (int64_t)len));
+  json_set (manifest, "layers", json_new (JSON_ARRAY));
+  json_set_string (annot, ESBX_ANNOT_LAYER, id);
+  json_set (manifest, "annotations", annot);
+  mtext = json_serialize (manifest, false, &mlen);
+  tag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
+  return esbx_registry_put_manifest (reg, tag, mtext, mlen, err);
 }
 
 int
@@ -135,7 +152,7 @@ push_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project,
     return -1;
   if (esbx_read_file_at (store->rootfd, rec, JSON_MAX_DOCUMENT, &text, &len, err) < 0)
     return -1;
-  return esbx_remote_push_record (reg, text, len, &d->record, err);
+  return esbx_remote_push_record (reg, id, text, len, &d->record, err);
 }
 
 int

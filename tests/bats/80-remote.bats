@@ -247,3 +247,25 @@ head_tree() {
   assert_output --partial "etcd \`http://127.0.0.1:$port\`"
   [ ! -e "$HOST_A/projects/p/remote" ]
 }
+
+@test "the registry's garbage-collect keeps every blob a head reaches, records too" {
+  on A esbx_ok project push p
+  local i
+  for i in 1 2; do
+    on A make_session p "a$i"
+    echo "$i" >"$m/gc-$i.txt"
+    on A esbx_ok publish "a$i"
+  done
+  # docker-registry's gc needs the registry stopped (or read-only).
+  stop_registry
+  run docker-registry garbage-collect --delete-untagged "$REMOTE_DIR/registry.yml"
+  assert_success
+  start_registry
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 3 layers fetched"
+  head_tree A p "$BATS_TEST_TMPDIR/a"
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  diff -r "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+  on B esbx_ok fsck p
+}
