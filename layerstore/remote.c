@@ -21,6 +21,10 @@ esbx_remote_free (struct esbx_remote *rm)
 {
   free (rm->registry);
   free (rm->etcd);
+  free (rm->ca);
+  free (rm->cert);
+  free (rm->key);
+  free (rm->token_file);
   memset (rm, 0, sizeof *rm);
 }
 
@@ -36,22 +40,43 @@ check_url (const char *what, const char *url, esbx_error_t *err)
   return 0;
 }
 
+/* FILE as an absolute path into J[KEY] when given; it must be readable.  */
+static int
+set_file (json_t *j, const char *key, const char *option, const char *file, esbx_error_t *err)
+{
+  _cleanup_free_ char *abs = NULL;
+
+  if (file == NULL)
+    return 0;
+  abs = realpath (file, NULL);
+  if (abs == NULL || access (abs, R_OK) < 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, errno, "remote: %s `%s`", option, file);
+  json_set_string (j, key, abs);
+  return 0;
+}
+
 int
-esbx_remote_set (esbx_store_t *store, const char *registry, const char *etcd, esbx_error_t *err)
+esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL;
   _cleanup_free_ char *etcd_trimmed = NULL;
   size_t len;
 
-  if (check_url ("--registry", registry, err) < 0 || check_url ("--etcd", etcd, err) < 0)
+  if (check_url ("--registry", c->registry, err) < 0 || check_url ("--etcd", c->etcd, err) < 0)
     return -1;
-  etcd_trimmed = xstrdup (etcd);
+  if ((c->cert == NULL) != (c->key == NULL))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "remote: --cert and --key go together");
+  etcd_trimmed = xstrdup (c->etcd);
   len = strlen (etcd_trimmed);
   while (len > 0 && etcd_trimmed[len - 1] == '/')
     etcd_trimmed[--len] = '\0';
-  json_set_string (j, "registry", registry);
+  json_set_string (j, "registry", c->registry);
   json_set_string (j, "etcd", etcd_trimmed);
+  if (set_file (j, "ca", "--ca", c->ca, err) < 0 || set_file (j, "cert", "--cert", c->cert, err) < 0
+      || set_file (j, "key", "--key", c->key, err) < 0
+      || set_file (j, "token_file", "--token-file", c->token_file, err) < 0)
+    return -1;
   text = json_serialize (j, true, &len);
   return esbx_write_file_atomic_at (store->rootfd, REMOTE_FILE, text, len, 0644, err);
 }
@@ -70,6 +95,10 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
         return esbx_error_wrap (err, "remote");
       rm->registry = xstrdup (json_get_string (j, "registry"));
       rm->etcd = xstrdup (json_get_string (j, "etcd"));
+      rm->ca = xstrdup (json_get_string (j, "ca"));
+      rm->cert = xstrdup (json_get_string (j, "cert"));
+      rm->key = xstrdup (json_get_string (j, "key"));
+      rm->token_file = xstrdup (json_get_string (j, "token_file"));
     }
   if (env_reg && env_reg[0])
     {
@@ -92,6 +121,9 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
       esbx_remote_free (rm);
       return -1;
     }
+  rm->etcd_auth.ca = rm->ca;
+  rm->etcd_auth.cert = rm->cert;
+  rm->etcd_auth.key = rm->key;
   return 0;
 }
 
@@ -106,6 +138,14 @@ esbx_remote_show (esbx_store_t *store, esbx_error_t *err)
   j = json_new (JSON_OBJECT);
   json_set_string (j, "registry", rm.registry);
   json_set_string (j, "etcd", rm.etcd);
+  if (rm.ca)
+    json_set_string (j, "ca", rm.ca);
+  if (rm.cert)
+    json_set_string (j, "cert", rm.cert);
+  if (rm.key)
+    json_set_string (j, "key", rm.key);
+  if (rm.token_file)
+    json_set_string (j, "token_file", rm.token_file);
   esbx_remote_free (&rm);
   return j;
 }
@@ -159,7 +199,7 @@ esbx_remote_head_read (const struct esbx_remote *rm, const char *project,
   size_t i;
 
   memset (h, 0, sizeof *h);
-  if (esbx_etcd_get (rm->etcd, key, &kv, err) < 0)
+  if (esbx_etcd_get (rm, key, &kv, err) < 0)
     return -1;
   h->mod_revision = kv.mod_revision;
   if (kv.value == NULL)
@@ -444,8 +484,7 @@ esbx_remote_sync (esbx_store_t *store, const char *project, size_t *fetched, esb
   _cleanup_close_ int lock = -1;
   int ret = -1;
 
-  if (esbx_remote_load (store, &rm, err) < 0
-      || esbx_registry_open (rm.registry, project, &reg, err) < 0)
+  if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, project, &reg, err) < 0)
     goto out;
   if (esbx_remote_head_read (&rm, project, &h, err) < 0)
     goto out;
@@ -514,8 +553,7 @@ esbx_project_pull (esbx_store_t *store, const char *project, size_t *fetched, es
     struct esbx_remote_head h = { 0 };
     int r = -1;
 
-    if (esbx_remote_load (store, &rm, err) == 0
-        && esbx_registry_open (rm.registry, project, &reg, err) == 0
+    if (esbx_remote_load (store, &rm, err) == 0 && esbx_registry_open (&rm, project, &reg, err) == 0
         && esbx_remote_head_read (&rm, project, &h, err) == 0)
       {
         if (!h.exists)

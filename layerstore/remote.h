@@ -4,6 +4,7 @@
 #ifndef ESBX_LAYERSTORE_REMOTE_H
 #define ESBX_LAYERSTORE_REMOTE_H
 
+#include "http.h"
 #include "internal.h"
 
 #define ESBX_OCI_MANIFEST      "application/vnd.oci.image.manifest.v1+json"
@@ -20,9 +21,14 @@ struct esbx_registry
 {
   char *base;
   char *repo;
-  char *shown; /* the remote's URL as configured, for messages */
+  char *shown;       /* the remote's URL as configured, for messages */
+  char *credentials; /* the token file's line */
+  struct esbx_http_auth auth;
 };
-int esbx_registry_open (const char *url, const char *project, struct esbx_registry *r,
+struct esbx_remote;
+/* REMOTE's registry for PROJECT, with its CA, client certificate and
+   credentials (read from the token file now); RM outlives R.  */
+int esbx_registry_open (const struct esbx_remote *rm, const char *project, struct esbx_registry *r,
                         esbx_error_t *err);
 void esbx_registry_close (struct esbx_registry *r);
 /* Push the blob DIGEST ("sha256:HEX") from FD or from BUF/LEN unless the
@@ -50,11 +56,12 @@ struct esbx_etcd_kv
   int64_t mod_revision; /* 0 without the key */
 };
 void esbx_etcd_kv_free (struct esbx_etcd_kv *kv);
-int esbx_etcd_get (const char *url, const char *key, struct esbx_etcd_kv *kv, esbx_error_t *err);
+int esbx_etcd_get (const struct esbx_remote *rm, const char *key, struct esbx_etcd_kv *kv,
+                   esbx_error_t *err);
 /* Put KEY = VALUE if KEY's mod_revision is still MOD_REVISION (0: KEY does
    not exist); *WON says whether it was.  */
-int esbx_etcd_put_if (const char *url, const char *key, const char *value, int64_t mod_revision,
-                      bool *won, esbx_error_t *err);
+int esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *value,
+                      int64_t mod_revision, bool *won, esbx_error_t *err);
 
 /* The store's remote (remote.c): ROOT/remote.json, $ESBX_REGISTRY and
    $ESBX_ETCD winning.  */
@@ -62,6 +69,11 @@ struct esbx_remote
 {
   char *registry;
   char *etcd;
+  char *ca; /* absolute paths, or NULL */
+  char *cert;
+  char *key;
+  char *token_file; /* the registry's credentials */
+  struct esbx_http_auth etcd_auth;
 };
 int esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err);
 void esbx_remote_free (struct esbx_remote *rm);

@@ -109,7 +109,7 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   key = esbx_remote_head_key (s->project);
   value = esbx_remote_head_value (next, n + 1, mdigest);
   free (next);
-  if (esbx_etcd_put_if (rm->etcd, key, value, h.mod_revision, &won, err) < 0)
+  if (esbx_etcd_put_if (rm, key, value, h.mod_revision, &won, err) < 0)
     goto out;
   if (!won)
     {
@@ -163,8 +163,7 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   l->session = xstrdup (s->name);
   l->message = xstrdup (message ? message : "");
   l->labels = esbx_labels_copy (s->labels);
-  if (esbx_remote_load (store, &rm, err) < 0
-      || esbx_registry_open (rm.registry, s->project, &reg, err) < 0)
+  if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, s->project, &reg, err) < 0)
     goto out;
   /* The layer's content does not depend on its parent: its tar is made
      and pushed once, outside the lock.  */

@@ -176,8 +176,7 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
   if (!esbx_project_exists (store, project))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project push `%s`: no such project",
                                  project);
-  if (esbx_remote_load (store, &rm, err) < 0
-      || esbx_registry_open (rm.registry, project, &reg, err) < 0)
+  if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, project, &reg, err) < 0)
     goto out;
   lock = esbx_project_lock (store, project, err);
   if (lock < 0 || esbx_project_stack (store, project, &ids, &n, err) < 0)
@@ -215,7 +214,7 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
     }
   key = esbx_remote_head_key (project);
   value = esbx_remote_head_value (ids, n, digest);
-  if (esbx_etcd_put_if (rm.etcd, key, value, 0, &won, err) < 0)
+  if (esbx_etcd_put_if (&rm, key, value, 0, &won, err) < 0)
     goto out;
   if (!won)
     {

@@ -27,6 +27,7 @@ setup() {
 }
 
 teardown() {
+  stop_tls_registry "$BATS_TEST_TMPDIR/tls"
   teardown_hosts
 }
 
@@ -268,4 +269,53 @@ head_tree() {
   head_tree B p "$BATS_TEST_TMPDIR/b"
   diff -r "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
   on B esbx_ok fsck p
+}
+
+@test "a registry behind TLS and basic authentication: --ca, --token-file; a wrong CA fails naming the URL" {
+  command -v openssl >/dev/null || skip "openssl is not installed"
+  command -v htpasswd >/dev/null || skip "htpasswd (apache2-utils) is not installed"
+  local tls=$BATS_TEST_TMPDIR/tls port url h
+  make_tls_certs "$tls"
+  htpasswd -Bbn esbx s3cret >"$tls/htpasswd"
+  echo 'esbx:s3cret' >"$tls/token"
+  echo 'esbx:wrong' >"$tls/bad-token"
+  port=$(free_port)
+  start_tls_registry "$tls" "$port" "$tls/htpasswd"
+  url="https://127.0.0.1:$port/x"
+  for h in A B; do
+    on "$h" esbx_ok remote set --registry "$url" --etcd "$(ETCD_URL)" \
+      --ca "$tls/ca.crt" --token-file "$tls/token"
+  done
+  run on A "$ESBX" remote show
+  assert_line "ca $tls/ca.crt"
+  assert_line "token_file $tls/token"
+  on A esbx_ok project push p
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 1 layer fetched"
+  on B make_session p b
+  echo tls >"$m/tls.txt"
+  on B esbx_ok publish b
+  on A make_session p a
+  [ "$(cat "$m/tls.txt")" = tls ]
+
+  new_host C
+  on C esbx_ok remote set --registry "$url" --etcd "$(ETCD_URL)" \
+    --ca "$tls/other-ca.crt" --token-file "$tls/token"
+  run on C "$ESBX" project pull p
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "https://127.0.0.1:$port"
+  assert_output --partial "certificate"
+  [ ! -e "$HOST_C/projects/p" ]
+  on C esbx_ok remote set --registry "$url" --etcd "$(ETCD_URL)" \
+    --ca "$tls/ca.crt" --token-file "$tls/bad-token"
+  run on C "$ESBX" project pull p
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "HTTP 401"
+  [ ! -e "$HOST_C/projects/p" ]
+  run on C "$ESBX" remote set --registry "$url" --etcd "$(ETCD_URL)" --ca "$tls/missing.crt"
+  assert_failure 2
+  assert_output --partial "missing.crt"
 }
