@@ -8,18 +8,18 @@
 #include <string.h>
 
 #define REMOTE_SET_USAGE                                                                           \
-  "--registry URL --etcd URL [--ca FILE] [--cert FILE --key FILE] [--token-file FILE]"
+  "--registry URL --etcd URL [--ca FILE] [--cert FILE --key FILE] [--token-file FILE] "            \
+  "[--compression gzip|none]"
 
 static int
 remote_set (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
-  static const struct option opts[] = { { "registry", required_argument, NULL, 'r' },
-                                        { "etcd", required_argument, NULL, 'e' },
-                                        { "ca", required_argument, NULL, 'a' },
-                                        { "cert", required_argument, NULL, 'c' },
-                                        { "key", required_argument, NULL, 'k' },
-                                        { "token-file", required_argument, NULL, 't' },
-                                        { NULL, 0, NULL, 0 } };
+  static const struct option opts[] = {
+    { "registry", required_argument, NULL, 'r' },    { "etcd", required_argument, NULL, 'e' },
+    { "ca", required_argument, NULL, 'a' },          { "cert", required_argument, NULL, 'c' },
+    { "key", required_argument, NULL, 'k' },         { "token-file", required_argument, NULL, 't' },
+    { "compression", required_argument, NULL, 'z' }, { NULL, 0, NULL, 0 }
+  };
   struct esbx_remote_config rc = { 0 };
   esbx_store_t *store;
   int c;
@@ -38,6 +38,8 @@ remote_set (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
         rc.key = optarg;
       else if (c == 't')
         rc.token_file = optarg;
+      else if (c == 'z')
+        rc.compression = optarg;
       else
         return cli_usage (err, "remote set: unknown option `%s`", argv[optind - 1]);
     }
@@ -61,7 +63,8 @@ remote_show (struct esbx_cli *cli, esbx_error_t *err)
     cli_print_json (j);
   else
     {
-      static const char *const keys[] = { "registry", "etcd", "ca", "cert", "key", "token_file" };
+      static const char *const keys[]
+          = { "registry", "etcd", "compression", "ca", "cert", "key", "token_file" };
       size_t i;
 
       for (i = 0; i < ARRAY_SIZE (keys); i++)

@@ -472,10 +472,11 @@ struct esbx_remote_config
   const char *cert;
   const char *key;
   const char *token_file;
+  const char *compression; /* of layer blobs: "gzip" (NULL) or "none" */
 };
 int esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_error_t *err);
-/* {"registry", "etcd", and "ca", "cert", "key", "token_file" when set} as
-   they apply now.  */
+/* {"registry", "etcd", "compression", and "ca", "cert", "key",
+   "token_file" when set} as they apply now.  */
 json_t *esbx_remote_show (esbx_store_t *store, esbx_error_t *err);
 /* Whether PROJECT's history is shared through the remote.  */
 bool esbx_project_is_shared (esbx_store_t *store, const char *project);

@@ -67,6 +67,7 @@ esbx_registry_open (const struct esbx_remote *rm, const char *project, struct es
   r->auth.ca = rm->ca;
   r->auth.cert = rm->cert;
   r->auth.key = rm->key;
+  r->gzip = !rm->uncompressed;
   if (read_credentials (rm, r, err) < 0)
     {
       esbx_registry_close (r);

@@ -65,6 +65,11 @@ esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_e
 
   if (check_url ("--registry", c->registry, err) < 0 || check_url ("--etcd", c->etcd, err) < 0)
     return -1;
+  if (c->compression && strcmp (c->compression, "gzip") != 0
+      && strcmp (c->compression, "none") != 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "remote: --compression `%s`: expected gzip or none",
+                                 c->compression);
   if ((c->cert == NULL) != (c->key == NULL))
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "remote: --cert and --key go together");
   etcd_trimmed = xstrdup (c->etcd);
@@ -73,6 +78,7 @@ esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_e
     etcd_trimmed[--len] = '\0';
   json_set_string (j, "registry", c->registry);
   json_set_string (j, "etcd", etcd_trimmed);
+  json_set_string (j, "compression", c->compression ? c->compression : "gzip");
   if (set_file (j, "ca", "--ca", c->ca, err) < 0 || set_file (j, "cert", "--cert", c->cert, err) < 0
       || set_file (j, "key", "--key", c->key, err) < 0
       || set_file (j, "token_file", "--token-file", c->token_file, err) < 0)
@@ -86,6 +92,7 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
 {
   _cleanup_json_ json_t *j = NULL;
   const char *env_reg = getenv ("ESBX_REGISTRY"), *env_etcd = getenv ("ESBX_ETCD");
+  const char *compression;
 
   memset (rm, 0, sizeof *rm);
   if (esbx_exists_at (store->rootfd, REMOTE_FILE))
@@ -99,6 +106,8 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
       rm->cert = xstrdup (json_get_string (j, "cert"));
       rm->key = xstrdup (json_get_string (j, "key"));
       rm->token_file = xstrdup (json_get_string (j, "token_file"));
+      compression = json_get_string (j, "compression");
+      rm->uncompressed = compression && strcmp (compression, "none") == 0;
     }
   if (env_reg && env_reg[0])
     {
@@ -146,6 +155,7 @@ esbx_remote_show (esbx_store_t *store, esbx_error_t *err)
     json_set_string (j, "key", rm.key);
   if (rm.token_file)
     json_set_string (j, "token_file", rm.token_file);
+  json_set_string (j, "compression", rm.uncompressed ? "none" : "gzip");
   esbx_remote_free (&rm);
   return j;
 }
@@ -253,6 +263,7 @@ esbx_remote_descs_free (struct esbx_remote_desc *d, size_t n)
     {
       free (d[i].id);
       free (d[i].digest);
+      free (d[i].diff_id);
       free (d[i].record);
     }
   free (d);
@@ -275,6 +286,8 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
       const char *id = json_get_string (annot, ESBX_ANNOT_LAYER);
       const char *record = json_get_string (annot, ESBX_ANNOT_RECORD);
       const char *digest = json_get_string (l, "digest");
+      const char *media = json_get_string (l, "mediaType");
+      const char *diff_id = json_get_string (annot, ESBX_ANNOT_DIFF_ID);
 
       if (id == NULL || record == NULL || digest == NULL || !json_get_int (l, "size", &d[i].size)
           || !esbx_has_prefix (digest, "sha256:") || !esbx_has_prefix (record, "sha256:"))
@@ -282,8 +295,17 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
           esbx_remote_descs_free (d, i);
           return esbx_make_error (err, 0, "manifest: layer %zu is not an esbx layer", i);
         }
+      d[i].gzip = media && strcmp (media, ESBX_OCI_LAYER_GZ) == 0;
+      if (media == NULL || (!d[i].gzip && strcmp (media, ESBX_OCI_LAYER) != 0)
+          || (d[i].gzip && diff_id == NULL))
+        {
+          esbx_remote_descs_free (d, i);
+          return esbx_make_error (err, 0, "manifest: layer %zu: media type `%s` is not %s or %s", i,
+                                  media ? media : "", ESBX_OCI_LAYER, ESBX_OCI_LAYER_GZ);
+        }
       d[i].id = xstrdup (id);
       d[i].digest = xstrdup (digest);
+      d[i].diff_id = xstrdup (d[i].gzip ? diff_id : digest);
       d[i].record = xstrdup (record);
     }
   *out = d;
@@ -334,7 +356,7 @@ static int
 fetch_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project, const char *tmp,
              const struct esbx_remote_desc *d, size_t index, const char *parent, esbx_error_t *err)
 {
-  _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", tmp);
+  _cleanup_free_ char *tar = xasprintf ("%s/layer.blob", tmp);
   _cleanup_free_ char *record = NULL, *diffrel = NULL, *dest = NULL, *layers = NULL;
   _cleanup_json_ json_t *j = NULL;
   _cleanup_close_ int tfd = -1;

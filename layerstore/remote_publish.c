@@ -96,6 +96,8 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   d[nd].id = xstrdup (id);
   d[nd].digest = xstrdup (mine->digest);
   d[nd].size = mine->size;
+  d[nd].gzip = mine->gzip;
+  d[nd].diff_id = xstrdup (mine->diff_id);
   d[nd].record = NULL;
   nd++;
   if (esbx_remote_push_record (reg, id, record, len, &d[nd - 1].record, err) < 0
@@ -192,6 +194,7 @@ out:
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   free (mine.digest);
+  free (mine.diff_id);
   esbx_registry_close (&reg);
   esbx_remote_free (&rm);
   return k;

@@ -76,13 +76,16 @@ esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_d
       json_t *h = json_new (JSON_OBJECT), *l, *annot = json_new (JSON_OBJECT);
       _cleanup_free_ char *by = xasprintf ("esbx layer %s", d[i].id);
 
-      /* Uncompressed layers: the diff id is the blob's digest.  */
-      json_append (diff_ids, json_new_string (d[i].digest));
+      json_append (diff_ids, json_new_string (d[i].diff_id));
       json_set_string (h, "created_by", by);
       json_append (history, h);
-      l = descriptor (ESBX_OCI_LAYER, d[i].digest, d[i].size);
+      l = descriptor (d[i].gzip ? ESBX_OCI_LAYER_GZ : ESBX_OCI_LAYER, d[i].digest, d[i].size);
       json_set_string (annot, ESBX_ANNOT_LAYER, d[i].id);
       json_set_string (annot, ESBX_ANNOT_RECORD, d[i].record);
+      /* Readers of the manifest alone (the next publish) need it for the
+         config; image tools read the config's diff_ids.  */
+      if (d[i].gzip)
+        json_set_string (annot, ESBX_ANNOT_DIFF_ID, d[i].diff_id);
       json_set (l, "annotations", annot);
       json_append (layers, l);
     }
@@ -118,7 +121,9 @@ esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
                        struct esbx_remote_desc *d, esbx_error_t *err)
 {
   _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", tmp);
+  _cleanup_free_ char *gz = xasprintf ("%s/layer.tar.gz", tmp);
   _cleanup_close_ int fd = -1;
+  _cleanup_close_ int gzfd = -1;
   char hex[ESBX_SHA256_HEX_LEN + 1];
   off_t size;
 
@@ -129,6 +134,21 @@ esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
     return esbx_error_wrap (err, "layer tar");
   if (lseek (fd, 0, SEEK_SET) < 0 || esbx_sha256_fd (fd, hex, &size, err) < 0)
     return esbx_error_wrap (err, "layer tar");
+  free (d->diff_id);
+  d->diff_id = xasprintf ("sha256:%s", hex);
+  d->gzip = reg->gzip;
+  if (d->gzip)
+    {
+      /* OCI: the descriptor's digest is over the compressed bytes.  */
+      gzfd = TEMP_FAILURE_RETRY (open (gz, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+      if (gzfd < 0)
+        return esbx_make_error (err, errno, "create `%s`", gz);
+      if (esbx_gzip_fd (fd, gzfd, err) < 0 || lseek (gzfd, 0, SEEK_SET) < 0
+          || esbx_sha256_fd (gzfd, hex, &size, err) < 0)
+        return esbx_error_wrap (err, "layer tar.gz");
+      close (fd);
+      fd = take_fd (&gzfd);
+    }
   free (d->digest);
   d->digest = xasprintf ("sha256:%s", hex);
   d->size = (int64_t)size;

@@ -319,3 +319,45 @@ head_tree() {
   assert_failure 2
   assert_output --partial "missing.crt"
 }
+
+@test "layer blobs are gzip: digest over the compressed bytes, diff_id over the tar; pull takes both" {
+  local image blob digest diff_id
+  image="docker://127.0.0.1:$REGISTRY_PORT/t$BATS_TEST_NUMBER/p:head"
+  on A esbx_ok remote set --registry "$(REGISTRY_URL)" --etcd "$(ETCD_URL)" --compression none
+  run on A "$ESBX" remote show
+  assert_line "compression none"
+  on A esbx_ok project push p
+  on B esbx_ok project pull p
+  on B make_session p b
+  echo gz >"$m/gz.txt"
+  on B esbx_ok publish b
+  run skopeo inspect --tls-verify=false --raw "$image"
+  assert_success
+  [ "$(echo "$output" | jq -r '.layers[0].mediaType')" = application/vnd.oci.image.layer.v1.tar ]
+  [ "$(echo "$output" | jq -r '.layers[1].mediaType')" = application/vnd.oci.image.layer.v1.tar+gzip ]
+  digest=$(echo "$output" | jq -r '.layers[1].digest')
+  blob="$BATS_TEST_TMPDIR/blob"
+  curl -fsS -o "$blob" "http://127.0.0.1:$REGISTRY_PORT/v2/t$BATS_TEST_NUMBER/p/blobs/$digest"
+  [ "sha256:$(sha256sum <"$blob" | cut -d' ' -f1)" = "$digest" ]
+  # No time in the gzip header: the same layer is the same blob.
+  [ "$(od -An -tx1 -j4 -N4 "$blob" | tr -d ' ')" = 00000000 ]
+  diff_id=$(skopeo inspect --tls-verify=false --config --raw "$image" | jq -r '.rootfs.diff_ids[1]')
+  [ "sha256:$(gzip -dc "$blob" | sha256sum | cut -d' ' -f1)" = "$diff_id" ]
+  gzip -dc "$blob" | tar -t | grep -qx 'gz.txt'
+
+  new_host C
+  run on C "$ESBX" project pull p
+  assert_success
+  assert_output "p: 2 layers fetched"
+  on C esbx_ok fsck p
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  head_tree C p "$BATS_TEST_TMPDIR/c"
+  diff -r "$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/c"
+  [ "$(cat "$BATS_TEST_TMPDIR/c/gz.txt")" = gz ]
+  # A publish from the uncompressed host on the mixed head.
+  on A make_session p a
+  echo plain >"$m/plain.txt"
+  on A esbx_ok publish a
+  on C make_session p c
+  [ "$(cat "$m/plain.txt")" = plain ]
+}
