@@ -7,29 +7,46 @@
 #include <getopt.h>
 #include <string.h>
 
+#define REMOTE_SET_USAGE                                                                           \
+  "--registry URL --etcd URL [--ca FILE] [--cert FILE --key FILE] [--token-file FILE] "            \
+  "[--compression gzip|none]"
+
 static int
 remote_set (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
-  static const struct option opts[] = { { "registry", required_argument, NULL, 'r' },
-                                        { "etcd", required_argument, NULL, 'e' },
-                                        { NULL, 0, NULL, 0 } };
-  const char *registry = NULL, *etcd = NULL;
+  static const struct option opts[] = {
+    { "registry", required_argument, NULL, 'r' },    { "etcd", required_argument, NULL, 'e' },
+    { "ca", required_argument, NULL, 'a' },          { "cert", required_argument, NULL, 'c' },
+    { "key", required_argument, NULL, 'k' },         { "token-file", required_argument, NULL, 't' },
+    { "compression", required_argument, NULL, 'z' }, { NULL, 0, NULL, 0 }
+  };
+  struct esbx_remote_config rc = { 0 };
   esbx_store_t *store;
   int c;
 
   while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
     {
       if (c == 'r')
-        registry = optarg;
+        rc.registry = optarg;
       else if (c == 'e')
-        etcd = optarg;
+        rc.etcd = optarg;
+      else if (c == 'a')
+        rc.ca = optarg;
+      else if (c == 'c')
+        rc.cert = optarg;
+      else if (c == 'k')
+        rc.key = optarg;
+      else if (c == 't')
+        rc.token_file = optarg;
+      else if (c == 'z')
+        rc.compression = optarg;
       else
         return cli_usage (err, "remote set: unknown option `%s`", argv[optind - 1]);
     }
-  if (optind != argc || registry == NULL || etcd == NULL)
-    return cli_usage (err, "remote set: expected --registry URL --etcd URL");
+  if (optind != argc || rc.registry == NULL || rc.etcd == NULL)
+    return cli_usage (err, "remote set: expected " REMOTE_SET_USAGE);
   store = cli_store (cli, err);
-  if (store == NULL || esbx_remote_set (store, registry, etcd, err) < 0)
+  if (store == NULL || esbx_remote_set (store, &rc, err) < 0)
     return -1;
   return 0;
 }
@@ -45,7 +62,15 @@ remote_show (struct esbx_cli *cli, esbx_error_t *err)
   if (cli->json)
     cli_print_json (j);
   else
-    printf ("registry %s\netcd %s\n", json_get_string (j, "registry"), json_get_string (j, "etcd"));
+    {
+      static const char *const keys[]
+          = { "registry", "etcd", "compression", "ca", "cert", "key", "token_file" };
+      size_t i;
+
+      for (i = 0; i < ARRAY_SIZE (keys); i++)
+        if (json_get_string (j, keys[i]))
+          printf ("%s %s\n", keys[i], json_get_string (j, keys[i]));
+    }
   return 0;
 }
 
@@ -60,7 +85,7 @@ cmd_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return remote_set (cli, argc - 1, argv + 1, err);
   if (sub && strcmp (sub, "show") == 0 && argc == 2)
     return remote_show (cli, err);
-  return cli_usage (err, "remote: expected `set --registry URL --etcd URL` or `show`");
+  return cli_usage (err, "remote: expected `set " REMOTE_SET_USAGE "` or `show`");
 }
 
 int

@@ -29,7 +29,9 @@ static const struct verb verbs[] = {
     "project squash NAME\n"
     "project push NAME\n"
     "project pull NAME" },
-  { "remote", cmd_remote, "remote set --registry URL --etcd URL\nremote show" },
+  { "remote", cmd_remote,
+    "remote set --registry URL --etcd URL [--ca FILE] [--cert FILE --key FILE] [--token-file "
+    "FILE] [--compression gzip|none]\nremote show" },
   { "session", cmd_session,
     "session create PROJECT [--name N] [--base L] [--label K=V]... [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"

@@ -191,6 +191,27 @@ add_header (struct curl_slist *h, const char *name, const char *value)
   return api.slist_append (h, line);
 }
 
+static void
+set_auth (CURL *curl, const struct esbx_http_auth *a, struct curl_slist **headers)
+{
+  if (a->ca)
+    api.easy_setopt (curl, CURLOPT_CAINFO, a->ca);
+  if (a->cert)
+    api.easy_setopt (curl, CURLOPT_SSLCERT, a->cert);
+  if (a->key)
+    api.easy_setopt (curl, CURLOPT_SSLKEY, a->key);
+  if (a->userpwd)
+    {
+      api.easy_setopt (curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+      api.easy_setopt (curl, CURLOPT_USERPWD, a->userpwd);
+    }
+  else if (a->bearer)
+    {
+      _cleanup_free_ char *value = xasprintf ("Bearer %s", a->bearer);
+      *headers = add_header (*headers, "Authorization", value);
+    }
+}
+
 int
 esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs, esbx_error_t *err)
 {
@@ -224,6 +245,8 @@ esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
     headers = add_header (headers, "Content-Type", rq->content_type);
   if (rq->accept)
     headers = add_header (headers, "Accept", rq->accept);
+  if (rq->auth)
+    set_auth (curl, rq->auth, &headers);
   api.easy_setopt (curl, CURLOPT_URL, rq->url);
   api.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
   api.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);

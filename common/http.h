@@ -11,6 +11,16 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Who the client trusts and who it says it is; every field may be NULL.  */
+struct esbx_http_auth
+{
+  const char *ca;   /* PEM bundle the server is verified with; NULL: the system's */
+  const char *cert; /* client certificate (PEM) and its key */
+  const char *key;
+  const char *userpwd; /* basic authentication, "user:password" */
+  const char *bearer;  /* a token sent as "Authorization: Bearer TOKEN" */
+};
+
 struct esbx_http_request
 {
   const char *method; /* "GET", "HEAD", "PUT", "POST" */
@@ -19,8 +29,9 @@ struct esbx_http_request
   const char *accept;       /* NULL: none */
   const void *body;         /* the body in memory, or */
   size_t body_len;
-  int body_fd; /* >= 0: the body is this file's content from offset 0 */
-  int out_fd;  /* >= 0: the answer's body is written here, not kept */
+  int body_fd;                       /* >= 0: the body is this file's content from offset 0 */
+  int out_fd;                        /* >= 0: the answer's body is written here, not kept */
+  const struct esbx_http_auth *auth; /* NULL: none */
 };
 
 struct esbx_http_response

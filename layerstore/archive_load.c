@@ -86,7 +86,11 @@
   F (int, archive_write_open_filename, (struct archive * a, const char *b), (a, b))                \
   F (int, archive_write_open_memory, (struct archive * a, void *b, size_t c, size_t *d),           \
      (a, b, c, d))                                                                                 \
+  F (int, archive_write_set_bytes_in_last_block, (struct archive * a, int b), (a, b))              \
+  F (int, archive_write_set_filter_option,                                                         \
+     (struct archive * a, const char *b, const char *c, const char *d), (a, b, c, d))              \
   F (int, archive_write_set_format_pax_restricted, (struct archive * a), (a))                      \
+  F (int, archive_write_set_format_raw, (struct archive * a), (a))                                 \
   F (int, archive_write_set_format_ustar, (struct archive * a), (a))                               \
   F (int, archive_write_set_format_zip, (struct archive * a), (a))
 

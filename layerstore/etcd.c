@@ -60,8 +60,10 @@ get_int64 (const json_t *obj, const char *key, int64_t *out)
 }
 
 static int
-call (const char *url, const char *path, const json_t *body, json_t **out, esbx_error_t *err)
+call (const struct esbx_remote *rm, const char *path, const json_t *body, json_t **out,
+      esbx_error_t *err)
 {
+  const char *url = rm->etcd;
   _cleanup_free_ char *full = xasprintf ("%s%s", url, path);
   _cleanup_free_ char *text = NULL;
   struct esbx_http_request rq;
@@ -73,6 +75,7 @@ call (const char *url, const char *path, const json_t *body, json_t **out, esbx_
   rq.content_type = "application/json";
   rq.body = text;
   rq.body_len = len;
+  rq.auth = &rm->etcd_auth;
   if (esbx_http_do (&rq, &rs, err) < 0)
     return esbx_error_wrap (err, "etcd `%s`", url);
   if (rs.status != 200 || rs.body == NULL)
@@ -97,7 +100,8 @@ esbx_etcd_kv_free (struct esbx_etcd_kv *kv)
 }
 
 int
-esbx_etcd_get (const char *url, const char *key, struct esbx_etcd_kv *kv, esbx_error_t *err)
+esbx_etcd_get (const struct esbx_remote *rm, const char *key, struct esbx_etcd_kv *kv,
+               esbx_error_t *err)
 {
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *ans = NULL;
   _cleanup_free_ char *k = b64_encode (key, strlen (key));
@@ -106,7 +110,7 @@ esbx_etcd_get (const char *url, const char *key, struct esbx_etcd_kv *kv, esbx_e
 
   memset (kv, 0, sizeof *kv);
   json_set_string (body, "key", k);
-  if (call (url, "/v3/kv/range", body, &ans, err) < 0)
+  if (call (rm, "/v3/kv/range", body, &ans, err) < 0)
     return -1;
   first = json_at (json_get (ans, "kvs"), 0);
   if (first == NULL)
@@ -114,13 +118,13 @@ esbx_etcd_get (const char *url, const char *key, struct esbx_etcd_kv *kv, esbx_e
   value = json_get_string (first, "value");
   if (!get_int64 (first, "mod_revision", &kv->mod_revision)
       || b64_decode (value ? value : "", &kv->value, &kv->len) < 0)
-    return esbx_make_error (err, 0, "etcd `%s`: key `%s`: malformed answer", url, key);
+    return esbx_make_error (err, 0, "etcd `%s`: key `%s`: malformed answer", rm->etcd, key);
   return 0;
 }
 
 int
-esbx_etcd_put_if (const char *url, const char *key, const char *value, int64_t mod_revision,
-                  bool *won, esbx_error_t *err)
+esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *value,
+                  int64_t mod_revision, bool *won, esbx_error_t *err)
 {
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *ans = NULL;
   _cleanup_free_ char *k = b64_encode (key, strlen (key));
@@ -142,10 +146,10 @@ esbx_etcd_put_if (const char *url, const char *key, const char *value, int64_t m
   arr = json_new (JSON_ARRAY);
   json_append (arr, op);
   json_set (body, "success", arr);
-  if (call (url, "/v3/kv/txn", body, &ans, err) < 0)
+  if (call (rm, "/v3/kv/txn", body, &ans, err) < 0)
     return -1;
   if (json_get (ans, "header") == NULL)
-    return esbx_make_error (err, 0, "etcd `%s`: txn on `%s`: malformed answer", url, key);
+    return esbx_make_error (err, 0, "etcd `%s`: txn on `%s`: malformed answer", rm->etcd, key);
   *won = json_get_bool (ans, "succeeded", false);
   return 0;
 }

@@ -475,10 +475,22 @@ int esbx_export (esbx_store_t *store, const char *ref, const char *file,
 
 /* The store's remote: an OCI registry URL (http://HOST:PORT[/PREFIX]) and
    etcd's client URL, kept in ROOT/remote.json ($ESBX_REGISTRY and
-   $ESBX_ETCD win over it).  */
-int esbx_remote_set (esbx_store_t *store, const char *registry, const char *etcd,
-                     esbx_error_t *err);
-/* {"registry", "etcd"} as they apply now.  */
+   $ESBX_ETCD win over it), and how to reach them: a CA bundle and a client
+   certificate for both, the registry's credentials in a token file (a
+   line "user:password" for basic authentication, else a bearer token).  */
+struct esbx_remote_config
+{
+  const char *registry;
+  const char *etcd;
+  const char *ca; /* the files: NULL or paths, made absolute */
+  const char *cert;
+  const char *key;
+  const char *token_file;
+  const char *compression; /* of layer blobs: "gzip" (NULL) or "none" */
+};
+int esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_error_t *err);
+/* {"registry", "etcd", "compression", and "ca", "cert", "key",
+   "token_file" when set} as they apply now.  */
 json_t *esbx_remote_show (esbx_store_t *store, esbx_error_t *err);
 /* Whether PROJECT's history is shared through the remote.  */
 bool esbx_project_is_shared (esbx_store_t *store, const char *project);

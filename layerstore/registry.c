@@ -20,11 +20,34 @@
    verified, so they are simply tried again.  */
 #define READ_ATTEMPTS 4
 
+/* The token file's first line: "user:password" or a bearer token.  */
+static int
+read_credentials (const struct esbx_remote *rm, struct esbx_registry *r, esbx_error_t *err)
+{
+  _cleanup_free_ char *text = NULL;
+  size_t len;
+
+  if (rm->token_file == NULL)
+    return 0;
+  if (esbx_read_file_at (AT_FDCWD, rm->token_file, 4096, &text, &len, err) < 0)
+    return esbx_error_wrap (err, "registry `%s`: token file", rm->registry);
+  len = strcspn (text, "\r\n");
+  if (len == 0)
+    return esbx_make_error (err, 0, "registry `%s`: token file `%s` is empty", rm->registry,
+                            rm->token_file);
+  r->credentials = xstrndup (text, len);
+  if (strchr (r->credentials, ':'))
+    r->auth.userpwd = r->credentials;
+  else
+    r->auth.bearer = r->credentials;
+  return 0;
+}
+
 int
-esbx_registry_open (const char *url, const char *project, struct esbx_registry *r,
+esbx_registry_open (const struct esbx_remote *rm, const char *project, struct esbx_registry *r,
                     esbx_error_t *err)
 {
-  const char *host, *path;
+  const char *url = rm->registry, *host, *path;
   size_t i;
 
   memset (r, 0, sizeof *r);
@@ -41,6 +64,15 @@ esbx_registry_open (const char *url, const char *project, struct esbx_registry *
   while (i > 0 && r->repo[i - 1] == '/')
     r->repo[--i] = '\0';
   r->shown = xstrdup (url);
+  r->auth.ca = rm->ca;
+  r->auth.cert = rm->cert;
+  r->auth.key = rm->key;
+  r->gzip = !rm->uncompressed;
+  if (read_credentials (rm, r, err) < 0)
+    {
+      esbx_registry_close (r);
+      return -1;
+    }
   /* Repository names of the distribution spec are lower case.  */
   for (i = 0; r->repo[i]; i++)
     if (isupper ((unsigned char)r->repo[i]))
@@ -59,6 +91,9 @@ esbx_registry_close (struct esbx_registry *r)
   free (r->base);
   free (r->repo);
   free (r->shown);
+  if (r->credentials)
+    explicit_bzero (r->credentials, strlen (r->credentials));
+  free (r->credentials);
   memset (r, 0, sizeof *r);
 }
 
@@ -88,6 +123,7 @@ static int
 request (struct esbx_registry *r, struct esbx_http_request *rq, struct esbx_http_response *rs,
          const char *what, esbx_error_t *err)
 {
+  rq->auth = &r->auth;
   if (esbx_http_do (rq, rs, err) < 0)
     return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
   return 0;

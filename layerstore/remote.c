@@ -21,6 +21,10 @@ esbx_remote_free (struct esbx_remote *rm)
 {
   free (rm->registry);
   free (rm->etcd);
+  free (rm->ca);
+  free (rm->cert);
+  free (rm->key);
+  free (rm->token_file);
   memset (rm, 0, sizeof *rm);
 }
 
@@ -36,22 +40,49 @@ check_url (const char *what, const char *url, esbx_error_t *err)
   return 0;
 }
 
+/* FILE as an absolute path into J[KEY] when given; it must be readable.  */
+static int
+set_file (json_t *j, const char *key, const char *option, const char *file, esbx_error_t *err)
+{
+  _cleanup_free_ char *abs = NULL;
+
+  if (file == NULL)
+    return 0;
+  abs = realpath (file, NULL);
+  if (abs == NULL || access (abs, R_OK) < 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, errno, "remote: %s `%s`", option, file);
+  json_set_string (j, key, abs);
+  return 0;
+}
+
 int
-esbx_remote_set (esbx_store_t *store, const char *registry, const char *etcd, esbx_error_t *err)
+esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL;
   _cleanup_free_ char *etcd_trimmed = NULL;
   size_t len;
 
-  if (check_url ("--registry", registry, err) < 0 || check_url ("--etcd", etcd, err) < 0)
+  if (check_url ("--registry", c->registry, err) < 0 || check_url ("--etcd", c->etcd, err) < 0)
     return -1;
-  etcd_trimmed = xstrdup (etcd);
+  if (c->compression && strcmp (c->compression, "gzip") != 0
+      && strcmp (c->compression, "none") != 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "remote: --compression `%s`: expected gzip or none",
+                                 c->compression);
+  if ((c->cert == NULL) != (c->key == NULL))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "remote: --cert and --key go together");
+  etcd_trimmed = xstrdup (c->etcd);
   len = strlen (etcd_trimmed);
   while (len > 0 && etcd_trimmed[len - 1] == '/')
     etcd_trimmed[--len] = '\0';
-  json_set_string (j, "registry", registry);
+  json_set_string (j, "registry", c->registry);
   json_set_string (j, "etcd", etcd_trimmed);
+  json_set_string (j, "compression", c->compression ? c->compression : "gzip");
+  if (set_file (j, "ca", "--ca", c->ca, err) < 0 || set_file (j, "cert", "--cert", c->cert, err) < 0
+      || set_file (j, "key", "--key", c->key, err) < 0
+      || set_file (j, "token_file", "--token-file", c->token_file, err) < 0)
+    return -1;
   text = json_serialize (j, true, &len);
   return esbx_write_file_atomic_at (store->rootfd, REMOTE_FILE, text, len, 0644, err);
 }
@@ -61,6 +92,7 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
 {
   _cleanup_json_ json_t *j = NULL;
   const char *env_reg = getenv ("ESBX_REGISTRY"), *env_etcd = getenv ("ESBX_ETCD");
+  const char *compression;
 
   memset (rm, 0, sizeof *rm);
   if (esbx_exists_at (store->rootfd, REMOTE_FILE))
@@ -70,6 +102,12 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
         return esbx_error_wrap (err, "remote");
       rm->registry = xstrdup (json_get_string (j, "registry"));
       rm->etcd = xstrdup (json_get_string (j, "etcd"));
+      rm->ca = xstrdup (json_get_string (j, "ca"));
+      rm->cert = xstrdup (json_get_string (j, "cert"));
+      rm->key = xstrdup (json_get_string (j, "key"));
+      rm->token_file = xstrdup (json_get_string (j, "token_file"));
+      compression = json_get_string (j, "compression");
+      rm->uncompressed = compression && strcmp (compression, "none") == 0;
     }
   if (env_reg && env_reg[0])
     {
@@ -92,6 +130,9 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
       esbx_remote_free (rm);
       return -1;
     }
+  rm->etcd_auth.ca = rm->ca;
+  rm->etcd_auth.cert = rm->cert;
+  rm->etcd_auth.key = rm->key;
   return 0;
 }
 
@@ -106,6 +147,15 @@ esbx_remote_show (esbx_store_t *store, esbx_error_t *err)
   j = json_new (JSON_OBJECT);
   json_set_string (j, "registry", rm.registry);
   json_set_string (j, "etcd", rm.etcd);
+  if (rm.ca)
+    json_set_string (j, "ca", rm.ca);
+  if (rm.cert)
+    json_set_string (j, "cert", rm.cert);
+  if (rm.key)
+    json_set_string (j, "key", rm.key);
+  if (rm.token_file)
+    json_set_string (j, "token_file", rm.token_file);
+  json_set_string (j, "compression", rm.uncompressed ? "none" : "gzip");
   esbx_remote_free (&rm);
   return j;
 }
@@ -159,7 +209,7 @@ esbx_remote_head_read (const struct esbx_remote *rm, const char *project,
   size_t i;
 
   memset (h, 0, sizeof *h);
-  if (esbx_etcd_get (rm->etcd, key, &kv, err) < 0)
+  if (esbx_etcd_get (rm, key, &kv, err) < 0)
     return -1;
   h->mod_revision = kv.mod_revision;
   if (kv.value == NULL)
@@ -213,6 +263,7 @@ esbx_remote_descs_free (struct esbx_remote_desc *d, size_t n)
     {
       free (d[i].id);
       free (d[i].digest);
+      free (d[i].diff_id);
       free (d[i].record);
     }
   free (d);
@@ -235,6 +286,8 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
       const char *id = json_get_string (annot, ESBX_ANNOT_LAYER);
       const char *record = json_get_string (annot, ESBX_ANNOT_RECORD);
       const char *digest = json_get_string (l, "digest");
+      const char *media = json_get_string (l, "mediaType");
+      const char *diff_id = json_get_string (annot, ESBX_ANNOT_DIFF_ID);
 
       if (id == NULL || record == NULL || digest == NULL || !json_get_int (l, "size", &d[i].size)
           || !esbx_has_prefix (digest, "sha256:") || !esbx_has_prefix (record, "sha256:"))
@@ -242,8 +295,17 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
           esbx_remote_descs_free (d, i);
           return esbx_make_error (err, 0, "manifest: layer %zu is not an esbx layer", i);
         }
+      d[i].gzip = media && strcmp (media, ESBX_OCI_LAYER_GZ) == 0;
+      if (media == NULL || (!d[i].gzip && strcmp (media, ESBX_OCI_LAYER) != 0)
+          || (d[i].gzip && diff_id == NULL))
+        {
+          esbx_remote_descs_free (d, i);
+          return esbx_make_error (err, 0, "manifest: layer %zu: media type `%s` is not %s or %s", i,
+                                  media ? media : "", ESBX_OCI_LAYER, ESBX_OCI_LAYER_GZ);
+        }
       d[i].id = xstrdup (id);
       d[i].digest = xstrdup (digest);
+      d[i].diff_id = xstrdup (d[i].gzip ? diff_id : digest);
       d[i].record = xstrdup (record);
     }
   *out = d;
@@ -294,7 +356,7 @@ static int
 fetch_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project, const char *tmp,
              const struct esbx_remote_desc *d, size_t index, const char *parent, esbx_error_t *err)
 {
-  _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", tmp);
+  _cleanup_free_ char *tar = xasprintf ("%s/layer.blob", tmp);
   _cleanup_free_ char *record = NULL, *diffrel = NULL, *dest = NULL, *layers = NULL;
   _cleanup_json_ json_t *j = NULL;
   _cleanup_close_ int tfd = -1;
@@ -444,8 +506,7 @@ esbx_remote_sync (esbx_store_t *store, const char *project, size_t *fetched, esb
   _cleanup_close_ int lock = -1;
   int ret = -1;
 
-  if (esbx_remote_load (store, &rm, err) < 0
-      || esbx_registry_open (rm.registry, project, &reg, err) < 0)
+  if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, project, &reg, err) < 0)
     goto out;
   if (esbx_remote_head_read (&rm, project, &h, err) < 0)
     goto out;
@@ -514,8 +575,7 @@ esbx_project_pull (esbx_store_t *store, const char *project, size_t *fetched, es
     struct esbx_remote_head h = { 0 };
     int r = -1;
 
-    if (esbx_remote_load (store, &rm, err) == 0
-        && esbx_registry_open (rm.registry, project, &reg, err) == 0
+    if (esbx_remote_load (store, &rm, err) == 0 && esbx_registry_open (&rm, project, &reg, err) == 0
         && esbx_remote_head_read (&rm, project, &h, err) == 0)
       {
         if (!h.exists)

@@ -4,14 +4,18 @@
 #ifndef ESBX_LAYERSTORE_REMOTE_H
 #define ESBX_LAYERSTORE_REMOTE_H
 
+#include "http.h"
 #include "internal.h"
 
-#define ESBX_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define ESBX_OCI_CONFIG   "application/vnd.oci.image.config.v1+json"
-#define ESBX_OCI_LAYER    "application/vnd.oci.image.layer.v1.tar"
-#define ESBX_RECORD_TYPE  "application/vnd.esbx.layer.record.v1+json"
-#define ESBX_ANNOT_LAYER  "io.esbx.layer"
-#define ESBX_ANNOT_RECORD "io.esbx.record"
+#define ESBX_OCI_MANIFEST      "application/vnd.oci.image.manifest.v1+json"
+#define ESBX_OCI_CONFIG        "application/vnd.oci.image.config.v1+json"
+#define ESBX_OCI_LAYER         "application/vnd.oci.image.layer.v1.tar"
+#define ESBX_OCI_LAYER_GZ      "application/vnd.oci.image.layer.v1.tar+gzip"
+#define ESBX_RECORD_TYPE       "application/vnd.esbx.layer.record.v1+json"
+#define ESBX_ANNOT_LAYER       "io.esbx.layer"
+#define ESBX_ANNOT_RECORD      "io.esbx.record"
+#define ESBX_ANNOT_DIFF_ID     "io.esbx.diff-id"
+#define ESBX_RECORD_TAG_SUFFIX "-record"
 
 /* One repository of a registry: BASE is scheme://host[:port], REPO the
    path prefix of the remote's URL plus the project's name.  */
@@ -19,9 +23,15 @@ struct esbx_registry
 {
   char *base;
   char *repo;
-  char *shown; /* the remote's URL as configured, for messages */
+  char *shown;       /* the remote's URL as configured, for messages */
+  char *credentials; /* the token file's line */
+  struct esbx_http_auth auth;
+  bool gzip; /* layer blobs pushed are gzip-compressed */
 };
-int esbx_registry_open (const char *url, const char *project, struct esbx_registry *r,
+struct esbx_remote;
+/* REMOTE's registry for PROJECT, with its CA, client certificate and
+   credentials (read from the token file now); RM outlives R.  */
+int esbx_registry_open (const struct esbx_remote *rm, const char *project, struct esbx_registry *r,
                         esbx_error_t *err);
 void esbx_registry_close (struct esbx_registry *r);
 /* Push the blob DIGEST ("sha256:HEX") from FD or from BUF/LEN unless the
@@ -49,11 +59,12 @@ struct esbx_etcd_kv
   int64_t mod_revision; /* 0 without the key */
 };
 void esbx_etcd_kv_free (struct esbx_etcd_kv *kv);
-int esbx_etcd_get (const char *url, const char *key, struct esbx_etcd_kv *kv, esbx_error_t *err);
+int esbx_etcd_get (const struct esbx_remote *rm, const char *key, struct esbx_etcd_kv *kv,
+                   esbx_error_t *err);
 /* Put KEY = VALUE if KEY's mod_revision is still MOD_REVISION (0: KEY does
    not exist); *WON says whether it was.  */
-int esbx_etcd_put_if (const char *url, const char *key, const char *value, int64_t mod_revision,
-                      bool *won, esbx_error_t *err);
+int esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *value,
+                      int64_t mod_revision, bool *won, esbx_error_t *err);
 
 /* The store's remote (remote.c): ROOT/remote.json, $ESBX_REGISTRY and
    $ESBX_ETCD winning.  */
@@ -61,6 +72,12 @@ struct esbx_remote
 {
   char *registry;
   char *etcd;
+  char *ca; /* absolute paths, or NULL */
+  char *cert;
+  char *key;
+  char *token_file;  /* the registry's credentials */
+  bool uncompressed; /* "compression": "none" */
+  struct esbx_http_auth etcd_auth;
 };
 int esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err);
 void esbx_remote_free (struct esbx_remote *rm);
@@ -88,9 +105,11 @@ char *esbx_remote_head_value (char *const *ids, size_t n, const char *manifest);
 struct esbx_remote_desc
 {
   char *id;
-  char *digest; /* "sha256:..." of the layer tar */
+  char *digest; /* "sha256:..." of the layer blob, compressed or not */
   int64_t size;
-  char *record; /* "sha256:..." of record.json */
+  bool gzip;
+  char *diff_id; /* "sha256:..." of the layer tar */
+  char *record;  /* "sha256:..." of record.json */
 };
 int esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, size_t *n,
                              esbx_error_t *err);
@@ -99,13 +118,19 @@ void esbx_remote_descs_free (struct esbx_remote_desc *d, size_t n);
    TAG; *DIGEST receives the manifest's digest (remote_push.c).  */
 int esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d,
                                size_t n, const char *tag, char **digest, esbx_error_t *err);
-/* Export the layer diff DIFFD to TMP/layer.tar and push it: D->digest and
-   D->size are filled.  */
+/* Export the layer diff DIFFD to TMP/layer.tar, gzip it unless the
+   remote says none, and push the blob: D->digest, D->size, D->gzip and
+   D->diff_id are filled.  */
 int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
                            struct esbx_remote_desc *d, esbx_error_t *err);
-/* Push a record's bytes: *DIGEST receives its digest.  */
-int esbx_remote_push_record (struct esbx_registry *reg, const char *text, size_t len, char **digest,
-                             esbx_error_t *err);
+/* Push the record of layer ID and the artifact manifest tagged
+   ID-record that lists it: *DIGEST receives the record's digest.  */
+int esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text,
+                             size_t len, char **digest, esbx_error_t *err);
+
+/* IN's bytes gzip-compressed into OUT, the same for the same input
+   (gzip.c).  */
+int esbx_gzip_fd (int in, int out, esbx_error_t *err);
 
 /* With the project lock held: fetch the layers of H the local stack lacks
    and make the stack H (the local one must be a prefix of it).  */

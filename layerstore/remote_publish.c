@@ -96,9 +96,11 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   d[nd].id = xstrdup (id);
   d[nd].digest = xstrdup (mine->digest);
   d[nd].size = mine->size;
+  d[nd].gzip = mine->gzip;
+  d[nd].diff_id = xstrdup (mine->diff_id);
   d[nd].record = NULL;
   nd++;
-  if (esbx_remote_push_record (reg, record, len, &d[nd - 1].record, err) < 0
+  if (esbx_remote_push_record (reg, id, record, len, &d[nd - 1].record, err) < 0
       || esbx_remote_push_manifest (reg, d, nd, id, &mdigest, err) < 0)
     goto out;
   esbx_failpoint ("remote-pushed");
@@ -109,7 +111,7 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   key = esbx_remote_head_key (s->project);
   value = esbx_remote_head_value (next, n + 1, mdigest);
   free (next);
-  if (esbx_etcd_put_if (rm->etcd, key, value, h.mod_revision, &won, err) < 0)
+  if (esbx_etcd_put_if (rm, key, value, h.mod_revision, &won, err) < 0)
     goto out;
   if (!won)
     {
@@ -163,8 +165,7 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   l->session = xstrdup (s->name);
   l->message = xstrdup (message ? message : "");
   l->labels = esbx_labels_copy (s->labels);
-  if (esbx_remote_load (store, &rm, err) < 0
-      || esbx_registry_open (rm.registry, s->project, &reg, err) < 0)
+  if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, s->project, &reg, err) < 0)
     goto out;
   /* The layer's content does not depend on its parent: its tar is made
      and pushed once, outside the lock.  */
@@ -193,6 +194,7 @@ out:
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   free (mine.digest);
+  free (mine.diff_id);
   esbx_registry_close (&reg);
   esbx_remote_free (&rm);
   return k;

@@ -32,14 +32,31 @@ descriptor (const char *media_type, const char *digest, int64_t size)
 }
 
 int
-esbx_remote_push_record (struct esbx_registry *reg, const char *text, size_t len, char **digest,
-                         esbx_error_t *err)
+esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text, size_t len,
+                         char **digest, esbx_error_t *err)
 {
+  _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
+  _cleanup_free_ char *mtext = NULL, *tag = NULL;
+  json_t *annot = json_new (JSON_OBJECT);
   char hex[ESBX_SHA256_HEX_LEN + 1];
+  size_t mlen;
 
   esbx_sha256_buf (text, len, hex);
   *digest = xasprintf ("sha256:%s", hex);
-  return esbx_registry_push_blob (reg, *digest, text, len, err);
+  if (esbx_registry_push_blob (reg, *digest, text, len, err) < 0)
+    return -1;
+  /* The image manifests name the record in an annotation only, which the
+     registry's garbage-collect does not follow: this artifact manifest,
+     with the record as its config, is what keeps the blob.  */
+  json_set_int (manifest, "schemaVersion", 2);
+  json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
+  json_set (manifest, "config", descriptor (ESBX_RECORD_TYPE, *digest, (int64_t)len));
+  json_set (manifest, "layers", json_new (JSON_ARRAY));
+  json_set_string (annot, ESBX_ANNOT_LAYER, id);
+  json_set (manifest, "annotations", annot);
+  mtext = json_serialize (manifest, false, &mlen);
+  tag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
+  return esbx_registry_put_manifest (reg, tag, mtext, mlen, err);
 }
 
 int
@@ -59,13 +76,16 @@ esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_d
       json_t *h = json_new (JSON_OBJECT), *l, *annot = json_new (JSON_OBJECT);
       _cleanup_free_ char *by = xasprintf ("esbx layer %s", d[i].id);
 
-      /* Uncompressed layers: the diff id is the blob's digest.  */
-      json_append (diff_ids, json_new_string (d[i].digest));
+      json_append (diff_ids, json_new_string (d[i].diff_id));
       json_set_string (h, "created_by", by);
       json_append (history, h);
-      l = descriptor (ESBX_OCI_LAYER, d[i].digest, d[i].size);
+      l = descriptor (d[i].gzip ? ESBX_OCI_LAYER_GZ : ESBX_OCI_LAYER, d[i].digest, d[i].size);
       json_set_string (annot, ESBX_ANNOT_LAYER, d[i].id);
       json_set_string (annot, ESBX_ANNOT_RECORD, d[i].record);
+      /* Readers of the manifest alone (the next publish) need it for the
+         config; image tools read the config's diff_ids.  */
+      if (d[i].gzip)
+        json_set_string (annot, ESBX_ANNOT_DIFF_ID, d[i].diff_id);
       json_set (l, "annotations", annot);
       json_append (layers, l);
     }
@@ -101,7 +121,9 @@ esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
                        struct esbx_remote_desc *d, esbx_error_t *err)
 {
   _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", tmp);
+  _cleanup_free_ char *gz = xasprintf ("%s/layer.tar.gz", tmp);
   _cleanup_close_ int fd = -1;
+  _cleanup_close_ int gzfd = -1;
   char hex[ESBX_SHA256_HEX_LEN + 1];
   off_t size;
 
@@ -112,6 +134,21 @@ esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
     return esbx_error_wrap (err, "layer tar");
   if (lseek (fd, 0, SEEK_SET) < 0 || esbx_sha256_fd (fd, hex, &size, err) < 0)
     return esbx_error_wrap (err, "layer tar");
+  free (d->diff_id);
+  d->diff_id = xasprintf ("sha256:%s", hex);
+  d->gzip = reg->gzip;
+  if (d->gzip)
+    {
+      /* OCI: the descriptor's digest is over the compressed bytes.  */
+      gzfd = TEMP_FAILURE_RETRY (open (gz, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+      if (gzfd < 0)
+        return esbx_make_error (err, errno, "create `%s`", gz);
+      if (esbx_gzip_fd (fd, gzfd, err) < 0 || lseek (gzfd, 0, SEEK_SET) < 0
+          || esbx_sha256_fd (gzfd, hex, &size, err) < 0)
+        return esbx_error_wrap (err, "layer tar.gz");
+      close (fd);
+      fd = take_fd (&gzfd);
+    }
   free (d->digest);
   d->digest = xasprintf ("sha256:%s", hex);
   d->size = (int64_t)size;
@@ -135,7 +172,7 @@ push_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project,
     return -1;
   if (esbx_read_file_at (store->rootfd, rec, JSON_MAX_DOCUMENT, &text, &len, err) < 0)
     return -1;
-  return esbx_remote_push_record (reg, text, len, &d->record, err);
+  return esbx_remote_push_record (reg, id, text, len, &d->record, err);
 }
 
 int
@@ -159,8 +196,7 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
   if (!esbx_project_exists (store, project))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project push `%s`: no such project",
                                  project);
-  if (esbx_remote_load (store, &rm, err) < 0
-      || esbx_registry_open (rm.registry, project, &reg, err) < 0)
+  if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, project, &reg, err) < 0)
     goto out;
   lock = esbx_project_lock (store, project, err);
   if (lock < 0 || esbx_project_stack (store, project, &ids, &n, err) < 0)
@@ -198,7 +234,7 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
     }
   key = esbx_remote_head_key (project);
   value = esbx_remote_head_value (ids, n, digest);
-  if (esbx_etcd_put_if (rm.etcd, key, value, 0, &won, err) < 0)
+  if (esbx_etcd_put_if (&rm, key, value, 0, &won, err) < 0)
     goto out;
   if (!won)
     {

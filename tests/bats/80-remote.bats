@@ -27,6 +27,7 @@ setup() {
 }
 
 teardown() {
+  stop_tls_registry "$BATS_TEST_TMPDIR/tls"
   teardown_hosts
 }
 
@@ -246,4 +247,117 @@ head_tree() {
   assert_failure 1
   assert_output --partial "etcd \`http://127.0.0.1:$port\`"
   [ ! -e "$HOST_A/projects/p/remote" ]
+}
+
+@test "the registry's garbage-collect keeps every blob a head reaches, records too" {
+  on A esbx_ok project push p
+  local i
+  for i in 1 2; do
+    on A make_session p "a$i"
+    echo "$i" >"$m/gc-$i.txt"
+    on A esbx_ok publish "a$i"
+  done
+  # docker-registry's gc needs the registry stopped (or read-only).
+  stop_registry
+  run docker-registry garbage-collect --delete-untagged "$REMOTE_DIR/registry.yml"
+  assert_success
+  start_registry
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 3 layers fetched"
+  head_tree A p "$BATS_TEST_TMPDIR/a"
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  diff -r "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+  on B esbx_ok fsck p
+}
+
+@test "a registry behind TLS and basic authentication: --ca, --token-file; a wrong CA fails naming the URL" {
+  command -v openssl >/dev/null || skip "openssl is not installed"
+  command -v htpasswd >/dev/null || skip "htpasswd (apache2-utils) is not installed"
+  local tls=$BATS_TEST_TMPDIR/tls port url h
+  make_tls_certs "$tls"
+  htpasswd -Bbn esbx s3cret >"$tls/htpasswd"
+  echo 'esbx:s3cret' >"$tls/token"
+  echo 'esbx:wrong' >"$tls/bad-token"
+  port=$(free_port)
+  start_tls_registry "$tls" "$port" "$tls/htpasswd"
+  url="https://127.0.0.1:$port/x"
+  for h in A B; do
+    on "$h" esbx_ok remote set --registry "$url" --etcd "$(ETCD_URL)" \
+      --ca "$tls/ca.crt" --token-file "$tls/token"
+  done
+  run on A "$ESBX" remote show
+  assert_line "ca $tls/ca.crt"
+  assert_line "token_file $tls/token"
+  on A esbx_ok project push p
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 1 layer fetched"
+  on B make_session p b
+  echo tls >"$m/tls.txt"
+  on B esbx_ok publish b
+  on A make_session p a
+  [ "$(cat "$m/tls.txt")" = tls ]
+
+  new_host C
+  on C esbx_ok remote set --registry "$url" --etcd "$(ETCD_URL)" \
+    --ca "$tls/other-ca.crt" --token-file "$tls/token"
+  run on C "$ESBX" project pull p
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "https://127.0.0.1:$port"
+  assert_output --partial "certificate"
+  [ ! -e "$HOST_C/projects/p" ]
+  on C esbx_ok remote set --registry "$url" --etcd "$(ETCD_URL)" \
+    --ca "$tls/ca.crt" --token-file "$tls/bad-token"
+  run on C "$ESBX" project pull p
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "HTTP 401"
+  [ ! -e "$HOST_C/projects/p" ]
+  run on C "$ESBX" remote set --registry "$url" --etcd "$(ETCD_URL)" --ca "$tls/missing.crt"
+  assert_failure 2
+  assert_output --partial "missing.crt"
+}
+
+@test "layer blobs are gzip: digest over the compressed bytes, diff_id over the tar; pull takes both" {
+  local image blob digest diff_id
+  image="docker://127.0.0.1:$REGISTRY_PORT/t$BATS_TEST_NUMBER/p:head"
+  on A esbx_ok remote set --registry "$(REGISTRY_URL)" --etcd "$(ETCD_URL)" --compression none
+  run on A "$ESBX" remote show
+  assert_line "compression none"
+  on A esbx_ok project push p
+  on B esbx_ok project pull p
+  on B make_session p b
+  echo gz >"$m/gz.txt"
+  on B esbx_ok publish b
+  run skopeo inspect --tls-verify=false --raw "$image"
+  assert_success
+  [ "$(echo "$output" | jq -r '.layers[0].mediaType')" = application/vnd.oci.image.layer.v1.tar ]
+  [ "$(echo "$output" | jq -r '.layers[1].mediaType')" = application/vnd.oci.image.layer.v1.tar+gzip ]
+  digest=$(echo "$output" | jq -r '.layers[1].digest')
+  blob="$BATS_TEST_TMPDIR/blob"
+  curl -fsS -o "$blob" "http://127.0.0.1:$REGISTRY_PORT/v2/t$BATS_TEST_NUMBER/p/blobs/$digest"
+  [ "sha256:$(sha256sum <"$blob" | cut -d' ' -f1)" = "$digest" ]
+  # No time in the gzip header: the same layer is the same blob.
+  [ "$(od -An -tx1 -j4 -N4 "$blob" | tr -d ' ')" = 00000000 ]
+  diff_id=$(skopeo inspect --tls-verify=false --config --raw "$image" | jq -r '.rootfs.diff_ids[1]')
+  [ "sha256:$(gzip -dc "$blob" | sha256sum | cut -d' ' -f1)" = "$diff_id" ]
+  gzip -dc "$blob" | tar -t | grep -qx 'gz.txt'
+
+  new_host C
+  run on C "$ESBX" project pull p
+  assert_success
+  assert_output "p: 2 layers fetched"
+  on C esbx_ok fsck p
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  head_tree C p "$BATS_TEST_TMPDIR/c"
+  diff -r "$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/c"
+  [ "$(cat "$BATS_TEST_TMPDIR/c/gz.txt")" = gz ]
+  # A publish from the uncompressed host on the mixed head.
+  on A make_session p a
+  echo plain >"$m/plain.txt"
+  on A esbx_ok publish a
+  on C make_session p c
+  [ "$(cat "$m/plain.txt")" = plain ]
 }

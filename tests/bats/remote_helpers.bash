@@ -122,3 +122,67 @@ etcd_clear() {
   curl -fsS -o /dev/null -X POST "$(ETCD_URL)/v3/kv/deleterange" \
     -d "{\"key\":\"$(printf 'esbx/' | base64 -w0)\",\"range_end\":\"$(printf 'esbx0' | base64 -w0)\"}"
 }
+
+# `start_tls_registry DIR PORT [HTPASSWD]`: a second registry on 127.0.0.1
+# serving https with DIR/server.crt (made by make_tls_certs), with basic
+# authentication from HTPASSWD when given; its pid in DIR/registry.pid.
+start_tls_registry() {
+  local dir=$1 port=$2 htpasswd=${3:-}
+  mkdir -p "$dir/storage"
+  cat >"$dir/registry.yml" <<YAML
+version: 0.1
+log:
+  level: error
+storage:
+  filesystem:
+    rootdirectory: $dir/storage
+http:
+  addr: 127.0.0.1:$port
+  tls:
+    certificate: $dir/server.crt
+    key: $dir/server.key
+YAML
+  if [ -n "$htpasswd" ]; then
+    cat >>"$dir/registry.yml" <<YAML
+auth:
+  htpasswd:
+    realm: esbx-test
+    path: $htpasswd
+YAML
+  fi
+  docker-registry serve "$dir/registry.yml" >>"$dir/registry.log" 2>&1 &
+  echo $! >"$dir/registry.pid"
+  local i
+  for i in $(seq 1 100); do
+    # 401 without credentials is an answer too.
+    curl -sS -o /dev/null --cacert "$dir/ca.crt" "https://127.0.0.1:$port/v2/" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no answer from https://127.0.0.1:$port" >&2
+  return 1
+}
+
+stop_tls_registry() {
+  local pid
+  pid=$(cat "$1/registry.pid" 2>/dev/null) || return 0
+  kill "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  rm -f "$1/registry.pid"
+}
+
+# `make_tls_certs DIR`: a CA (DIR/ca.crt), a server certificate for
+# 127.0.0.1 signed by it, and another CA (DIR/other-ca.crt) that did not
+# sign it.
+make_tls_certs() {
+  local dir=$1
+  mkdir -p "$dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=esbx-test-ca \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=esbx-other-ca \
+    -keyout "$dir/other-ca.key" -out "$dir/other-ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 \
+    -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/san.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -CAcreateserial -days 1 -extfile "$dir/san.ext" -out "$dir/server.crt" 2>/dev/null
+}
