@@ -6,71 +6,17 @@
    mode prints.  Exit statuses follow the error class the gateway reports
    ("code").  */
 #include "cli.h"
+#include "curl.h"
 #include "fs.h"
 #include "text.h"
 #include "utils.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
-
-/* libcurl is loaded on the first gateway call instead of being linked:
-   with the libraries it pulls in it added ~10 ms to every start of esbx,
-   embedded verbs and `esbx exec` included, which never use it.  */
-#define LIBCURL "libcurl.so.4"
-
-static struct
-{
-  void *handle;
-  CURL *(*easy_init) (void);
-  CURLcode (*easy_setopt) (CURL *, CURLoption, ...);
-  CURLcode (*easy_perform) (CURL *);
-  CURLcode (*easy_getinfo) (CURL *, CURLINFO, ...);
-  void (*easy_cleanup) (CURL *);
-  const char *(*easy_strerror) (CURLcode);
-  struct curl_slist *(*slist_append) (struct curl_slist *, const char *);
-  void (*slist_free_all) (struct curl_slist *);
-} curl_api;
-
-static int
-load_symbol (void *fn, const char *name, esbx_error_t *err)
-{
-  void *sym = dlsym (curl_api.handle, name);
-
-  if (sym == NULL)
-    return esbx_make_error (err, 0, "gateway: %s has no `%s`", LIBCURL, name);
-  memcpy (fn, &sym, sizeof sym);
-  return 0;
-}
-
-static int
-load_curl (esbx_error_t *err)
-{
-  if (curl_api.handle)
-    return 0;
-  curl_api.handle = dlopen (LIBCURL, RTLD_NOW | RTLD_LOCAL);
-  if (curl_api.handle == NULL)
-    return esbx_make_error (err, 0, "gateway: remote mode needs %s (apt-get install libcurl4): %s",
-                            LIBCURL, dlerror ());
-  if (load_symbol (&curl_api.easy_init, "curl_easy_init", err) < 0
-      || load_symbol (&curl_api.easy_setopt, "curl_easy_setopt", err) < 0
-      || load_symbol (&curl_api.easy_perform, "curl_easy_perform", err) < 0
-      || load_symbol (&curl_api.easy_getinfo, "curl_easy_getinfo", err) < 0
-      || load_symbol (&curl_api.easy_cleanup, "curl_easy_cleanup", err) < 0
-      || load_symbol (&curl_api.easy_strerror, "curl_easy_strerror", err) < 0
-      || load_symbol (&curl_api.slist_append, "curl_slist_append", err) < 0
-      || load_symbol (&curl_api.slist_free_all, "curl_slist_free_all", err) < 0)
-    {
-      dlclose (curl_api.handle);
-      curl_api.handle = NULL;
-      return -1;
-    }
-  return 0;
-}
 
 struct response
 {
@@ -202,47 +148,47 @@ call_into (struct esbx_cli *cli, const char *method, const char *path, const cha
   if (token == NULL || token[0] == '\0')
     return esbx_make_error (
         err, 0, "gateway `%s`: set ESBX_TOKEN to a token from `esbx token create`", cli->host);
-  if (load_curl (err) < 0)
+  if (esbx_curl_load ("gateway: remote mode", err) < 0)
     return -1;
   url = xasprintf ("%s%s", base, path);
   auth = xasprintf ("Authorization: Bearer %s", token);
-  curl = curl_api.easy_init ();
+  curl = esbx_curl.easy_init ();
   if (curl == NULL)
     return esbx_make_error (err, 0, "gateway: cannot initialise libcurl");
-  headers = curl_api.slist_append (headers, auth);
-  headers = curl_api.slist_append (headers, "Expect:");
+  headers = esbx_curl.slist_append (headers, auth);
+  headers = esbx_curl.slist_append (headers, "Expect:");
   if (content_type)
     {
       ctype = xasprintf ("Content-Type: %s", content_type);
-      headers = curl_api.slist_append (headers, ctype);
+      headers = esbx_curl.slist_append (headers, ctype);
     }
   if (sock)
-    curl_api.easy_setopt (curl, CURLOPT_UNIX_SOCKET_PATH, sock);
-  curl_api.easy_setopt (curl, CURLOPT_URL, url);
-  curl_api.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, method);
-  curl_api.easy_setopt (curl, CURLOPT_HTTPHEADER, headers);
-  curl_api.easy_setopt (curl, CURLOPT_WRITEFUNCTION, sink->fn);
-  curl_api.easy_setopt (curl, CURLOPT_WRITEDATA, sink->data);
+    esbx_curl.easy_setopt (curl, CURLOPT_UNIX_SOCKET_PATH, sock);
+  esbx_curl.easy_setopt (curl, CURLOPT_URL, url);
+  esbx_curl.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, method);
+  esbx_curl.easy_setopt (curl, CURLOPT_HTTPHEADER, headers);
+  esbx_curl.easy_setopt (curl, CURLOPT_WRITEFUNCTION, sink->fn);
+  esbx_curl.easy_setopt (curl, CURLOPT_WRITEDATA, sink->data);
   if (sink->curlp)
     *sink->curlp = curl;
-  curl_api.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
-  curl_api.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
-  curl_api.easy_setopt (curl, CURLOPT_PROTOCOLS_STR, "http");
+  esbx_curl.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
+  esbx_curl.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
+  esbx_curl.easy_setopt (curl, CURLOPT_PROTOCOLS_STR, "http");
   if (body)
     {
-      curl_api.easy_setopt (curl, CURLOPT_POSTFIELDS, body);
-      curl_api.easy_setopt (curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+      esbx_curl.easy_setopt (curl, CURLOPT_POSTFIELDS, body);
+      esbx_curl.easy_setopt (curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     }
-  rc = curl_api.easy_perform (curl);
+  rc = esbx_curl.easy_perform (curl);
   if (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)
-    curl_api.easy_getinfo (curl, CURLINFO_RESPONSE_CODE, status);
-  curl_api.slist_free_all (headers);
-  curl_api.easy_cleanup (curl);
+    esbx_curl.easy_getinfo (curl, CURLINFO_RESPONSE_CODE, status);
+  esbx_curl.slist_free_all (headers);
+  esbx_curl.easy_cleanup (curl);
   if (rc == CURLE_WRITE_ERROR)
     return 1; /* the sink stopped the transfer and says why */
   if (rc != CURLE_OK)
     return esbx_make_error (err, 0, "gateway `%s`: %s", cli->host,
-                            errbuf[0] ? errbuf : curl_api.easy_strerror (rc));
+                            errbuf[0] ? errbuf : esbx_curl.easy_strerror (rc));
   return 0;
 }
 
@@ -449,7 +395,7 @@ on_exec_data (char *data, size_t size, size_t nmemb, void *userdata)
   size_t n = size * nmemb, start = 0, i;
   long status = 0;
 
-  curl_api.easy_getinfo (r->curl, CURLINFO_RESPONSE_CODE, &status);
+  esbx_curl.easy_getinfo (r->curl, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 400)
     return r->error.len + n > MAX_FRAME ? 0 : on_body (data, size, nmemb, &r->error);
   r->line = xrealloc (r->line, r->len + n + 1);
@@ -617,7 +563,7 @@ on_progress_data (char *data, size_t size, size_t nmemb, void *userdata)
   size_t n = size * nmemb, start = 0, i;
   long status = 0;
 
-  curl_api.easy_getinfo (r->curl, CURLINFO_RESPONSE_CODE, &status);
+  esbx_curl.easy_getinfo (r->curl, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 400)
     return r->error.len + n > MAX_FRAME ? 0 : on_body (data, size, nmemb, &r->error);
   if (r->end)

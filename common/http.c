@@ -1,87 +1,21 @@
 /* esbx: HTTP over libcurl loaded at first use (http.h says why).  */
 #include "http.h"
+#include "curl.h"
 #include "fs.h"
 #include "text.h"
 #include "utils.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-#define LIBCURL "libcurl.so.4"
 /* A service that accepts a connection and then says nothing for this long
    has failed: the caller's state stays as it was.  */
 #define CONNECT_TIMEOUT_S 10L
 #define STALL_TIMEOUT_S   60L
-
-static struct
-{
-  void *handle;
-  CURL *(*easy_init) (void);
-  CURLcode (*easy_setopt) (CURL *, CURLoption, ...);
-  CURLcode (*easy_perform) (CURL *);
-  CURLcode (*easy_getinfo) (CURL *, CURLINFO, ...);
-  void (*easy_cleanup) (CURL *);
-  const char *(*easy_strerror) (CURLcode);
-  struct curl_slist *(*slist_append) (struct curl_slist *, const char *);
-  void (*slist_free_all) (struct curl_slist *);
-} api;
-
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int
-load_symbol (void *handle, void *fn, const char *name, esbx_error_t *err)
-{
-  void *sym = dlsym (handle, name);
-
-  if (sym == NULL)
-    return esbx_make_error (err, 0, "%s has no `%s`", LIBCURL, name);
-  memcpy (fn, &sym, sizeof sym);
-  return 0;
-}
-
-static int
-load_curl_locked (esbx_error_t *err)
-{
-  void *h;
-
-  if (api.handle)
-    return 0;
-  h = dlopen (LIBCURL, RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL)
-    return esbx_make_error (err, 0, "remote stores need %s (apt-get install libcurl4): %s", LIBCURL,
-                            dlerror ());
-  if (load_symbol (h, &api.easy_init, "curl_easy_init", err) < 0
-      || load_symbol (h, &api.easy_setopt, "curl_easy_setopt", err) < 0
-      || load_symbol (h, &api.easy_perform, "curl_easy_perform", err) < 0
-      || load_symbol (h, &api.easy_getinfo, "curl_easy_getinfo", err) < 0
-      || load_symbol (h, &api.easy_cleanup, "curl_easy_cleanup", err) < 0
-      || load_symbol (h, &api.easy_strerror, "curl_easy_strerror", err) < 0
-      || load_symbol (h, &api.slist_append, "curl_slist_append", err) < 0
-      || load_symbol (h, &api.slist_free_all, "curl_slist_free_all", err) < 0)
-    {
-      dlclose (h);
-      return -1;
-    }
-  api.handle = h;
-  return 0;
-}
-
-static int
-load_curl (esbx_error_t *err)
-{
-  int r;
-
-  pthread_mutex_lock (&load_lock);
-  r = load_curl_locked (err);
-  pthread_mutex_unlock (&load_lock);
-  return r;
-}
 
 void
 esbx_http_request_init (struct esbx_http_request *rq, const char *method, const char *url)
@@ -188,22 +122,22 @@ static struct curl_slist *
 add_header (struct curl_slist *h, const char *name, const char *value)
 {
   _cleanup_free_ char *line = xasprintf ("%s: %s", name, value);
-  return api.slist_append (h, line);
+  return esbx_curl.slist_append (h, line);
 }
 
 static void
 set_auth (CURL *curl, const struct esbx_http_auth *a, struct curl_slist **headers)
 {
   if (a->ca)
-    api.easy_setopt (curl, CURLOPT_CAINFO, a->ca);
+    esbx_curl.easy_setopt (curl, CURLOPT_CAINFO, a->ca);
   if (a->cert)
-    api.easy_setopt (curl, CURLOPT_SSLCERT, a->cert);
+    esbx_curl.easy_setopt (curl, CURLOPT_SSLCERT, a->cert);
   if (a->key)
-    api.easy_setopt (curl, CURLOPT_SSLKEY, a->key);
+    esbx_curl.easy_setopt (curl, CURLOPT_SSLKEY, a->key);
   if (a->userpwd)
     {
-      api.easy_setopt (curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-      api.easy_setopt (curl, CURLOPT_USERPWD, a->userpwd);
+      esbx_curl.easy_setopt (curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+      esbx_curl.easy_setopt (curl, CURLOPT_USERPWD, a->userpwd);
     }
   else if (a->bearer)
     {
@@ -225,7 +159,7 @@ esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
   CURLcode rc;
 
   memset (rs, 0, sizeof *rs);
-  if (load_curl (err) < 0)
+  if (esbx_curl_load ("remote stores", err) < 0)
     return -1;
   if (upload && rq->body_fd >= 0)
     {
@@ -236,52 +170,53 @@ esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
     }
   else if (upload)
     size = (curl_off_t)rq->body_len;
-  curl = api.easy_init ();
+  curl = esbx_curl.easy_init ();
   if (curl == NULL)
     return esbx_make_error (err, ENOMEM, "%s: curl_easy_init", origin);
   /* Expect: 100-continue would cost a round trip per blob.  */
-  headers = api.slist_append (headers, "Expect:");
+  headers = esbx_curl.slist_append (headers, "Expect:");
   if (rq->content_type)
     headers = add_header (headers, "Content-Type", rq->content_type);
   if (rq->accept)
     headers = add_header (headers, "Accept", rq->accept);
   if (rq->auth)
     set_auth (curl, rq->auth, &headers);
-  api.easy_setopt (curl, CURLOPT_URL, rq->url);
-  api.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
-  api.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
-  api.easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
-  api.easy_setopt (curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  api.easy_setopt (curl, CURLOPT_LOW_SPEED_TIME, STALL_TIMEOUT_S);
-  api.easy_setopt (curl, CURLOPT_HTTPHEADER, headers);
-  api.easy_setopt (curl, CURLOPT_WRITEFUNCTION, on_write);
-  api.easy_setopt (curl, CURLOPT_WRITEDATA, &t);
-  api.easy_setopt (curl, CURLOPT_HEADERFUNCTION, on_header);
-  api.easy_setopt (curl, CURLOPT_HEADERDATA, &t);
+  esbx_curl.easy_setopt (curl, CURLOPT_URL, rq->url);
+  esbx_curl.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
+  esbx_curl.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
+  esbx_curl.easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+  esbx_curl.easy_setopt (curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  esbx_curl.easy_setopt (curl, CURLOPT_LOW_SPEED_TIME, STALL_TIMEOUT_S);
+  esbx_curl.easy_setopt (curl, CURLOPT_HTTPHEADER, headers);
+  esbx_curl.easy_setopt (curl, CURLOPT_WRITEFUNCTION, on_write);
+  esbx_curl.easy_setopt (curl, CURLOPT_WRITEDATA, &t);
+  esbx_curl.easy_setopt (curl, CURLOPT_HEADERFUNCTION, on_header);
+  esbx_curl.easy_setopt (curl, CURLOPT_HEADERDATA, &t);
   if (strcmp (rq->method, "HEAD") == 0)
-    api.easy_setopt (curl, CURLOPT_NOBODY, 1L);
+    esbx_curl.easy_setopt (curl, CURLOPT_NOBODY, 1L);
   else if (upload)
     {
-      api.easy_setopt (curl, CURLOPT_UPLOAD, 1L);
-      api.easy_setopt (curl, CURLOPT_READFUNCTION, on_read);
-      api.easy_setopt (curl, CURLOPT_READDATA, &t);
-      api.easy_setopt (curl, CURLOPT_INFILESIZE_LARGE, size);
-      api.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, rq->method);
+      esbx_curl.easy_setopt (curl, CURLOPT_UPLOAD, 1L);
+      esbx_curl.easy_setopt (curl, CURLOPT_READFUNCTION, on_read);
+      esbx_curl.easy_setopt (curl, CURLOPT_READDATA, &t);
+      esbx_curl.easy_setopt (curl, CURLOPT_INFILESIZE_LARGE, size);
+      esbx_curl.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, rq->method);
     }
   else if (strcmp (rq->method, "GET") != 0)
     {
       /* A POST without a body still says Content-Length: 0.  */
-      api.easy_setopt (curl, CURLOPT_POSTFIELDS, "");
-      api.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, rq->method);
+      esbx_curl.easy_setopt (curl, CURLOPT_POSTFIELDS, "");
+      esbx_curl.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, rq->method);
     }
-  rc = api.easy_perform (curl);
+  rc = esbx_curl.easy_perform (curl);
   if (rc == CURLE_OK)
-    api.easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &rs->status);
-  api.easy_cleanup (curl);
-  api.slist_free_all (headers);
+    esbx_curl.easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &rs->status);
+  esbx_curl.easy_cleanup (curl);
+  esbx_curl.slist_free_all (headers);
   if (rc != CURLE_OK)
     {
-      _cleanup_free_ char *why = esbx_escape_line (errbuf[0] ? errbuf : api.easy_strerror (rc));
+      _cleanup_free_ char *why
+          = esbx_escape_line (errbuf[0] ? errbuf : esbx_curl.easy_strerror (rc));
       esbx_http_response_free (rs);
       if (t.write_errno)
         return esbx_make_error (err, t.write_errno, "%s: write the answer", origin);

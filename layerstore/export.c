@@ -61,7 +61,47 @@ struct exporter
   /* Regular files with several names, by the first name written.  */
   struct esbx_inode_set linked;
   struct esbx_progress *progress; /* entries and bytes written */
+  locale_t utf8, old;             /* this thread's locale while it writes */
 };
+
+/* The archive writer on FD, its copy buffer and a UTF-8 locale for names:
+   libarchive converts names through the locale's charset, and esbxd is
+   multithreaded, so this thread's only.  */
+static int
+exporter_begin (struct exporter *ex, int fd, esbx_error_t *err)
+{
+  ex->utf8 = newlocale (LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+  if (ex->utf8)
+    ex->old = uselocale (ex->utf8);
+  ex->buf = xmalloc (COPY_BUF);
+  ex->a = archive_write_new ();
+  archive_write_set_format_pax_restricted (ex->a);
+  if (archive_write_open_fd (ex->a, fd) != ARCHIVE_OK)
+    return esbx_make_error (err, archive_errno (ex->a), "write: %s", archive_error_string (ex->a));
+  return 0;
+}
+
+static int
+exporter_close (struct exporter *ex, esbx_error_t *err)
+{
+  if (archive_write_close (ex->a) != ARCHIVE_OK)
+    return esbx_make_error (err, archive_errno (ex->a), "write: %s", archive_error_string (ex->a));
+  return 0;
+}
+
+static void
+exporter_end (struct exporter *ex)
+{
+  archive_write_free (ex->a);
+  if (ex->utf8)
+    {
+      uselocale (ex->old);
+      freelocale (ex->utf8);
+    }
+  free (ex->buf);
+  tdestroy (ex->emitted, free);
+  esbx_inode_set_free (&ex->linked);
+}
 
 static int
 cmp_strp (const void *a, const void *b)
@@ -634,51 +674,25 @@ esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_e
   _cleanup_free_ char *id = NULL;
   _cleanup_free_ char *tmp = NULL;
   struct exporter ex = { 0 };
-  locale_t utf8, old = (locale_t)0;
   int fd = -1, ret = -1;
 
   if (esbx_archive_load (err) < 0 || resolve_ref (store, ref, &session, &project, &id, err) < 0)
     return esbx_error_wrap (err, "export `%s`", shown);
   if (open_output (file, &tmp, &fd, err) < 0)
     return esbx_error_wrap (err, "export `%s`", shown);
-
-  /* libarchive converts names through the locale's charset; esbxd is
-     multithreaded, so switch this thread only.  */
-  utf8 = newlocale (LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-  if (utf8)
-    old = uselocale (utf8);
-
-  ex.buf = xmalloc (COPY_BUF);
-  ex.a = archive_write_new ();
-  archive_write_set_format_pax_restricted (ex.a);
-  if (archive_write_open_fd (ex.a, fd) != ARCHIVE_OK)
-    {
-      esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
-      goto out;
-    }
-  ex.progress = esbx_progress_begin ("export", "files", 0);
-  if (export_to (store, &ex, session, project, id, format, err) < 0)
+  if (exporter_begin (&ex, fd, err) < 0)
     goto out;
-  if (archive_write_close (ex.a) != ARCHIVE_OK)
-    {
-      esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
-      goto out;
-    }
+  ex.progress = esbx_progress_begin ("export", "files", 0);
+  if (export_to (store, &ex, session, project, id, format, err) < 0
+      || exporter_close (&ex, err) < 0)
+    goto out;
   if (tmp && commit_output (file, tmp, fd, err) < 0)
     goto out;
   esbx_progress_end (ex.progress);
   ret = 0;
 
 out:
-  archive_write_free (ex.a);
-  if (utf8)
-    {
-      uselocale (old);
-      freelocale (utf8);
-    }
-  free (ex.buf);
-  tdestroy (ex.emitted, free);
-  esbx_inode_set_free (&ex.linked);
+  exporter_end (&ex);
   if (tmp)
     {
       close (fd);
@@ -694,34 +708,15 @@ int
 esbx_export_diff_oci (int diffd, int fd, esbx_error_t *err)
 {
   struct exporter ex = { 0 };
-  locale_t utf8, old = (locale_t)0;
-  int dfd = dup (diffd), ret = -1;
+  /* The walk may give the directory back while it is deep (descend).  */
+  int dfd = fcntl (diffd, F_DUPFD_CLOEXEC, 3), ret = -1;
 
   if (dfd < 0)
     return esbx_make_error (err, errno, "export layer: dup");
-  utf8 = newlocale (LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-  if (utf8)
-    old = uselocale (utf8);
-  ex.buf = xmalloc (COPY_BUF);
-  ex.a = archive_write_new ();
-  archive_write_set_format_pax_restricted (ex.a);
-  if (archive_write_open_fd (ex.a, fd) != ARCHIVE_OK)
-    esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
-  else if (walk_diff (&ex, &dfd, "", 0, err) < 0)
-    ;
-  else if (archive_write_close (ex.a) != ARCHIVE_OK)
-    esbx_make_error (err, archive_errno (ex.a), "write: %s", archive_error_string (ex.a));
-  else
+  if (exporter_begin (&ex, fd, err) == 0 && walk_diff (&ex, &dfd, "", 0, err) == 0
+      && exporter_close (&ex, err) == 0)
     ret = 0;
-  archive_write_free (ex.a);
-  if (utf8)
-    {
-      uselocale (old);
-      freelocale (utf8);
-    }
-  free (ex.buf);
-  tdestroy (ex.emitted, free);
-  esbx_inode_set_free (&ex.linked);
+  exporter_end (&ex);
   if (dfd >= 0)
     close (dfd);
   return ret;

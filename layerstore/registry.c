@@ -119,13 +119,21 @@ status_error (struct esbx_registry *r, const char *what, const struct esbx_http_
   return esbx_make_error (err, 0, "registry `%s`: %s: HTTP %ld", r->shown, what, rs->status);
 }
 
+/* RQ answered with status WANT (0: any, the caller looks), else an error
+   naming WHAT; RS is filled only on success.  */
 static int
 request (struct esbx_registry *r, struct esbx_http_request *rq, struct esbx_http_response *rs,
-         const char *what, esbx_error_t *err)
+         long want, const char *what, esbx_error_t *err)
 {
   rq->auth = &r->auth;
   if (esbx_http_do (rq, rs, err) < 0)
     return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
+  if (want && rs->status != want)
+    {
+      status_error (r, what, rs, err);
+      esbx_http_response_free (rs);
+      return -1;
+    }
   return 0;
 }
 
@@ -137,7 +145,7 @@ has_blob (struct esbx_registry *r, const char *digest, bool *has, esbx_error_t *
   struct esbx_http_response rs;
 
   esbx_http_request_init (&rq, "HEAD", url);
-  if (request (r, &rq, &rs, "blob HEAD", err) < 0)
+  if (request (r, &rq, &rs, 0, "blob HEAD", err) < 0)
     return -1;
   *has = rs.status == 200;
   if (rs.status != 200 && rs.status != 404)
@@ -159,9 +167,9 @@ start_upload (struct esbx_registry *r, char **location, esbx_error_t *err)
   struct esbx_http_response rs;
 
   esbx_http_request_init (&rq, "POST", url);
-  if (request (r, &rq, &rs, "start an upload", err) < 0)
+  if (request (r, &rq, &rs, 202, "start an upload", err) < 0)
     return -1;
-  if (rs.status != 202 || rs.location == NULL)
+  if (rs.location == NULL)
     {
       status_error (r, "start an upload", &rs, err);
       esbx_http_response_free (&rs);
@@ -195,14 +203,8 @@ push_blob (struct esbx_registry *r, const char *digest, int fd, const void *buf,
   rq.body_fd = fd;
   rq.body = fd >= 0 ? NULL : (buf ? buf : "");
   rq.body_len = len;
-  if (request (r, &rq, &rs, what, err) < 0)
+  if (request (r, &rq, &rs, 201, what, err) < 0)
     return -1;
-  if (rs.status != 201)
-    {
-      status_error (r, what, &rs, err);
-      esbx_http_response_free (&rs);
-      return -1;
-    }
   esbx_http_response_free (&rs);
   return 0;
 }
@@ -244,14 +246,8 @@ registry_get_blob_once (struct esbx_registry *r, const char *digest, int fd, esb
     return esbx_make_error (err, errno, "registry `%s`: %s: truncate", r->shown, what);
   esbx_http_request_init (&rq, "GET", url);
   rq.out_fd = fd;
-  if (request (r, &rq, &rs, what, err) < 0)
+  if (request (r, &rq, &rs, 200, what, err) < 0)
     return -1;
-  if (rs.status != 200)
-    {
-      status_error (r, what, &rs, err);
-      esbx_http_response_free (&rs);
-      return -1;
-    }
   esbx_http_response_free (&rs);
   if (lseek (fd, 0, SEEK_SET) < 0 || esbx_sha256_fd (fd, hex, &size, err) < 0)
     return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
@@ -273,14 +269,8 @@ registry_get_blob_buf_once (struct esbx_registry *r, const char *digest, char **
   char hex[ESBX_SHA256_HEX_LEN + 1];
 
   esbx_http_request_init (&rq, "GET", url);
-  if (request (r, &rq, &rs, what, err) < 0)
+  if (request (r, &rq, &rs, 200, what, err) < 0)
     return -1;
-  if (rs.status != 200)
-    {
-      status_error (r, what, &rs, err);
-      esbx_http_response_free (&rs);
-      return -1;
-    }
   esbx_sha256_buf (rs.body ? rs.body : "", rs.len, hex);
   if (check_digest (r, what, digest, hex, err) < 0)
     {
@@ -306,14 +296,8 @@ esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char
   rq.content_type = ESBX_OCI_MANIFEST;
   rq.body = body;
   rq.body_len = len;
-  if (request (r, &rq, &rs, what, err) < 0)
+  if (request (r, &rq, &rs, 201, what, err) < 0)
     return -1;
-  if (rs.status != 201)
-    {
-      status_error (r, what, &rs, err);
-      esbx_http_response_free (&rs);
-      return -1;
-    }
   esbx_http_response_free (&rs);
   return 0;
 }
@@ -330,9 +314,9 @@ registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **o
 
   esbx_http_request_init (&rq, "GET", url);
   rq.accept = ESBX_OCI_MANIFEST;
-  if (request (r, &rq, &rs, what, err) < 0)
+  if (request (r, &rq, &rs, 200, what, err) < 0)
     return -1;
-  if (rs.status != 200 || rs.body == NULL)
+  if (rs.body == NULL)
     {
       status_error (r, what, &rs, err);
       esbx_http_response_free (&rs);
@@ -351,52 +335,74 @@ registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **o
   return 0;
 }
 
-int
-esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+/* One read of the registry (registry_get_*_once) and what it needs,
+   tried READ_ATTEMPTS times.  */
+struct read
+{
+  const char *ref; /* digest or tag */
+  int fd;
+  char **buf;
+  size_t *len;
+  json_t **manifest;
+};
+typedef int (*read_once_fn) (struct esbx_registry *r, const struct read *a, esbx_error_t *err);
+
+static int
+with_retries (struct esbx_registry *r, read_once_fn once, const struct read *a, esbx_error_t *err)
 {
   int i;
 
   for (i = 1;; i++)
     {
-      if (registry_get_blob_once (r, digest, fd, err) == 0)
+      if (once (r, a, err) == 0)
         return 0;
       if (i == READ_ATTEMPTS)
         return -1;
       esbx_error_free (err);
       usleep (50000u << i);
     }
+}
+
+static int
+blob_fd_once (struct esbx_registry *r, const struct read *a, esbx_error_t *err)
+{
+  return registry_get_blob_once (r, a->ref, a->fd, err);
+}
+
+static int
+blob_buf_once (struct esbx_registry *r, const struct read *a, esbx_error_t *err)
+{
+  return registry_get_blob_buf_once (r, a->ref, a->buf, a->len, err);
+}
+
+static int
+manifest_once (struct esbx_registry *r, const struct read *a, esbx_error_t *err)
+{
+  return registry_get_manifest_once (r, a->ref, a->manifest, err);
+}
+
+int
+esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+{
+  const struct read a = { .ref = digest, .fd = fd };
+
+  return with_retries (r, blob_fd_once, &a, err);
 }
 
 int
 esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
                             esbx_error_t *err)
 {
-  int i;
+  const struct read a = { .ref = digest, .fd = -1, .buf = buf, .len = len };
 
-  for (i = 1;; i++)
-    {
-      if (registry_get_blob_buf_once (r, digest, buf, len, err) == 0)
-        return 0;
-      if (i == READ_ATTEMPTS)
-        return -1;
-      esbx_error_free (err);
-      usleep (50000u << i);
-    }
+  return with_retries (r, blob_buf_once, &a, err);
 }
 
 int
 esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
                             esbx_error_t *err)
 {
-  int i;
+  const struct read a = { .ref = ref, .fd = -1, .manifest = out };
 
-  for (i = 1;; i++)
-    {
-      if (registry_get_manifest_once (r, ref, out, err) == 0)
-        return 0;
-      if (i == READ_ATTEMPTS)
-        return -1;
-      esbx_error_free (err);
-      usleep (50000u << i);
-    }
+  return with_retries (r, manifest_once, &a, err);
 }

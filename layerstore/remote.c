@@ -339,7 +339,7 @@ overlay_markers (int diffd, const struct esbx_layer *l, esbx_error_t *err)
       else if (c->opaque && c->type == ESBX_TYPE_DIR)
         {
           dfd = rel[0] ? esbx_open_beneath (diffd, rel, O_RDONLY | O_DIRECTORY, 0, err)
-                       : dup (diffd);
+                       : fcntl (diffd, F_DUPFD_CLOEXEC, 3);
           if (dfd < 0)
             return rel[0] ? -1 : esbx_make_error (err, errno, "dup");
           if (fsetxattr (dfd, "trusted.overlay.opaque", "y", 1, 0) < 0)
