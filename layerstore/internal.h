@@ -227,8 +227,19 @@ int esbx_network_defaults_apply (esbx_store_t *store, const char *project,
                                  esbx_error_t *err);
 void esbx_network_defaults_clear (struct esbx_network_defaults *d);
 
-/* Snapshots (snapshot.c).  */
+/* Random bytes of a session id: 32 hex digits.  */
+#define ESBX_SESSION_ID_BYTES 16
+
+/* Snapshot records (snapshot_record.c).  */
 struct strv;
+/* "projects/PROJECT/snapshots/NAME", relative to the store's root.  */
+char *esbx_snapshot_rel (const char *project, const char *name);
+/* The project holding snapshot NAME; an error that says so when none does.  */
+int esbx_snapshot_find_project (esbx_store_t *store, const char *name, char **project,
+                                esbx_error_t *err);
+/* The record of snapshot NAME of PROJECT (it has a base).  */
+json_t *esbx_snapshot_load_record (esbx_store_t *store, const char *project, const char *name,
+                                   esbx_error_t *err);
 /* The base layer of snapshot NAME of PROJECT.  */
 int esbx_snapshot_resolve (esbx_store_t *store, const char *project, const char *name, char **base,
                            esbx_error_t *err);
@@ -236,6 +247,8 @@ int esbx_snapshot_resolve (esbx_store_t *store, const char *project, const char 
    top, to OUT: the lower layers above the base of a session made from it.  */
 int esbx_snapshot_lowers (esbx_store_t *store, const char *project, const char *name,
                           struct strv *out, esbx_error_t *err);
+
+/* Snapshots (snapshot.c).  */
 /* Whether a snapshot of PROJECT builds on LAYER (true when unknown).  */
 bool esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const char *layer);
 /* The private state of session S made from a snapshot, as one upper

@@ -125,6 +125,21 @@ esbx_project_exists (esbx_store_t *store, const char *name)
   return esbx_exists_at (store->rootfd, path);
 }
 
+char **
+esbx_project_list (esbx_store_t *store, esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "projects", err);
+  struct strv out = { 0 };
+  size_t i;
+
+  if (names == NULL)
+    return NULL;
+  for (i = 0; names[i]; i++)
+    if (esbx_project_exists (store, names[i]))
+      strv_push (&out, xstrdup (names[i]));
+  return out.v ? out.v : xmalloc0 (sizeof (char *));
+}
+
 int
 esbx_project_stack (esbx_store_t *store, const char *project, char ***ids, size_t *n,
                     esbx_error_t *err)

@@ -119,21 +119,6 @@ fail:
   return -1;
 }
 
-char **
-esbx_project_list (esbx_store_t *store, esbx_error_t *err)
-{
-  _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "projects", err);
-  struct strv out = { 0 };
-  size_t i;
-
-  if (names == NULL)
-    return NULL;
-  for (i = 0; names[i]; i++)
-    if (esbx_project_exists (store, names[i]))
-      strv_push (&out, xstrdup (names[i]));
-  return out.v ? out.v : xmalloc0 (sizeof (char *));
-}
-
 static int
 refuse_if_sessions (esbx_store_t *store, const char *name, const char *verb, esbx_error_t *err)
 {

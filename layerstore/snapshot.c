@@ -25,119 +25,6 @@
 #include <time.h>
 
 #define OPAQUE_XATTR "trusted.overlay.opaque"
-/* A chain of snapshots of forks of forks deeper than this is refused: each
-   one is a lower layer of the sessions made from the top one.  */
-#define MAX_CHAIN 64
-
-static char *
-snapshot_rel (const char *project, const char *name)
-{
-  return xasprintf ("projects/%s/snapshots/%s", project, name);
-}
-
-/* The project holding snapshot NAME; an error that says so when none does.  */
-static int
-find_project (esbx_store_t *store, const char *name, char **project, esbx_error_t *err)
-{
-  _cleanup_strv_ char **projects = NULL;
-  size_t i;
-
-  if (esbx_check_name ("snapshot", name, err) < 0)
-    return -1;
-  projects = esbx_project_list (store, err);
-  if (projects == NULL)
-    return -1;
-  for (i = 0; projects[i]; i++)
-    {
-      _cleanup_free_ char *dir = snapshot_rel (projects[i], name);
-      _cleanup_free_ char *rel = xasprintf ("%s/record.json", dir);
-
-      if (esbx_exists_at (store->rootfd, rel))
-        {
-          *project = xstrdup (projects[i]);
-          return 0;
-        }
-    }
-  return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "snapshot `%s` does not exist", name);
-}
-
-static json_t *
-load_record (esbx_store_t *store, const char *project, const char *name, esbx_error_t *err)
-{
-  _cleanup_free_ char *dir = snapshot_rel (project, name);
-  _cleanup_free_ char *rel = xasprintf ("%s/record.json", dir);
-  json_t *j;
-
-  if (!esbx_exists_at (store->rootfd, rel))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
-                                 "snapshot `%s` of project `%s` does not exist", name, project),
-           NULL;
-  j = json_parse_file_at (store->rootfd, rel, err);
-  if (j == NULL)
-    return esbx_error_wrap (err, "snapshot `%s`", name), NULL;
-  if (json_get_string (j, "base") == NULL)
-    {
-      json_free (j);
-      return esbx_make_error (err, 0, "snapshot `%s`: record without base", name), NULL;
-    }
-  return j;
-}
-
-int
-esbx_snapshot_resolve (esbx_store_t *store, const char *project, const char *name, char **base,
-                       esbx_error_t *err)
-{
-  _cleanup_json_ json_t *j = NULL;
-
-  if (esbx_check_name ("snapshot", name, err) < 0)
-    return -1;
-  j = load_record (store, project, name, err);
-  if (j == NULL)
-    return -1;
-  *base = xstrdup (json_get_string (j, "base"));
-  return 0;
-}
-
-int
-esbx_snapshot_lowers (esbx_store_t *store, const char *project, const char *name, struct strv *out,
-                      esbx_error_t *err)
-{
-  _cleanup_strv_ char **chain = NULL;
-  struct strv v = { 0 };
-  _cleanup_free_ char *next = xstrdup (name);
-  size_t i;
-
-  /* Top down through the parents, then appended bottom up.  */
-  while (next)
-    {
-      json_t *j;
-      const char *parent;
-
-      if (v.n >= MAX_CHAIN)
-        {
-          strv_free (&v);
-          return esbx_make_error (err, 0, "snapshot `%s`: chain of parents deeper than %d", name,
-                                  MAX_CHAIN);
-        }
-      j = load_record (store, project, next, err);
-      if (j == NULL)
-        {
-          strv_free (&v);
-          return -1;
-        }
-      strv_push (&v, steal_pointer (&next));
-      parent = json_get_string (j, "parent");
-      next = parent ? xstrdup (parent) : NULL;
-      json_free (j);
-    }
-  chain = v.v;
-  for (i = v.n; i > 0; i--)
-    {
-      _cleanup_free_ char *dir = snapshot_rel (project, chain[i - 1]);
-      strv_push (out, xasprintf ("%s/%s/diff", store->root, dir));
-    }
-  return 0;
-}
 
 /* ---- copying an upper directory as it is ------------------------------- */
 
@@ -271,7 +158,7 @@ name_taken (esbx_store_t *store, const char *name)
   _cleanup_free_ char *project = NULL;
   esbx_error_t e = NULL;
 
-  if (find_project (store, name, &project, &e) == 0)
+  if (esbx_snapshot_find_project (store, name, &project, &e) == 0)
     return true;
   esbx_error_free (&e);
   return false;
@@ -360,7 +247,7 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   text = json_serialize (rec, true, &len);
   if (esbx_write_file_atomic_at (tfd, "record.json", text, len, 0644, err) < 0)
     goto out;
-  dest = snapshot_rel (s->project, snap);
+  dest = esbx_snapshot_rel (s->project, snap);
   if (renameat2 (store->rootfd, tmp, store->rootfd, dest, RENAME_NOREPLACE) < 0)
     {
       esbx_make_error (err, errno, "install `%s`", dest);
@@ -425,7 +312,7 @@ users (esbx_store_t *store, const char *project, const char *name, struct strv *
   for (i = 0; snaps[i]; i++)
     {
       esbx_error_t e = NULL;
-      _cleanup_json_ json_t *j = load_record (store, project, snaps[i], &e);
+      _cleanup_json_ json_t *j = esbx_snapshot_load_record (store, project, snaps[i], &e);
       const char *parent = j ? json_get_string (j, "parent") : NULL;
 
       esbx_error_free (&e);
@@ -449,7 +336,7 @@ strv_json (const struct strv *v)
 static json_t *
 snapshot_json (esbx_store_t *store, const char *project, const char *name, esbx_error_t *err)
 {
-  json_t *j = load_record (store, project, name, err);
+  json_t *j = esbx_snapshot_load_record (store, project, name, err);
   struct strv sessions = { 0 }, children = { 0 };
 
   if (j == NULL)
@@ -471,7 +358,7 @@ esbx_snapshot_inspect (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
   _cleanup_free_ char *project = NULL;
 
-  if (find_project (store, name, &project, err) < 0)
+  if (esbx_snapshot_find_project (store, name, &project, err) < 0)
     return NULL;
   return snapshot_json (store, project, name, err);
 }
@@ -519,7 +406,7 @@ remove_unused (esbx_store_t *store, const char *project, const char *name, char 
                esbx_error_t *err)
 {
   struct strv sessions = { 0 }, children = { 0 }, trashed = { 0 };
-  _cleanup_free_ char *rel = snapshot_rel (project, name), *hex = esbx_random_hex (6);
+  _cleanup_free_ char *rel = esbx_snapshot_rel (project, name), *hex = esbx_random_hex (6);
   _cleanup_free_ char *grave = NULL;
 
   if (users (store, project, name, &sessions, &children, err) < 0
@@ -554,7 +441,7 @@ esbx_snapshot_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
   _cleanup_close_ int lock = -1;
   int r;
 
-  if (find_project (store, name, &project, err) < 0)
+  if (esbx_snapshot_find_project (store, name, &project, err) < 0)
     return -1;
   lock = esbx_project_lock (store, project, err);
   if (lock < 0)
@@ -629,7 +516,7 @@ esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const char *
     }
   for (i = 0; snaps[i]; i++)
     {
-      _cleanup_json_ json_t *j = load_record (store, project, snaps[i], &e);
+      _cleanup_json_ json_t *j = esbx_snapshot_load_record (store, project, snaps[i], &e);
       const char *base = j ? json_get_string (j, "base") : NULL;
 
       esbx_error_free (&e);

@@ -5,10 +5,8 @@
 #include "egress.h"
 #include "events.h"
 #include "fs.h"
-#include "holder.h"
 #include "netcmd.h"
 #include "proc.h"
-#include "sandbox.h"
 #include "text.h"
 #include "utils.h"
 
@@ -277,8 +275,8 @@ drop_forward_exception (const char *veth)
   esbx_error_free (&e);
 }
 
-static void
-free_slot (int dfd, int slot)
+void
+esbx_egress_free_slot (int dfd, int slot)
 {
   struct slot_names n;
   esbx_error_t e = NULL;
@@ -313,10 +311,9 @@ free_slot (int dfd, int slot)
   }
 }
 
-/* Slots of STORE, with the session each belongs to.  */
-static void
-for_each_slot (esbx_store_t *store, int dfd,
-               void (*fn) (esbx_store_t *, int, int, const char *, void *), void *data)
+void
+esbx_egress_for_each_slot (esbx_store_t *store, int dfd,
+                           void (*fn) (esbx_store_t *, int, int, const char *, void *), void *data)
 {
   _cleanup_strv_ char **names = NULL;
   esbx_error_t e = NULL;
@@ -363,54 +360,8 @@ esbx_egress_slot (esbx_store_t *store, const char *session)
   dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd < 0)
     return -1;
-  for_each_slot (store, dfd, match_session, &want);
+  esbx_egress_for_each_slot (store, dfd, match_session, &want);
   return want.slot;
-}
-
-static void
-down_if_session (esbx_store_t *store, int dfd, int slot, const char *session, void *data)
-{
-  if (strcmp (session, data) != 0)
-    return;
-  esbx_egress_record_refused (store, session);
-  free_slot (dfd, slot);
-}
-
-void
-esbx_egress_down (esbx_store_t *store, const char *session)
-{
-  _cleanup_close_ int dfd = -1;
-
-  dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd < 0)
-    return;
-  for_each_slot (store, dfd, down_if_session, (void *)session);
-}
-
-static void
-down_if_stale (esbx_store_t *store, int dfd, int slot, const char *session, void *data)
-{
-  FILE *report = data;
-
-  if (esbx_name_valid (session) && esbx_session_exists (store, session)
-      && esbx_sandbox_holder_running (store, session))
-    return;
-  if (esbx_name_valid (session) && esbx_session_exists (store, session))
-    esbx_egress_record_refused (store, session);
-  free_slot (dfd, slot);
-  if (report)
-    fprintf (report, "removed egress network %d of session `%s`\n", slot, session);
-}
-
-void
-esbx_egress_gc (esbx_store_t *store, FILE *report)
-{
-  _cleanup_close_ int dfd = -1;
-
-  dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd < 0)
-    return;
-  for_each_slot (store, dfd, down_if_stale, report);
 }
 
 /* ---- setup ------------------------------------------------------------ */
@@ -434,7 +385,6 @@ esbx_egress_prepare (esbx_store_t *store, const struct esbx_session *s, struct e
 
   net->slot = -1;
   net->resolv_conf = NULL;
-  esbx_egress_down (store, s->name);
   dfd = run_dir (err);
   if (dfd < 0 || take_slot (dfd, store, s->name, &slot, err) < 0)
     return esbx_error_wrap (err, "egress network of session `%s`", s->name);

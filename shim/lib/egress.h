@@ -26,8 +26,8 @@ struct esbx_egress
   char *resolv_conf; /* the session's /etc/resolv.conf, a file under /run/esbx/egress */
 };
 
-/* Take a slot for session S (freeing whatever an earlier holder of S left)
-   and write its resolv.conf.  */
+/* Take a slot for session S and write its resolv.conf.  The caller takes
+   down first whatever an earlier holder of S left (esbx_egress_down).  */
 int esbx_egress_prepare (esbx_store_t *store, const struct esbx_session *s, struct esbx_egress *net,
                          esbx_error_t *err);
 /* Build the network of NET for the holder PID: veth, addresses and routes,
@@ -42,6 +42,14 @@ void esbx_egress_down (esbx_store_t *store, const char *session);
 /* Remove the egress networks of this store whose session is gone or whose
    holder is not running.  */
 void esbx_egress_gc (esbx_store_t *store, FILE *report);
+
+/* Shared by the egress_*.c files: call FN for every slot of STORE under
+   ESBX_EGRESS_RUN (opened as DFD) with the session it belongs to; free
+   SLOT (resolver, table, veth, records; the record last).  */
+void esbx_egress_for_each_slot (esbx_store_t *store, int dfd,
+                                void (*fn) (esbx_store_t *, int, int, const char *, void *),
+                                void *data);
+void esbx_egress_free_slot (int dfd, int slot);
 
 /* The slot of session SESSION's network, -1 when it has none.  */
 int esbx_egress_slot (esbx_store_t *store, const char *session);

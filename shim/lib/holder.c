@@ -255,6 +255,9 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   limits.cpus = s->cpus;
   if (esbx_cgroup_create (cg, &limits, err) < 0)
     return -1;
+  /* A holder killed with -9 left its network: recorded and removed.  */
+  if (egress)
+    esbx_egress_down (ss->store, ss->name);
   if (egress && esbx_egress_prepare (ss->store, s, &net, err) < 0)
     {
       esbx_egress_clear (&net);

@@ -1,0 +1,264 @@
+/* Making a session: its options checked, its record written (labels, env,
+   secrets by name, lifetime, network), the directory built in ROOT/tmp and
+   renamed into place, then mounted.  Above session.c: it needs snapshots,
+   secrets, the remote and the project's defaults.  */
+#include "internal.h"
+#include "fs.h"
+#include "hash.h"
+#include "text.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int
+parse_labels (char **labels, json_t *obj, esbx_error_t *err)
+{
+  size_t i;
+
+  for (i = 0; labels && labels[i]; i++)
+    {
+      const char *eq = strchr (labels[i], '=');
+      _cleanup_free_ char *key = NULL;
+
+      if (eq == NULL || eq == labels[i])
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "label `%s`: expected KEY=VALUE",
+                                     labels[i]);
+      key = xstrndup (labels[i], (size_t)(eq - labels[i]));
+      if (!esbx_utf8_valid (labels[i], strlen (labels[i])))
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "label `%s`: not UTF-8", key);
+      json_set_string (obj, key, eq + 1);
+    }
+  return 0;
+}
+
+static json_t *
+session_record (const char *name, const char *project, const char *base,
+                const struct esbx_session_opts *o, json_t *labels, json_t *env, const char *rootfs)
+{
+  json_t *j = json_new (JSON_OBJECT);
+  _cleanup_free_ char *now = esbx_rfc3339_now (), *id = esbx_random_hex (ESBX_SESSION_ID_BYTES);
+
+  /* Gateway tokens are bound to the id, not the name: a session made later
+     under the same name is another session for them.  */
+  json_set_string (j, "id", id);
+  json_set_string (j, "name", name);
+  json_set_string (j, "project", project);
+  json_set_string (j, "base", base);
+  json_set (j, "published", json_new (JSON_ARRAY));
+  json_set_string (j, "created", now);
+  json_set (j, "labels", labels);
+  /* Older readers skip the members they do not know.  */
+  json_set (j, "env", env);
+  json_set_string (j, "network", o->network ? o->network : "none");
+  json_set_string (j, "workspace", o->workspace ? o->workspace : "/workspace");
+  if (o->memory)
+    json_set_int (j, "memory", (int64_t)o->memory);
+  if (o->pids)
+    json_set_int (j, "pids", (int64_t)o->pids);
+  if (o->cpus)
+    json_set_string (j, "cpus", o->cpus);
+  if (rootfs)
+    json_set_string (j, "rootfs", rootfs);
+  if (o->snapshot)
+    json_set_string (j, "snapshot", o->snapshot);
+  if (o->network && strcmp (o->network, "egress") == 0)
+    {
+      json_t *allow = NULL;
+      esbx_error_t ignored = NULL;
+
+      /* Checked by check_opts already.  */
+      if (esbx_egress_allow_parse (o->allow, &allow, &ignored) < 0)
+        esbx_error_free (&ignored);
+      else
+        json_set (j, "allow", allow);
+    }
+  return j;
+}
+
+static int
+check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
+{
+  if (o->name && esbx_check_name ("session", o->name, err) < 0)
+    return -1;
+  if (o->network && strcmp (o->network, "none") != 0 && strcmp (o->network, "host") != 0
+      && strcmp (o->network, "egress") != 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "invalid network `%s`: expected none, host or egress", o->network);
+  if (o->allow && o->allow[0] && (o->network == NULL || strcmp (o->network, "egress") != 0))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "--allow `%s`: only a session with --network egress has an "
+                                 "allow-list",
+                                 o->allow[0]);
+  if (o->workspace
+      && (o->workspace[0] != '/' || strstr (o->workspace, "..") != NULL
+          || strcmp (o->workspace, "/") == 0))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "invalid workspace `%s`: expected an absolute path below /",
+                                 o->workspace);
+  if (o->snapshot && o->base)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "--base and --from-snapshot: a snapshot has its own base");
+  if (o->snapshot && esbx_check_name ("snapshot", o->snapshot, err) < 0)
+    return -1;
+  if (esbx_lifetime_check (o, err) < 0)
+    return -1;
+  if (o->allow)
+    {
+      _cleanup_json_ json_t *allow = NULL;
+      if (esbx_egress_allow_parse (o->allow, &allow, err) < 0)
+        return -1;
+    }
+  if (o->cpus)
+    {
+      char *end;
+      double c = strtod (o->cpus, &end);
+      if (*end != '\0' || !(c > 0.0) || c > 4096)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "invalid cpus `%s`: expected a positive number", o->cpus);
+    }
+  return 0;
+}
+
+static int session_create (esbx_store_t *store, const char *project,
+                           const struct esbx_session_opts *opts, char **name_out,
+                           esbx_error_t *err);
+
+int
+esbx_session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
+                     char **name_out, esbx_error_t *err)
+{
+  struct esbx_session_opts o = *opts;
+  struct esbx_network_defaults d;
+  int ret;
+
+  if (esbx_check_name ("project", project, err) < 0
+      || esbx_network_defaults_apply (store, project, &o, &d, err) < 0)
+    return -1;
+  ret = session_create (store, project, &o, name_out, err);
+  esbx_network_defaults_clear (&d);
+  return ret;
+}
+
+static int
+session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
+                char **name_out, esbx_error_t *err)
+{
+  static const char *const subdirs[] = { "upper", "work", "merged" };
+  _cleanup_free_ char *name = NULL, *base = NULL, *tmp = NULL, *text = NULL, *dest = NULL;
+  _cleanup_free_ char *rootfs = NULL;
+  _cleanup_close_ int tmpfd = -1, guard = -1;
+  json_t *labels = json_new (JSON_OBJECT);
+  _cleanup_json_ json_t *record = NULL, *env = NULL, *secrets = NULL;
+  size_t i, len;
+
+  if (esbx_check_name ("project", project, err) < 0 || check_opts (opts, err) < 0
+      || parse_labels (opts->labels, labels, err) < 0
+      || esbx_session_env_parse (opts->env, &env, err) < 0
+      || esbx_secret_attach_parse (store, opts->secrets, &secrets, err) < 0)
+    {
+      json_free (labels);
+      return -1;
+    }
+  if (!esbx_project_exists (store, project))
+    {
+      json_free (labels);
+      return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                   project);
+    }
+  /* A shared project starts from the head in etcd (docs/SCALE-OUT.md).  */
+  if (esbx_project_is_shared (store, project) && esbx_remote_sync (store, project, NULL, err) < 0)
+    {
+      json_free (labels);
+      return esbx_error_wrap (err, "session create");
+    }
+  if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
+                     : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
+    {
+      json_free (labels);
+      return -1;
+    }
+  if (opts->name)
+    name = xstrdup (opts->name);
+  else
+    {
+      _cleanup_free_ char *hex = esbx_random_hex (4);
+      /* Keep generated names within the rule's 128 characters.  */
+      name = xasprintf ("%.110s-%s", project, hex);
+    }
+  if (esbx_exists_at (store->rootfd, (dest = xasprintf ("sessions/%s", name))))
+    {
+      json_free (labels);
+      return esbx_make_error (err, EEXIST, "session `%s`", name);
+    }
+
+  /* Build the session in ROOT/tmp, then rename it into place: a crash leaves
+     a temp dir for gc, never a half session.  */
+  tmpfd = esbx_store_tmpdir (store, "session", &tmp, err);
+  if (tmpfd < 0)
+    {
+      json_free (labels);
+      return esbx_error_wrap (err, "session `%s`", name);
+    }
+  for (i = 0; i < ARRAY_SIZE (subdirs); i++)
+    if (mkdirat (tmpfd, subdirs[i], 0755) < 0)
+      {
+        json_free (labels);
+        esbx_make_error (err, errno, "session `%s`: mkdir `%s`", name, subdirs[i]);
+        goto fail;
+      }
+  /* Held shared until the session names its rootfs: gc removes unused
+     ones holding it exclusively.  */
+  if (opts->rootfs)
+    {
+      guard = esbx_store_creation_lock (store, false, err);
+      if (guard < 0 || esbx_rootfs_add (store, opts->rootfs, &rootfs, err) < 0)
+        {
+          json_free (labels);
+          esbx_error_wrap (err, "session `%s`", name);
+          goto fail;
+        }
+    }
+  record = session_record (name, project, base, opts, labels, steal_pointer (&env), rootfs);
+  /* Names only: values stay in ROOT/secrets.  */
+  if (secrets)
+    json_set (record, "secrets", steal_pointer (&secrets));
+  if (esbx_lifetime_record (store, project, opts, record, err) < 0)
+    goto fail;
+  text = json_serialize (record, true, &len);
+  /* Two fsyncs, each a journal commit (most of a create on a busy host):
+     the record, straight into the private temp directory, before the
+     rename; sessions/ after it.  */
+  if (esbx_write_new_file_at (tmpfd, "session.json", text, len, 0644, err) < 0)
+    goto fail;
+  if (renameat2 (AT_FDCWD, tmp, store->rootfd, dest, RENAME_NOREPLACE) < 0)
+    {
+      esbx_make_error (err, errno, "session `%s`", name);
+      goto fail;
+    }
+  {
+    esbx_error_t ignored = NULL;
+    /* Best effort, as before: the session exists whatever fsync says.  */
+    if (esbx_fsync_at (store->rootfd, "sessions", &ignored) < 0)
+      esbx_error_free (&ignored);
+  }
+  if (esbx_session_mount (store, name, err) < 0)
+    {
+      esbx_error_t ignored = NULL;
+      if (esbx_rm_rf_at (store->rootfd, dest, &ignored) < 0)
+        esbx_error_free (&ignored);
+      return -1;
+    }
+  *name_out = steal_pointer (&name);
+  return 0;
+
+fail:
+  {
+    esbx_error_t ignored = NULL;
+    if (esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+      esbx_error_free (&ignored);
+  }
+  return -1;
+}
