@@ -32,6 +32,7 @@ esbx_http_response_free (struct esbx_http_response *rs)
 {
   free (rs->body);
   free (rs->location);
+  free (rs->www_authenticate);
   memset (rs, 0, sizeof *rs);
 }
 
@@ -98,22 +99,43 @@ on_write (char *data, size_t size, size_t nmemb, void *userdata)
   return n;
 }
 
+/* The value of header NAME ("name:") in DATA/N, trimmed; NULL when DATA
+   is another header.  */
+static char *
+header_value (const char *data, size_t n, const char *name)
+{
+  size_t k = strlen (name), len;
+  const char *v;
+
+  if (n <= k || strncasecmp (data, name, k) != 0)
+    return NULL;
+  v = data + k;
+  while (v < data + n && (*v == ' ' || *v == '\t'))
+    v++;
+  len = (size_t)(data + n - v);
+  while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+    len--;
+  return xstrndup (v, len);
+}
+
 static size_t
 on_header (char *data, size_t size, size_t nmemb, void *userdata)
 {
   struct transfer *t = userdata;
-  size_t n = size * nmemb, len = n;
+  size_t n = size * nmemb;
+  char *v;
 
-  if (n > 9 && strncasecmp (data, "location:", 9) == 0)
+  if ((v = header_value (data, n, "location:")) != NULL)
     {
-      const char *v = data + 9;
-      while (*v == ' ' && v < data + n)
-        v++;
-      len = (size_t)(data + n - v);
-      while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-        len--;
       free (t->rs->location);
-      t->rs->location = xstrndup (v, len);
+      t->rs->location = v;
+    }
+  else if ((v = header_value (data, n, "www-authenticate:")) != NULL)
+    {
+      if (t->rs->www_authenticate == NULL && strncasecmp (v, "Bearer ", 7) == 0)
+        t->rs->www_authenticate = v;
+      else
+        free (v);
     }
   return n;
 }

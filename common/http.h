@@ -39,7 +39,8 @@ struct esbx_http_response
   long status;
   char *body; /* NUL-terminated; NULL when empty or written to out_fd */
   size_t len;
-  char *location; /* the Location header, if any */
+  char *location;         /* the Location header, if any */
+  char *www_authenticate; /* the first WWW-Authenticate header of scheme Bearer, if any */
 };
 
 /* Initialise a request: no body, answer kept in memory.  */

@@ -94,6 +94,7 @@ esbx_registry_close (struct esbx_registry *r)
   if (r->credentials)
     explicit_bzero (r->credentials, strlen (r->credentials));
   free (r->credentials);
+  esbx_registry_forget_token (r);
   memset (r, 0, sizeof *r);
 }
 
@@ -125,8 +126,7 @@ static int
 request (struct esbx_registry *r, struct esbx_http_request *rq, struct esbx_http_response *rs,
          long want, const char *what, esbx_error_t *err)
 {
-  rq->auth = &r->auth;
-  if (esbx_http_do (rq, rs, err) < 0)
+  if (esbx_registry_send (r, rq, rs, err) < 0)
     return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
   if (want && rs->status != want)
     {

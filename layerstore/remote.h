@@ -25,6 +25,7 @@ struct esbx_registry
   char *repo;
   char *shown;       /* the remote's URL as configured, for messages */
   char *credentials; /* the token file's line */
+  char *token;       /* a bearer token of the registry's realm (registry_auth.c) */
   struct esbx_http_auth auth;
   bool gzip; /* layer blobs pushed are gzip-compressed */
 };
@@ -34,6 +35,13 @@ struct esbx_remote;
 int esbx_registry_open (const struct esbx_remote *rm, const char *project, struct esbx_registry *r,
                         esbx_error_t *err);
 void esbx_registry_close (struct esbx_registry *r);
+/* Send RQ to R's registry with R's credentials and RS its answer; one
+   answered 401 with a Bearer challenge is sent again with a token of the
+   challenge's realm (registry_auth.c).  Fails when no answer came, the
+   realm gave no token or the registry refused the token.  */
+int esbx_registry_send (struct esbx_registry *r, struct esbx_http_request *rq,
+                        struct esbx_http_response *rs, esbx_error_t *err);
+void esbx_registry_forget_token (struct esbx_registry *r);
 /* Push the blob DIGEST ("sha256:HEX") from FD or from BUF/LEN unless the
    registry has it.  */
 int esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int fd,
