@@ -83,6 +83,8 @@ on_write (char *data, size_t size, size_t nmemb, void *userdata)
   struct transfer *t = userdata;
   size_t n = size * nmemb;
 
+  if (t->rq->on_data)
+    return t->rq->on_data (data, n, t->rq->arg) ? n : 0;
   if (t->rq->out_fd >= 0)
     {
       if (esbx_write_all (t->rq->out_fd, data, n) < 0)
@@ -138,6 +140,33 @@ on_header (char *data, size_t size, size_t nmemb, void *userdata)
         free (v);
     }
   return n;
+}
+
+static int
+on_progress (void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+             curl_off_t ulnow)
+{
+  const struct esbx_http_request *rq = userdata;
+
+  (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+  return rq->abort (rq->arg) ? 1 : 0;
+}
+
+/* A stream has no stall timeout: a watch says nothing while nothing
+   changes.  TCP keepalive notices a peer that went away silently.  */
+static void
+set_stream (CURL *curl, const struct esbx_http_request *rq)
+{
+  esbx_curl.easy_setopt (curl, CURLOPT_LOW_SPEED_TIME, 0L);
+  esbx_curl.easy_setopt (curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  esbx_curl.easy_setopt (curl, CURLOPT_TCP_KEEPIDLE, 30L);
+  esbx_curl.easy_setopt (curl, CURLOPT_TCP_KEEPINTVL, 10L);
+  if (rq->abort)
+    {
+      esbx_curl.easy_setopt (curl, CURLOPT_NOPROGRESS, 0L);
+      esbx_curl.easy_setopt (curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+      esbx_curl.easy_setopt (curl, CURLOPT_XFERINFODATA, rq);
+    }
 }
 
 static struct curl_slist *
@@ -214,6 +243,8 @@ esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
   esbx_curl.easy_setopt (curl, CURLOPT_WRITEDATA, &t);
   esbx_curl.easy_setopt (curl, CURLOPT_HEADERFUNCTION, on_header);
   esbx_curl.easy_setopt (curl, CURLOPT_HEADERDATA, &t);
+  if (rq->on_data || rq->abort)
+    set_stream (curl, rq);
   if (strcmp (rq->method, "HEAD") == 0)
     esbx_curl.easy_setopt (curl, CURLOPT_NOBODY, 1L);
   else if (upload)

@@ -8,6 +8,7 @@
 
 #include "error.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -32,6 +33,12 @@ struct esbx_http_request
   int body_fd;                       /* >= 0: the body is this file's content from offset 0 */
   int out_fd;                        /* >= 0: the answer's body is written here, not kept */
   const struct esbx_http_auth *auth; /* NULL: none */
+  /* A stream (etcd's watch): the answer's body goes to ON_DATA as it
+     comes (false ends the transfer), ABORT is asked about at least once a
+     second (true ends it); no stall timeout, TCP keepalive instead.  */
+  bool (*on_data) (const char *data, size_t len, void *arg);
+  bool (*abort) (void *arg);
+  void *arg;
 };
 
 struct esbx_http_response

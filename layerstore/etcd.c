@@ -59,6 +59,28 @@ get_int64 (const json_t *obj, const char *key, int64_t *out)
   return *end == '\0';
 }
 
+void
+esbx_etcd_hint (const struct esbx_remote *rm, esbx_error_t *err)
+{
+  char *msg;
+
+  /* etcd's --client-cert-auth sends an alert ("sslv3 alert bad
+     certificate") and closes.  Over TLS 1.3 the client has finished its
+     handshake by then, so what curl reports depends on when the alert
+     arrives: the alert, a reset connection, or getpeername() failing.  */
+  if (rm->etcd_auth.cert || *err == NULL || !esbx_has_prefix (rm->etcd, "https://"))
+    return;
+  if (!(strstr ((*err)->msg, "alert") && strstr ((*err)->msg, "certificate"))
+      && strstr ((*err)->msg, "getpeername") == NULL
+      && strstr ((*err)->msg, "Connection reset by peer") == NULL)
+    return;
+  msg = xasprintf ("%s (etcd with --client-cert-auth closes connections without a client "
+                   "certificate: remote set --cert FILE --key FILE)",
+                   (*err)->msg);
+  free ((*err)->msg);
+  (*err)->msg = msg;
+}
+
 static int
 call (const struct esbx_remote *rm, const char *path, const json_t *body, json_t **out,
       esbx_error_t *err)
@@ -77,7 +99,10 @@ call (const struct esbx_remote *rm, const char *path, const json_t *body, json_t
   rq.body_len = len;
   rq.auth = &rm->etcd_auth;
   if (esbx_http_do (&rq, &rs, err) < 0)
-    return esbx_error_wrap (err, "etcd `%s`", url);
+    {
+      esbx_etcd_hint (rm, err);
+      return esbx_error_wrap (err, "etcd `%s`", url);
+    }
   if (rs.status != 200 || rs.body == NULL)
     {
       _cleanup_free_ char *why = esbx_escape_line (rs.body ? rs.body : "");
@@ -152,4 +177,23 @@ esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *val
     return esbx_make_error (err, 0, "etcd `%s`: txn on `%s`: malformed answer", rm->etcd, key);
   *won = json_get_bool (ans, "succeeded", false);
   return 0;
+}
+
+/* For etcd_watch.c.  */
+char *
+esbx_etcd_b64 (const char *s, size_t len)
+{
+  return b64_encode (s, len);
+}
+
+int
+esbx_etcd_unb64 (const char *s, char **out, size_t *len)
+{
+  return b64_decode (s, out, len);
+}
+
+bool
+esbx_etcd_int64 (const json_t *obj, const char *key, int64_t *out)
+{
+  return get_int64 (obj, key, out);
 }

@@ -503,6 +503,32 @@ int esbx_project_pull (esbx_store_t *store, const char *project, size_t *fetched
                        esbx_error_t *err);
 /* The same for a shared project that exists here.  */
 int esbx_remote_sync (esbx_store_t *store, const char *project, size_t *fetched, esbx_error_t *err);
+/* In this process, REGISTRY and ETCD (URLs, each NULL for none) win over
+   $ESBX_REGISTRY, $ESBX_ETCD and ROOT/remote.json of every store:
+   esbxd's --registry/--etcd and the keys of its config file.  */
+void esbx_remote_override (const char *registry, const char *etcd);
+/* Refuse URL unless http:// or https:// (WHAT names it: "--etcd").  */
+int esbx_remote_check_url (const char *what, const char *url, esbx_error_t *err);
+
+/* Watching the heads in etcd (etcd_watch.c): what esbxd prefetches by.  */
+struct esbx_remote_watch_ops
+{
+  /* The watch is in place at etcd URL ETCD.  FROM_NOW: it did not resume
+     from a revision (the first time, or that revision was compacted), so
+     heads written before are not reported: sync every project now.  */
+  void (*created) (const char *etcd, bool from_now, void *arg);
+  /* PROJECT's head was written (not called for deletions).  */
+  void (*head) (const char *project, void *arg);
+  /* Asked at least once a second: true ends the watch.  */
+  bool (*stop) (void *arg);
+  void *arg;
+};
+/* Watch every project's head in the store's etcd from revision *NEXT
+   (0: from now), *NEXT following the events seen.  Returns 0 when STOP
+   ended it, -1 when it could not start or the connection ended: call again
+   with the same *NEXT to resume (it is 0 again when etcd compacted it).  */
+int esbx_remote_watch (esbx_store_t *store, int64_t *next, const struct esbx_remote_watch_ops *ops,
+                       esbx_error_t *err);
 
 /* ---- the trash (trash.c) ------------------------------------------------ */
 

@@ -9,12 +9,39 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
 #define REMOTE_FILE "remote.json"
+
+static pthread_mutex_t override_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *override_registry, *override_etcd;
+
+void
+esbx_remote_override (const char *registry, const char *etcd)
+{
+  pthread_mutex_lock (&override_lock);
+  free (override_registry);
+  free (override_etcd);
+  override_registry = registry ? xstrdup (registry) : NULL;
+  override_etcd = etcd ? xstrdup (etcd) : NULL;
+  while (override_etcd && override_etcd[0] && override_etcd[strlen (override_etcd) - 1] == '/')
+    override_etcd[strlen (override_etcd) - 1] = '\0';
+  pthread_mutex_unlock (&override_lock);
+}
+
+/* *URL becomes OVERRIDE when there is one.  */
+static void
+apply_override (char **url, const char *override)
+{
+  if (override == NULL)
+    return;
+  free (*url);
+  *url = xstrdup (override);
+}
 
 void
 esbx_remote_free (struct esbx_remote *rm)
@@ -28,8 +55,8 @@ esbx_remote_free (struct esbx_remote *rm)
   memset (rm, 0, sizeof *rm);
 }
 
-static int
-check_url (const char *what, const char *url, esbx_error_t *err)
+int
+esbx_remote_check_url (const char *what, const char *url, esbx_error_t *err)
 {
   if (url == NULL || (!esbx_has_prefix (url, "http://") && !esbx_has_prefix (url, "https://"))
       || strlen (url) > 1024 || strpbrk (url, " \t\r\n") != NULL)
@@ -63,7 +90,8 @@ esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_e
   _cleanup_free_ char *etcd_trimmed = NULL;
   size_t len;
 
-  if (check_url ("--registry", c->registry, err) < 0 || check_url ("--etcd", c->etcd, err) < 0)
+  if (esbx_remote_check_url ("--registry", c->registry, err) < 0
+      || esbx_remote_check_url ("--etcd", c->etcd, err) < 0)
     return -1;
   if (c->compression && strcmp (c->compression, "gzip") != 0
       && strcmp (c->compression, "none") != 0)
@@ -119,13 +147,18 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
       free (rm->etcd);
       rm->etcd = xstrdup (env_etcd);
     }
+  pthread_mutex_lock (&override_lock);
+  apply_override (&rm->registry, override_registry);
+  apply_override (&rm->etcd, override_etcd);
+  pthread_mutex_unlock (&override_lock);
   if (rm->registry == NULL || rm->etcd == NULL)
     {
       esbx_remote_free (rm);
       return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                    "no remote: run `esbx remote set --registry URL --etcd URL`");
     }
-  if (check_url ("registry", rm->registry, err) < 0 || check_url ("etcd", rm->etcd, err) < 0)
+  if (esbx_remote_check_url ("registry", rm->registry, err) < 0
+      || esbx_remote_check_url ("etcd", rm->etcd, err) < 0)
     {
       esbx_remote_free (rm);
       return -1;

@@ -73,6 +73,14 @@ int esbx_etcd_get (const struct esbx_remote *rm, const char *key, struct esbx_et
    not exist); *WON says whether it was.  */
 int esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *value,
                       int64_t mod_revision, bool *won, esbx_error_t *err);
+/* ERR of a request to etcd without a client certificate that etcd
+   refused for the lack of one: say so.  */
+void esbx_etcd_hint (const struct esbx_remote *rm, esbx_error_t *err);
+/* The gateway's encodings: base64 (owned, NUL-terminated) and 64-bit
+   numbers as strings.  */
+char *esbx_etcd_b64 (const char *s, size_t len);
+int esbx_etcd_unb64 (const char *s, char **out, size_t *len);
+bool esbx_etcd_int64 (const json_t *obj, const char *key, int64_t *out);
 
 /* The store's remote (remote.c): ROOT/remote.json, $ESBX_REGISTRY and
    $ESBX_ETCD winning.  */

@@ -1,5 +1,6 @@
 #include "config.h"
 #include "conffile.h"
+#include "layerstore.h"
 #include "text.h"
 #include "utils.h"
 
@@ -10,7 +11,21 @@ void
 esbx_config_clear (struct esbx_config *c)
 {
   free (c->default_project);
+  free (c->registry);
+  free (c->etcd);
   c->default_project = NULL;
+  c->registry = NULL;
+  c->etcd = NULL;
+}
+
+static int
+set_url (char **dest, const char *key, const char *value, const char *where, esbx_error_t *err)
+{
+  if (esbx_remote_check_url (key, value, err) < 0)
+    return esbx_error_wrap (err, "%s", where);
+  free (*dest);
+  *dest = xstrdup (value);
+  return 0;
 }
 
 static int
@@ -26,8 +41,13 @@ set (const char *key, const char *value, const char *where, void *data, esbx_err
       c->default_project = xstrdup (value);
       return 0;
     }
+  if (strcmp (key, "registry") == 0)
+    return set_url (&c->registry, key, value, where, err);
+  if (strcmp (key, "etcd") == 0)
+    return set_url (&c->etcd, key, value, where, err);
   return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                               "%s: unknown setting `%s` (known: default-project)", where, key);
+                               "%s: unknown setting `%s` (known: default-project, registry, etcd)",
+                               where, key);
 }
 
 int

@@ -3,7 +3,9 @@
    again on SIGHUP.  One `key = value` per line; `#` starts a comment.
 
      default-project = NAME   project of Docker volumes created without
-                              `-o project=` (volumes-without-options)  */
+                              `-o project=` (volumes-without-options)
+     registry = URL           the store's remote (docs/SCALE-OUT.md), over
+     etcd = URL               $ESBX_REGISTRY/$ESBX_ETCD and ROOT/remote.json */
 #ifndef ESBX_PLUGIN_CONFIG_H
 #define ESBX_PLUGIN_CONFIG_H
 
@@ -16,6 +18,8 @@
 struct esbx_config
 {
   char *default_project; /* NULL: none */
+  char *registry;        /* NULL: none */
+  char *etcd;
 };
 
 /* Read PATH into *OUT (cleared first).  A missing file is an empty

@@ -11,6 +11,7 @@
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
+#include "prefetch.h"
 #include "text.h"
 #include "utils.h"
 
@@ -42,6 +43,8 @@ struct settings
   const char *config_path;
   bool config_explicit;        /* --config: the file must exist */
   const char *default_project; /* --default-project, NULL: the file's */
+  const char *registry;        /* --registry, --etcd: NULL: the file's */
+  const char *etcd;
 };
 
 static void
@@ -50,7 +53,7 @@ usage (FILE *out)
   fprintf (
       out,
       "usage: esbxd [--root DIR] [--plugin-socket PATH] [--gateway-socket PATH|none]\n"
-      "             [--config FILE] [--default-project NAME]\n"
+      "             [--config FILE] [--default-project NAME] [--registry URL] [--etcd URL]\n"
       "             [--gateway-group GROUP] [--gateway-tcp ADDR:PORT] [--metrics "
       "ADDR:PORT|none]\n"
       "  --root DIR            store root (default $ESBX_ROOT or " ESBX_DEFAULT_ROOT ")\n"
@@ -58,6 +61,10 @@ usage (FILE *out)
       "(default " ESBX_CONFIG_DEFAULT_PATH ", if present)\n"
       "  --default-project NAME  project of Docker volumes created without -o project=\n"
       "                        (overrides default-project of the config file)\n"
+      "  --registry URL        the store's remote: OCI registry, and\n"
+      "  --etcd URL            etcd (over $ESBX_REGISTRY/$ESBX_ETCD and ROOT/remote.json;\n"
+      "                        override registry/etcd of the config file); the heads of\n"
+      "                        shared projects are watched and new layers prefetched\n"
       "  --plugin-socket PATH  Docker volume plugin socket (default " DEFAULT_PLUGIN_SOCKET ")\n"
       "  --gateway-socket PATH authenticated gateway socket (default " ESBX_GATEWAY_DEFAULT_SOCKET
       ")\n"
@@ -183,6 +190,7 @@ apply_settings (struct esbx_driver *driver, const struct settings *set, esbx_err
   esbx_driver_set_default_project (driver, project);
   if (project)
     esbx_info ("default project `%s`", project);
+  esbx_remote_override (set->registry ? set->registry : c.registry, set->etcd ? set->etcd : c.etcd);
   esbx_config_clear (&c);
   return 0;
 }
@@ -199,6 +207,7 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
   struct esbx_driver *driver = NULL;
   struct esbx_plugin *plugin = NULL;
   struct esbx_expiry *expiry = NULL;
+  struct esbx_prefetch *prefetch = NULL;
   const char *interval = getenv ("ESBXD_EXPIRY_INTERVAL_MS");
   sigset_t sigs;
   int sig = 0, ret = -1;
@@ -232,8 +241,10 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
   esbx_listen_adopted_leftovers ();
   /* Sessions past their lifetime are retired by the daemon while it runs
      (by `esbx gc` otherwise).  */
-  if (esbx_expiry_start (store, metrics, interval ? atol (interval) : 1000, &expiry, err) < 0)
+  if (esbx_expiry_start (store, metrics, interval ? atol (interval) : 1000, &expiry, err) < 0
+      || esbx_prefetch_start (store, metrics, &prefetch, err) < 0)
     {
+      esbx_expiry_stop (expiry);
       esbx_plugin_stop (plugin);
       esbx_gateway_stop (gw);
       goto out;
@@ -255,8 +266,11 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
           esbx_warn ("%s; the settings in force stay", herr->msg);
           esbx_error_free (&herr);
         }
+      else
+        esbx_prefetch_reload (prefetch);
     }
   esbx_info ("signal %d: stopping", sig);
+  esbx_prefetch_stop (prefetch);
   esbx_expiry_stop (expiry);
   esbx_plugin_stop (plugin);
   esbx_gateway_stop (gw);
@@ -285,6 +299,8 @@ main (int argc, char **argv)
     { "exec-log-limit", required_argument, NULL, 'L' },
     { "config", required_argument, NULL, 'c' },
     { "default-project", required_argument, NULL, 'P' },
+    { "registry", required_argument, NULL, 'R' },
+    { "etcd", required_argument, NULL, 'E' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -357,6 +373,12 @@ main (int argc, char **argv)
         if (esbx_check_name ("project", optarg, &err) < 0)
           return esbx_error_report (&err, stderr, "esbxd: --default-project");
         set.default_project = optarg;
+        break;
+      case 'R':
+      case 'E':
+        if (esbx_remote_check_url (c == 'R' ? "--registry" : "--etcd", optarg, &err) < 0)
+          return esbx_error_report (&err, stderr, "esbxd");
+        *(c == 'R' ? &set.registry : &set.etcd) = optarg;
         break;
       case 'h':
         usage (stdout);

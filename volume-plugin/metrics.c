@@ -38,6 +38,7 @@ struct esbx_metrics
   size_t n_hists;
   uint64_t auth_failures;
   uint64_t expiries;
+  uint64_t prefetched;
   struct esbx_http_server *server;
 };
 
@@ -134,6 +135,16 @@ esbx_metrics_expired (struct esbx_metrics *m, size_t n)
   pthread_mutex_unlock (&m->lock);
 }
 
+void
+esbx_metrics_prefetched (struct esbx_metrics *m, size_t n)
+{
+  if (m == NULL || n == 0)
+    return;
+  pthread_mutex_lock (&m->lock);
+  m->prefetched += n;
+  pthread_mutex_unlock (&m->lock);
+}
+
 struct buf
 {
   char *s;
@@ -199,6 +210,12 @@ render_store (struct esbx_metrics *m, struct buf *b)
            "# TYPE esbx_session_expiries_total counter\n"
            "esbx_session_expiries_total %" PRIu64 "\n",
            m->expiries);
+  bprintf (b,
+           "# HELP esbx_remote_prefetched_layers_total Layers of shared projects this esbxd "
+           "fetched when their head moved in etcd.\n"
+           "# TYPE esbx_remote_prefetched_layers_total counter\n"
+           "esbx_remote_prefetched_layers_total %" PRIu64 "\n",
+           m->prefetched);
   pthread_mutex_unlock (&m->lock);
   bprintf (b,
            "# HELP esbx_holders Session holders running.\n"

@@ -22,6 +22,8 @@ void esbx_metrics_request (struct esbx_metrics *m, const char *endpoint, const c
 void esbx_metrics_auth_failure (struct esbx_metrics *m);
 /* N sessions retired at the end of their lifetime (expiry.c).  */
 void esbx_metrics_expired (struct esbx_metrics *m, size_t n);
+/* N layers of shared projects fetched by the prefetch thread.  */
+void esbx_metrics_prefetched (struct esbx_metrics *m, size_t n);
 
 /* The Prometheus text exposition (owned).  */
 char *esbx_metrics_render (struct esbx_metrics *m);

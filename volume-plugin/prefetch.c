@@ -1,0 +1,237 @@
+/* The prefetch thread of esbxd (prefetch.h).  */
+#include "prefetch.h"
+#include "log.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Between two attempts to reach etcd: doubling from the first to the
+   last.  */
+#define BACKOFF_FIRST_MS 200L
+#define BACKOFF_MAX_MS   8000L
+
+struct esbx_prefetch
+{
+  esbx_store_t *store;
+  struct esbx_metrics *metrics;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool stop;
+  bool reload;
+  bool connected; /* the watch was created since the last failure */
+  bool warned;    /* this outage was logged */
+};
+
+static void
+sync_project (struct esbx_prefetch *p, const char *project)
+{
+  esbx_error_t e = NULL;
+  size_t fetched = 0;
+
+  if (!esbx_project_exists (p->store, project) || !esbx_project_is_shared (p->store, project))
+    return;
+  if (esbx_remote_sync (p->store, project, &fetched, &e) < 0)
+    {
+      esbx_warn ("prefetch: %s", e->msg);
+      esbx_error_free (&e);
+      return;
+    }
+  if (fetched == 0)
+    return;
+  esbx_info ("prefetched %zu layer%s of project `%s`", fetched, fetched == 1 ? "" : "s", project);
+  esbx_metrics_prefetched (p->metrics, fetched);
+}
+
+static void
+sync_all (struct esbx_prefetch *p)
+{
+  esbx_error_t e = NULL;
+  _cleanup_strv_ char **projects = esbx_project_list (p->store, &e);
+  size_t i;
+
+  if (projects == NULL)
+    {
+      esbx_warn ("prefetch: %s", e->msg);
+      esbx_error_free (&e);
+      return;
+    }
+  for (i = 0; projects[i]; i++)
+    sync_project (p, projects[i]);
+}
+
+/* Whether this store shares any project: without one (most stores have
+   no remote) nothing is watched and nothing logged.  */
+static bool
+any_shared (struct esbx_prefetch *p)
+{
+  esbx_error_t e = NULL;
+  _cleanup_strv_ char **projects = esbx_project_list (p->store, &e);
+  size_t i;
+
+  esbx_error_free (&e);
+  for (i = 0; projects && projects[i]; i++)
+    if (esbx_project_is_shared (p->store, projects[i]))
+      return true;
+  return false;
+}
+
+static bool
+should_stop (void *arg)
+{
+  struct esbx_prefetch *p = arg;
+  bool r;
+
+  pthread_mutex_lock (&p->lock);
+  r = p->stop || p->reload;
+  pthread_mutex_unlock (&p->lock);
+  return r;
+}
+
+static void
+on_created (const char *etcd, bool from_now, void *arg)
+{
+  struct esbx_prefetch *p = arg;
+
+  esbx_info ("watching the heads in etcd `%s`%s", etcd, p->warned ? " again" : "");
+  pthread_mutex_lock (&p->lock);
+  p->connected = true;
+  p->warned = false;
+  pthread_mutex_unlock (&p->lock);
+  if (from_now)
+    sync_all (p);
+}
+
+static void
+on_head (const char *project, void *arg)
+{
+  sync_project (arg, project);
+}
+
+/* Wait MS milliseconds or until stopped or reloaded; the lock held.  */
+static void
+pause_locked (struct esbx_prefetch *p, long ms)
+{
+  struct timespec until;
+
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_sec += ms / 1000;
+  until.tv_nsec += (ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L)
+    {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+  while (!p->stop && !p->reload && pthread_cond_timedwait (&p->cond, &p->lock, &until) != ETIMEDOUT)
+    ;
+}
+
+static void *
+prefetch_main (void *arg)
+{
+  struct esbx_prefetch *p = arg;
+  const struct esbx_remote_watch_ops ops
+      = { .created = on_created, .head = on_head, .stop = should_stop, .arg = p };
+  int64_t next = 0;
+  long backoff = 0;
+
+  pthread_mutex_lock (&p->lock);
+  while (!p->stop)
+    {
+      esbx_error_t e = NULL;
+      int r;
+
+      if (p->reload)
+        {
+          /* Everything again from the remote as configured now.  */
+          p->reload = false;
+          p->warned = false;
+          next = 0;
+          backoff = 0;
+        }
+      p->connected = false;
+      pthread_mutex_unlock (&p->lock);
+      if (!any_shared (p))
+        {
+          pthread_mutex_lock (&p->lock);
+          next = 0; /* a project shared later is synced when the watch starts */
+          pause_locked (p, BACKOFF_MAX_MS);
+          continue;
+        }
+      r = esbx_remote_watch (p->store, &next, &ops, &e);
+      pthread_mutex_lock (&p->lock);
+      if (r == 0 || p->stop || p->reload)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (p->connected)
+        backoff = 0;
+      if (!p->warned)
+        {
+          esbx_warn ("etcd watch: %s; trying again", e->msg);
+          p->warned = true;
+        }
+      esbx_error_free (&e);
+      backoff = backoff ? backoff * 2 : BACKOFF_FIRST_MS;
+      if (backoff > BACKOFF_MAX_MS)
+        backoff = BACKOFF_MAX_MS;
+      pause_locked (p, backoff);
+    }
+  pthread_mutex_unlock (&p->lock);
+  return NULL;
+}
+
+int
+esbx_prefetch_start (esbx_store_t *store, struct esbx_metrics *metrics, struct esbx_prefetch **out,
+                     esbx_error_t *err)
+{
+  struct esbx_prefetch *p = xmalloc0 (sizeof *p);
+  int r;
+
+  p->store = store;
+  p->metrics = metrics;
+  pthread_mutex_init (&p->lock, NULL);
+  pthread_cond_init (&p->cond, NULL);
+  r = pthread_create (&p->thread, NULL, prefetch_main, p);
+  if (r != 0)
+    {
+      pthread_mutex_destroy (&p->lock);
+      pthread_cond_destroy (&p->cond);
+      free (p);
+      return esbx_make_error (err, r, "start the prefetch thread");
+    }
+  *out = p;
+  return 0;
+}
+
+void
+esbx_prefetch_reload (struct esbx_prefetch *p)
+{
+  if (p == NULL)
+    return;
+  pthread_mutex_lock (&p->lock);
+  p->reload = true;
+  pthread_cond_signal (&p->cond);
+  pthread_mutex_unlock (&p->lock);
+}
+
+void
+esbx_prefetch_stop (struct esbx_prefetch *p)
+{
+  if (p == NULL)
+    return;
+  pthread_mutex_lock (&p->lock);
+  p->stop = true;
+  pthread_cond_signal (&p->cond);
+  pthread_mutex_unlock (&p->lock);
+  pthread_join (p->thread, NULL);
+  pthread_mutex_destroy (&p->lock);
+  pthread_cond_destroy (&p->cond);
+  free (p);
+}
