@@ -454,8 +454,9 @@ esbx_progress_add (struct esbx_progress *p, uint64_t n)
 /* Fill the empty directory DESTFD from FROM (directory, archive, docker save).
    Runs the extraction in a child process that cannot write outside DESTFD.  */
 int esbx_import_tree (const char *from, int destfd, esbx_error_t *err);
-/* FROM is one OCI image layer: its whiteout entries are skipped (the
-   caller recreates them in overlay format from the layer's record).  */
+/* FROM is one OCI image layer and DESTFD empty: its whiteout entries are
+   skipped (the caller recreates them in overlay format from the layer's
+   record).  */
 #define ESBX_IMPORT_IMAGE_LAYER 1u
 int esbx_import_tree_flags (const char *from, int destfd, unsigned flags, esbx_error_t *err);
 /* The layer diff directory DIFFD (overlay format) as an OCI image layer
