@@ -544,6 +544,10 @@ int esbx_fsck (esbx_store_t *store, const char *project, FILE *report, esbx_erro
 /* Remove leftovers of crashed operations: temp dirs, unreferenced layers,
    half-created sessions.  Safe at any time and concurrently.  */
 int esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+/* Remove the whole local copy of every shared project that no session,
+   snapshot or trash entry of this store uses (gc_cache.c): the registry
+   and etcd hold it, `session create` and `project pull` fetch it again.  */
+int esbx_gc_cache (esbx_store_t *store, FILE *report, esbx_error_t *err);
 
 /* ---- gateway tokens (token.c) ------------------------------------------- */
 

@@ -140,3 +140,41 @@ layer_blob_file() {
   diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
   on B esbx_ok fsck p
 }
+
+@test "gc --cache drops the copy of a shared project nothing here uses; session create pulls it again" {
+  on A esbx_ok project push p
+  on A "$ESBX" project create q --from "$BATS_TEST_TMPDIR/src" >/dev/null
+  on B esbx_ok project pull p
+  # A session keeps it.
+  on B make_session p s1
+  on B esbx_ok gc --cache
+  [ -f "$HOST_B/projects/p/stack" ]
+  on B esbx_ok discard s1
+  # A trash entry (unpublished work of a discarded session) keeps it.
+  on B make_session p s2
+  echo work >"$m/work.txt"
+  on B esbx_ok discard s2
+  on B esbx_ok gc --cache
+  [ -f "$HOST_B/projects/p/stack" ]
+  on B esbx_ok trash purge "$(on B "$ESBX" trash list --json | jq -r '.[0].entry')"
+  # Plain gc keeps the cache.
+  on B esbx_ok gc
+  [ -f "$HOST_B/projects/p/stack" ]
+  run on B "$ESBX" gc --cache
+  assert_success
+  assert_output --partial "removed the local copy of shared project \`p\`"
+  [ ! -e "$HOST_B/projects/p" ]
+  on B make_session p s3
+  [ "$(cat "$m/README")" = hello ]
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+  # Local projects are never dropped; the shared one on A is a cache too.
+  on A esbx_ok gc --cache
+  [ -f "$HOST_A/projects/q/stack" ]
+  [ ! -e "$HOST_A/projects/p" ]
+  on A esbx_ok project pull p
+  diff "$HOST_A/projects/p/stack" "$HOST_B/projects/p/stack"
+  # A project that is neither here nor in etcd is still not found.
+  run on B "$ESBX" session create nosuch
+  assert_failure 1
+  assert_output --partial "does not exist"
+}
