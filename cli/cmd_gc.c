@@ -1,6 +1,7 @@
-/* esbx gc [--snapshots] [--progress | --quiet] */
+/* esbx gc [--snapshots] [--cache] [--progress | --quiet] */
 #include "cli.h"
 #include "sandbox.h"
+#include "utils.h"
 
 #include <getopt.h>
 
@@ -10,13 +11,13 @@ static int
 gc_remote (struct esbx_cli *cli, unsigned int flags, esbx_error_t *err)
 {
   _cleanup_json_ json_t *result = NULL;
+  _cleanup_free_ char *q = xasprintf ("%s%s", (flags & ESBX_GC_SNAPSHOTS) ? "&snapshots=1" : "",
+                                      (flags & ESBX_GC_CACHE) ? "&cache=1" : "");
 
   if (esbx_progress_get () == NULL)
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err,
-                             flags ? "/v1/gc?snapshots=1" : "/v1/gc");
-  if (cli_remote_progress (cli, "POST", NULL, &result, err,
-                           flags ? "/v1/gc?snapshots=1&progress=1" : "/v1/gc?progress=1")
-      < 0)
+    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/gc%s%s",
+                             q[0] ? "?" : "", q[0] ? q + 1 : "");
+  if (cli_remote_progress (cli, "POST", NULL, &result, err, "/v1/gc?progress=1%s", q) < 0)
     return -1;
   cli_print_report (cli, result);
   return 0;
@@ -27,6 +28,7 @@ cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   static const struct option opts[] = { { "json", no_argument, NULL, 'J' },
                                         { "snapshots", no_argument, NULL, 'S' },
+                                        { "cache", no_argument, NULL, 'C' },
                                         CLI_PROGRESS_OPTIONS,
                                         { NULL, 0, NULL, 0 } };
   unsigned int flags = 0;
@@ -37,6 +39,8 @@ cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     {
       if (c == 'S')
         flags |= ESBX_GC_SNAPSHOTS;
+      else if (c == 'C')
+        flags |= ESBX_GC_CACHE;
       else if (c != 'J' && !cli_progress_option (cli, c))
         return cli_usage (err, "gc: unknown option `%s`", argv[optind - 1]);
     }

@@ -55,7 +55,7 @@ static const struct verb verbs[] = {
   { "export", cmd_export,
     "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer] [--progress | --quiet]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
-  { "gc", cmd_gc, "gc [--snapshots] [--progress | --quiet]" },
+  { "gc", cmd_gc, "gc [--snapshots] [--cache] [--progress | --quiet]" },
   { "snapshot", cmd_snapshot, "snapshot list [--project P] | inspect SNAP | rm SNAP" },
   { "trash", cmd_trash,
     "trash list | restore ENTRY [--name S] | purge ENTRY|--all | ttl [DURATION]" },

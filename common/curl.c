@@ -38,7 +38,16 @@ load_locked (const char *who, esbx_error_t *err)
       || load_symbol (c.handle, &c.easy_cleanup, "curl_easy_cleanup", err) < 0
       || load_symbol (c.handle, &c.easy_strerror, "curl_easy_strerror", err) < 0
       || load_symbol (c.handle, &c.slist_append, "curl_slist_append", err) < 0
-      || load_symbol (c.handle, &c.slist_free_all, "curl_slist_free_all", err) < 0)
+      || load_symbol (c.handle, &c.slist_free_all, "curl_slist_free_all", err) < 0
+      || load_symbol (c.handle, &c.multi_init, "curl_multi_init", err) < 0
+      || load_symbol (c.handle, &c.multi_setopt, "curl_multi_setopt", err) < 0
+      || load_symbol (c.handle, &c.multi_add_handle, "curl_multi_add_handle", err) < 0
+      || load_symbol (c.handle, &c.multi_remove_handle, "curl_multi_remove_handle", err) < 0
+      || load_symbol (c.handle, &c.multi_perform, "curl_multi_perform", err) < 0
+      || load_symbol (c.handle, &c.multi_poll, "curl_multi_poll", err) < 0
+      || load_symbol (c.handle, &c.multi_info_read, "curl_multi_info_read", err) < 0
+      || load_symbol (c.handle, &c.multi_cleanup, "curl_multi_cleanup", err) < 0
+      || load_symbol (c.handle, &c.multi_strerror, "curl_multi_strerror", err) < 0)
     {
       dlclose (c.handle);
       return -1;

@@ -20,6 +20,16 @@ struct esbx_curl
   const char *(*easy_strerror) (CURLcode);
   struct curl_slist *(*slist_append) (struct curl_slist *, const char *);
   void (*slist_free_all) (struct curl_slist *);
+  /* Several transfers at once (http_multi.c).  */
+  CURLM *(*multi_init) (void);
+  CURLMcode (*multi_setopt) (CURLM *, CURLMoption, ...);
+  CURLMcode (*multi_add_handle) (CURLM *, CURL *);
+  CURLMcode (*multi_remove_handle) (CURLM *, CURL *);
+  CURLMcode (*multi_perform) (CURLM *, int *);
+  CURLMcode (*multi_poll) (CURLM *, struct curl_waitfd *, unsigned int, int, int *);
+  CURLMsg *(*multi_info_read) (CURLM *, int *);
+  CURLMcode (*multi_cleanup) (CURLM *);
+  const char *(*multi_strerror) (CURLMcode);
 };
 
 /* The loaded functions; valid once esbx_curl_load succeeded.  */

@@ -1,6 +1,7 @@
 /* esbx: HTTP over libcurl loaded at first use (http.h says why).  */
 #include "http.h"
 #include "curl.h"
+#include "http_easy.h"
 #include "fs.h"
 #include "text.h"
 #include "utils.h"
@@ -49,18 +50,10 @@ esbx_http_origin (const char *url)
   return xasprintf ("%.*s%.*s", scheme ? (int)(scheme + 3 - url) : 0, url, (int)(end - host), host);
 }
 
-struct transfer
-{
-  const struct esbx_http_request *rq;
-  struct esbx_http_response *rs;
-  size_t sent;
-  int write_errno;
-};
-
 static size_t
 on_read (char *buf, size_t size, size_t nmemb, void *userdata)
 {
-  struct transfer *t = userdata;
+  struct esbx_http_transfer *t = userdata;
   size_t want = size * nmemb, n;
   ssize_t r;
 
@@ -80,7 +73,7 @@ on_read (char *buf, size_t size, size_t nmemb, void *userdata)
 static size_t
 on_write (char *data, size_t size, size_t nmemb, void *userdata)
 {
-  struct transfer *t = userdata;
+  struct esbx_http_transfer *t = userdata;
   size_t n = size * nmemb;
 
   if (t->rq->on_data)
@@ -123,7 +116,7 @@ header_value (const char *data, size_t n, const char *name)
 static size_t
 on_header (char *data, size_t size, size_t nmemb, void *userdata)
 {
-  struct transfer *t = userdata;
+  struct esbx_http_transfer *t = userdata;
   size_t n = size * nmemb;
   char *v;
 
@@ -198,51 +191,58 @@ set_auth (CURL *curl, const struct esbx_http_auth *a, struct curl_slist **header
 }
 
 int
-esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs, esbx_error_t *err)
+esbx_http_easy_setup (struct esbx_http_easy *e, const struct esbx_http_request *rq,
+                      struct esbx_http_response *rs, esbx_error_t *err)
 {
-  _cleanup_free_ char *origin = esbx_http_origin (rq->url);
-  struct transfer t = { .rq = rq, .rs = rs };
-  struct curl_slist *headers = NULL;
-  char errbuf[CURL_ERROR_SIZE] = "";
   bool upload = rq->body || rq->body_fd >= 0;
   curl_off_t size = 0;
   CURL *curl;
-  CURLcode rc;
 
+  memset (e, 0, sizeof *e);
   memset (rs, 0, sizeof *rs);
+  e->t.rq = rq;
+  e->t.rs = rs;
+  e->origin = esbx_http_origin (rq->url);
   if (esbx_curl_load ("remote stores", err) < 0)
-    return -1;
+    goto fail;
   if (upload && rq->body_fd >= 0)
     {
       off_t end = lseek (rq->body_fd, 0, SEEK_END);
       if (end < 0 || lseek (rq->body_fd, 0, SEEK_SET) < 0)
-        return esbx_make_error (err, errno, "%s: seek the body", origin);
+        {
+          esbx_make_error (err, errno, "%s: seek the body", e->origin);
+          goto fail;
+        }
       size = (curl_off_t)end;
     }
   else if (upload)
     size = (curl_off_t)rq->body_len;
-  curl = esbx_curl.easy_init ();
+  curl = e->curl = esbx_curl.easy_init ();
   if (curl == NULL)
-    return esbx_make_error (err, ENOMEM, "%s: curl_easy_init", origin);
+    {
+      esbx_make_error (err, ENOMEM, "%s: curl_easy_init", e->origin);
+      goto fail;
+    }
   /* Expect: 100-continue would cost a round trip per blob.  */
-  headers = esbx_curl.slist_append (headers, "Expect:");
+  e->headers = esbx_curl.slist_append (e->headers, "Expect:");
   if (rq->content_type)
-    headers = add_header (headers, "Content-Type", rq->content_type);
+    e->headers = add_header (e->headers, "Content-Type", rq->content_type);
   if (rq->accept)
-    headers = add_header (headers, "Accept", rq->accept);
+    e->headers = add_header (e->headers, "Accept", rq->accept);
   if (rq->auth)
-    set_auth (curl, rq->auth, &headers);
+    set_auth (curl, rq->auth, &e->headers);
   esbx_curl.easy_setopt (curl, CURLOPT_URL, rq->url);
-  esbx_curl.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
+  esbx_curl.easy_setopt (curl, CURLOPT_ERRORBUFFER, e->errbuf);
+  esbx_curl.easy_setopt (curl, CURLOPT_PRIVATE, e);
   esbx_curl.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
   esbx_curl.easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
   esbx_curl.easy_setopt (curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   esbx_curl.easy_setopt (curl, CURLOPT_LOW_SPEED_TIME, STALL_TIMEOUT_S);
-  esbx_curl.easy_setopt (curl, CURLOPT_HTTPHEADER, headers);
+  esbx_curl.easy_setopt (curl, CURLOPT_HTTPHEADER, e->headers);
   esbx_curl.easy_setopt (curl, CURLOPT_WRITEFUNCTION, on_write);
-  esbx_curl.easy_setopt (curl, CURLOPT_WRITEDATA, &t);
+  esbx_curl.easy_setopt (curl, CURLOPT_WRITEDATA, &e->t);
   esbx_curl.easy_setopt (curl, CURLOPT_HEADERFUNCTION, on_header);
-  esbx_curl.easy_setopt (curl, CURLOPT_HEADERDATA, &t);
+  esbx_curl.easy_setopt (curl, CURLOPT_HEADERDATA, &e->t);
   if (rq->on_data || rq->abort)
     set_stream (curl, rq);
   if (strcmp (rq->method, "HEAD") == 0)
@@ -251,7 +251,7 @@ esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
     {
       esbx_curl.easy_setopt (curl, CURLOPT_UPLOAD, 1L);
       esbx_curl.easy_setopt (curl, CURLOPT_READFUNCTION, on_read);
-      esbx_curl.easy_setopt (curl, CURLOPT_READDATA, &t);
+      esbx_curl.easy_setopt (curl, CURLOPT_READDATA, &e->t);
       esbx_curl.easy_setopt (curl, CURLOPT_INFILESIZE_LARGE, size);
       esbx_curl.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, rq->method);
     }
@@ -261,19 +261,44 @@ esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
       esbx_curl.easy_setopt (curl, CURLOPT_POSTFIELDS, "");
       esbx_curl.easy_setopt (curl, CURLOPT_CUSTOMREQUEST, rq->method);
     }
-  rc = esbx_curl.easy_perform (curl);
+  return 0;
+
+fail:
+  free (e->origin);
+  e->origin = NULL;
+  return -1;
+}
+
+int
+esbx_http_easy_finish (struct esbx_http_easy *e, CURLcode rc, esbx_error_t *err)
+{
+  int ret = 0;
+
   if (rc == CURLE_OK)
-    esbx_curl.easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &rs->status);
-  esbx_curl.easy_cleanup (curl);
-  esbx_curl.slist_free_all (headers);
+    esbx_curl.easy_getinfo (e->curl, CURLINFO_RESPONSE_CODE, &e->t.rs->status);
+  esbx_curl.easy_cleanup (e->curl);
+  esbx_curl.slist_free_all (e->headers);
   if (rc != CURLE_OK)
     {
       _cleanup_free_ char *why
-          = esbx_escape_line (errbuf[0] ? errbuf : esbx_curl.easy_strerror (rc));
-      esbx_http_response_free (rs);
-      if (t.write_errno)
-        return esbx_make_error (err, t.write_errno, "%s: write the answer", origin);
-      return esbx_make_error (err, 0, "%s: %s", origin, why);
+          = esbx_escape_line (e->errbuf[0] ? e->errbuf : esbx_curl.easy_strerror (rc));
+      esbx_http_response_free (e->t.rs);
+      if (e->t.write_errno)
+        ret = esbx_make_error (err, e->t.write_errno, "%s: write the answer", e->origin);
+      else
+        ret = esbx_make_error (err, 0, "%s: %s", e->origin, why);
     }
-  return 0;
+  free (e->origin);
+  memset (e, 0, sizeof *e);
+  return ret;
+}
+
+int
+esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs, esbx_error_t *err)
+{
+  struct esbx_http_easy e;
+
+  if (esbx_http_easy_setup (&e, rq, rs, err) < 0)
+    return -1;
+  return esbx_http_easy_finish (&e, esbx_curl.easy_perform (e.curl), err);
 }

@@ -56,6 +56,12 @@ void esbx_http_request_init (struct esbx_http_request *rq, const char *method, c
    cause being curl's words); any HTTP status is an answer.  */
 int esbx_http_do (const struct esbx_http_request *rq, struct esbx_http_response *rs,
                   esbx_error_t *err);
+/* The N requests RQ at once, at most PARALLEL transfers at a time
+   (http_multi.c): ERRS[i] receives what esbx_http_do would have failed
+   with for RQ[i], else RS[i] its answer.  Fails (and fills nothing) only
+   when the transfers cannot be run.  */
+int esbx_http_do_many (const struct esbx_http_request *rq, struct esbx_http_response *rs,
+                       esbx_error_t *errs, size_t n, size_t parallel, esbx_error_t *err);
 void esbx_http_response_free (struct esbx_http_response *rs);
 /* URL without its path, query and credentials: what messages name.  */
 char *esbx_http_origin (const char *url);

@@ -55,13 +55,22 @@ import_archive (struct importer *im, esbx_error_t *err)
   _cleanup_json_ json_t *manifest = NULL;
 
   src->fd = im->srcfd;
+  /* One image layer into an empty layer diff (a pull): no `docker save`
+     archive to look for, which would cost a whole pass (and gunzip) of
+     the tar, and nothing earlier in the destination to make room over.  */
+  if (im->image_layer)
+    {
+      if (esbx_import_open_source (src, &a, err) < 0)
+        return -1;
+      return esbx_import_extract (im, a, EXTRACT_SKIP_WHITEOUTS, err);
+    }
   if (esbx_import_read_manifest (im, src, &manifest, err) < 0)
     return -1;
   if (manifest)
     return esbx_import_docker_save (im, src, manifest, err);
   if (esbx_import_open_source (src, &a, err) < 0)
     return -1;
-  return esbx_import_extract (im, a, im->image_layer, err);
+  return esbx_import_extract (im, a, 0, err);
 }
 
 static int

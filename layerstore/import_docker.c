@@ -156,7 +156,7 @@ import_layer (struct importer *im, struct source *src, const char *name, bool wh
     }
   if (whiteouts)
     return esbx_import_apply_whiteouts (im, inner, err);
-  return esbx_import_extract (im, inner, true, err);
+  return esbx_import_extract (im, inner, EXTRACT_SKIP_WHITEOUTS | EXTRACT_REPLACE_DIRS, err);
 }
 
 /* The manifest of a `docker save` archive, or NULL for any other archive.

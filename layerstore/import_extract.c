@@ -150,7 +150,7 @@ copy_entry_data (struct importer *im, struct archive *in, struct archive *out, c
 }
 
 int
-esbx_import_extract (struct importer *im, struct archive *in, bool image_layer, esbx_error_t *err)
+esbx_import_extract (struct importer *im, struct archive *in, unsigned how, esbx_error_t *err)
 {
   _cleanup_archive_write_ struct archive *out = new_disk_writer (im);
   struct archive_entry *e;
@@ -162,7 +162,7 @@ esbx_import_extract (struct importer *im, struct archive *in, bool image_layer, 
       uint64_t extent = 0;
       int64_t size;
 
-      if (image_layer && esbx_import_is_whiteout (archive_entry_pathname (e)))
+      if ((how & EXTRACT_SKIP_WHITEOUTS) && esbx_import_is_whiteout (archive_entry_pathname (e)))
         continue;
       if (esbx_import_count_entry (im, &im->entries, err) < 0)
         return -1;
@@ -171,7 +171,7 @@ esbx_import_extract (struct importer *im, struct archive *in, bool image_layer, 
         return -1;
       if (r == 0)
         continue;
-      if (image_layer && archive_entry_hardlink (e) == NULL
+      if ((how & EXTRACT_REPLACE_DIRS) && archive_entry_hardlink (e) == NULL
           && archive_entry_filetype (e) != AE_IFDIR && esbx_import_make_room (im, rel, err) < 0)
         return -1;
       if (archive_write_header (out, e) < ARCHIVE_WARN)

@@ -78,10 +78,13 @@ int esbx_import_open_source (struct source *src, struct archive **out, esbx_erro
 /* 1 and the next entry, 0 at the end, -1 on error.  */
 int esbx_import_next_header (struct archive *a, struct archive_entry **e, esbx_error_t *err);
 
-/* Every entry of IN written beneath the destination (import_extract.c);
-   IMAGE_LAYER applies Docker's semantics for a layer of an image.  */
-int esbx_import_extract (struct importer *im, struct archive *in, bool image_layer,
-                         esbx_error_t *err);
+/* Every entry of IN written beneath the destination (import_extract.c),
+   with Docker's semantics for a layer of an image as HOW says:  */
+#define EXTRACT_SKIP_WHITEOUTS 1u /* `.wh.` entries are no files */
+/* The layer goes over earlier ones in the destination: an entry that is
+   not a directory replaces a directory there (esbx_import_make_room).  */
+#define EXTRACT_REPLACE_DIRS 2u
+int esbx_import_extract (struct importer *im, struct archive *in, unsigned how, esbx_error_t *err);
 
 /* Image layers (import_whiteout.c).  */
 bool esbx_import_is_whiteout (const char *name);

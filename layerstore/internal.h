@@ -199,6 +199,10 @@ int esbx_layer_sync (int diffd, esbx_error_t *err);
 int esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
                        struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err);
 
+/* PROJECT is not in this store: pull it when the store has a remote and
+   etcd a head for it (remote_fetch.c); 0 also when it has none.  */
+int esbx_remote_pull_absent (esbx_store_t *store, const char *project, esbx_error_t *err);
+
 /* Publish of a session of a shared project (remote_publish.c), called by
    esbx_session_publish_flags with the layer staged and no project lock:
    conflict check against the remote head, push, etcd transaction, then

@@ -454,8 +454,9 @@ esbx_progress_add (struct esbx_progress *p, uint64_t n)
 /* Fill the empty directory DESTFD from FROM (directory, archive, docker save).
    Runs the extraction in a child process that cannot write outside DESTFD.  */
 int esbx_import_tree (const char *from, int destfd, esbx_error_t *err);
-/* FROM is one OCI image layer: its whiteout entries are skipped (the
-   caller recreates them in overlay format from the layer's record).  */
+/* FROM is one OCI image layer and DESTFD empty: its whiteout entries are
+   skipped (the caller recreates them in overlay format from the layer's
+   record).  */
 #define ESBX_IMPORT_IMAGE_LAYER 1u
 int esbx_import_tree_flags (const char *from, int destfd, unsigned flags, esbx_error_t *err);
 /* The layer diff directory DIFFD (overlay format) as an OCI image layer
@@ -569,6 +570,10 @@ int esbx_fsck (esbx_store_t *store, const char *project, FILE *report, esbx_erro
 /* Remove leftovers of crashed operations: temp dirs, unreferenced layers,
    half-created sessions.  Safe at any time and concurrently.  */
 int esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+/* Remove the whole local copy of every shared project that no session,
+   snapshot or trash entry of this store uses (gc_cache.c): the registry
+   and etcd hold it, `session create` and `project pull` fetch it again.  */
+int esbx_gc_cache (esbx_store_t *store, FILE *report, esbx_error_t *err);
 
 /* ---- gateway tokens (token.c) ------------------------------------------- */
 

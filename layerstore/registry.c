@@ -14,12 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The filesystem driver of docker-registry rewrites a manifest's blob in
-   place when the same manifest is put again (another host moving tag
-   `head`): a read at that moment gets an error or a torn body.  Reads are
-   verified, so they are simply tried again.  */
-#define READ_ATTEMPTS 4
-
 /* The token file's first line: "user:password" or a bearer token.  */
 static int
 read_credentials (const struct esbx_remote *rm, struct esbx_registry *r, esbx_error_t *err)
@@ -232,54 +226,38 @@ check_digest (struct esbx_registry *r, const char *what, const char *digest, con
   return 0;
 }
 
-static int
-registry_get_blob_once (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+void
+esbx_registry_read_pause (int attempt)
 {
-  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, digest);
+  usleep (50000u << attempt);
+}
+
+int
+esbx_registry_blob_answer (struct esbx_registry *r, const char *digest,
+                           struct esbx_http_response *rs, int fd, char **buf, size_t *len,
+                           esbx_error_t *err)
+{
   _cleanup_free_ char *what = xasprintf ("blob %s", digest);
-  struct esbx_http_request rq;
-  struct esbx_http_response rs;
   char hex[ESBX_SHA256_HEX_LEN + 1];
   off_t size;
 
-  if (ftruncate (fd, 0) < 0 || lseek (fd, 0, SEEK_SET) < 0)
-    return esbx_make_error (err, errno, "registry `%s`: %s: truncate", r->shown, what);
-  esbx_http_request_init (&rq, "GET", url);
-  rq.out_fd = fd;
-  if (request (r, &rq, &rs, 200, what, err) < 0)
-    return -1;
-  esbx_http_response_free (&rs);
-  if (lseek (fd, 0, SEEK_SET) < 0 || esbx_sha256_fd (fd, hex, &size, err) < 0)
-    return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
-  if (check_digest (r, what, digest, hex, err) < 0)
-    return -1;
-  if (lseek (fd, 0, SEEK_SET) < 0)
-    return esbx_make_error (err, errno, "registry `%s`: %s: seek", r->shown, what);
-  return 0;
-}
-
-static int
-registry_get_blob_buf_once (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
-                            esbx_error_t *err)
-{
-  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, digest);
-  _cleanup_free_ char *what = xasprintf ("blob %s", digest);
-  struct esbx_http_request rq;
-  struct esbx_http_response rs;
-  char hex[ESBX_SHA256_HEX_LEN + 1];
-
-  esbx_http_request_init (&rq, "GET", url);
-  if (request (r, &rq, &rs, 200, what, err) < 0)
-    return -1;
-  esbx_sha256_buf (rs.body ? rs.body : "", rs.len, hex);
-  if (check_digest (r, what, digest, hex, err) < 0)
+  if (rs->status != 200)
+    return status_error (r, what, rs, err);
+  if (fd >= 0)
     {
-      esbx_http_response_free (&rs);
-      return -1;
+      if (lseek (fd, 0, SEEK_SET) < 0 || esbx_sha256_fd (fd, hex, &size, err) < 0)
+        return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
+      if (check_digest (r, what, digest, hex, err) < 0)
+        return -1;
+      if (lseek (fd, 0, SEEK_SET) < 0)
+        return esbx_make_error (err, errno, "registry `%s`: %s: seek", r->shown, what);
+      return 0;
     }
-  *buf = rs.body ? steal_pointer (&rs.body) : xstrdup ("");
-  *len = rs.len;
-  esbx_http_response_free (&rs);
+  esbx_sha256_buf (rs->body ? rs->body : "", rs->len, hex);
+  if (check_digest (r, what, digest, hex, err) < 0)
+    return -1;
+  *buf = rs->body ? steal_pointer (&rs->body) : xstrdup ("");
+  *len = rs->len;
   return 0;
 }
 
@@ -336,13 +314,10 @@ registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **o
 }
 
 /* One read of the registry (registry_get_*_once) and what it needs,
-   tried READ_ATTEMPTS times.  */
+   tried ESBX_REGISTRY_READ_ATTEMPTS times.  */
 struct read
 {
   const char *ref; /* digest or tag */
-  int fd;
-  char **buf;
-  size_t *len;
   json_t **manifest;
 };
 typedef int (*read_once_fn) (struct esbx_registry *r, const struct read *a, esbx_error_t *err);
@@ -356,23 +331,11 @@ with_retries (struct esbx_registry *r, read_once_fn once, const struct read *a, 
     {
       if (once (r, a, err) == 0)
         return 0;
-      if (i == READ_ATTEMPTS)
+      if (i == ESBX_REGISTRY_READ_ATTEMPTS)
         return -1;
       esbx_error_free (err);
-      usleep (50000u << i);
+      esbx_registry_read_pause (i);
     }
-}
-
-static int
-blob_fd_once (struct esbx_registry *r, const struct read *a, esbx_error_t *err)
-{
-  return registry_get_blob_once (r, a->ref, a->fd, err);
-}
-
-static int
-blob_buf_once (struct esbx_registry *r, const struct read *a, esbx_error_t *err)
-{
-  return registry_get_blob_buf_once (r, a->ref, a->buf, a->len, err);
 }
 
 static int
@@ -382,27 +345,10 @@ manifest_once (struct esbx_registry *r, const struct read *a, esbx_error_t *err)
 }
 
 int
-esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
-{
-  const struct read a = { .ref = digest, .fd = fd };
-
-  return with_retries (r, blob_fd_once, &a, err);
-}
-
-int
-esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
-                            esbx_error_t *err)
-{
-  const struct read a = { .ref = digest, .fd = -1, .buf = buf, .len = len };
-
-  return with_retries (r, blob_buf_once, &a, err);
-}
-
-int
 esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
                             esbx_error_t *err)
 {
-  const struct read a = { .ref = ref, .fd = -1, .manifest = out };
+  const struct read a = { .ref = ref, .manifest = out };
 
   return with_retries (r, manifest_once, &a, err);
 }

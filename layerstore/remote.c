@@ -12,8 +12,6 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/xattr.h>
 
 #define REMOTE_FILE "remote.json"
 
@@ -346,119 +344,6 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
   return 0;
 }
 
-/* Whiteouts and opaque directories in overlay format, from the record: the
-   importer skipped the tar's `.wh.` entries.  */
-static int
-overlay_markers (int diffd, const struct esbx_layer *l, esbx_error_t *err)
-{
-  size_t i;
-
-  for (i = 0; i < l->changes.n; i++)
-    {
-      const struct esbx_change *c = &l->changes.v[i];
-      const char *rel = c->path[0] == '/' ? c->path + 1 : c->path;
-      _cleanup_free_ char *base = NULL;
-      _cleanup_close_ int pfd = -1;
-      _cleanup_close_ int dfd = -1;
-
-      if (c->kind == ESBX_DELETED)
-        {
-          pfd = esbx_open_parent_beneath (diffd, rel, &base, err);
-          if (pfd < 0)
-            return -1;
-          if (mknodat (pfd, base, S_IFCHR | 0, makedev (0, 0)) < 0)
-            return esbx_make_error (err, errno, "whiteout `%s`", c->path);
-        }
-      else if (c->opaque && c->type == ESBX_TYPE_DIR)
-        {
-          dfd = rel[0] ? esbx_open_beneath (diffd, rel, O_RDONLY | O_DIRECTORY, 0, err)
-                       : fcntl (diffd, F_DUPFD_CLOEXEC, 3);
-          if (dfd < 0)
-            return rel[0] ? -1 : esbx_make_error (err, errno, "dup");
-          if (fsetxattr (dfd, "trusted.overlay.opaque", "y", 1, 0) < 0)
-            return esbx_make_error (err, errno, "mark `%s` opaque", c->path);
-        }
-    }
-  return 0;
-}
-
-/* Download layer D (index INDEX, on PARENT) into TMP (a locked temp dir)
-   and install it as projects/P/layers/ID.  The caller holds the project
-   lock.  */
-static int
-fetch_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project, const char *tmp,
-             const struct esbx_remote_desc *d, size_t index, const char *parent, esbx_error_t *err)
-{
-  _cleanup_free_ char *tar = xasprintf ("%s/layer.blob", tmp);
-  _cleanup_free_ char *record = NULL, *diffrel = NULL, *dest = NULL, *layers = NULL;
-  _cleanup_json_ json_t *j = NULL;
-  _cleanup_close_ int tfd = -1;
-  _cleanup_close_ int diffd = -1;
-  _cleanup_close_ int sfd = -1;
-  _cleanup_close_ int lfd = -1;
-  struct esbx_staged staged = { .lockfd = -1 };
-  struct esbx_changeset none = { 0 };
-  struct esbx_layer *l = NULL;
-  size_t len;
-  int ret = -1;
-
-  dest = xasprintf ("projects/%s/layers/%s", project, d->id);
-  if (esbx_exists_at (store->rootfd, dest))
-    return 0;
-  if (esbx_registry_get_blob_buf (reg, d->record, &record, &len, err) < 0)
-    return -1;
-  j = json_parse (record, len, err);
-  if (j == NULL || esbx_layer_from_json (j, &l, err) < 0)
-    return esbx_error_wrap (err, "layer `%s`: record", d->id);
-  if (strcmp (l->id, d->id) != 0 || l->index != (int64_t)index
-      || (parent ? l->parent == NULL || strcmp (l->parent, parent) != 0 : l->parent != NULL))
-    {
-      esbx_make_error (err, 0, "layer `%s`: its record does not fit the stack", d->id);
-      goto out;
-    }
-  tfd = TEMP_FAILURE_RETRY (open (tar, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (tfd < 0)
-    {
-      esbx_make_error (err, errno, "create `%s`", tar);
-      goto out;
-    }
-  if (esbx_registry_get_blob (reg, d->digest, tfd, err) < 0)
-    goto out;
-  if (esbx_layer_stage (store, project, -1, &none, &staged, err) < 0)
-    goto out;
-  diffrel = xasprintf ("%s/diff", staged.rel);
-  diffd = esbx_open_dir_at (store->rootfd, diffrel, err);
-  if (diffd < 0 || esbx_import_tree_flags (tar, diffd, ESBX_IMPORT_IMAGE_LAYER, err) < 0
-      || overlay_markers (diffd, l, err) < 0 || esbx_layer_sync (diffd, err) < 0)
-    goto out;
-  sfd = esbx_open_dir_at (store->rootfd, staged.rel, err);
-  if (sfd < 0 || esbx_write_file_atomic_at (sfd, "record.json", record, len, 0644, err) < 0)
-    goto out;
-  if (renameat2 (store->rootfd, staged.rel, store->rootfd, dest, RENAME_NOREPLACE) < 0)
-    {
-      esbx_make_error (err, errno, "install layer `%s`", d->id);
-      goto out;
-    }
-  free (staged.rel);
-  staged.rel = NULL;
-  layers = xasprintf ("projects/%s/layers", project);
-  lfd = esbx_open_dir_at (store->rootfd, layers, err);
-  if (lfd < 0 || fsync (lfd) < 0)
-    {
-      if (lfd >= 0)
-        esbx_make_error (err, errno, "fsync `%s`", layers);
-      goto out;
-    }
-  ret = 0;
-
-out:
-  esbx_layer_unstage (store, &staged);
-  esbx_layer_free (l);
-  if (ret < 0)
-    esbx_error_wrap (err, "fetch layer `%s`", d->id);
-  return ret;
-}
-
 int
 esbx_remote_sync_locked (esbx_store_t *store, struct esbx_registry *reg, const char *project,
                          const struct esbx_remote_head *h, size_t *fetched, esbx_error_t *err)
@@ -512,11 +397,9 @@ esbx_remote_sync_locked (esbx_store_t *store, struct esbx_registry *reg, const c
                            project, d[i].id, h->ids[i]);
           goto out;
         }
-      if (fetch_layer (store, reg, project, tmp, &d[i], i, i ? d[i - 1].id : NULL, err) < 0)
-        goto out;
-      if (fetched)
-        (*fetched)++;
     }
+  if (esbx_remote_fetch_layers (store, reg, project, tmp, d, n, nd, fetched, err) < 0)
+    goto out;
   if (esbx_project_write_stack (store, project, h->ids, h->n, err) < 0)
     goto out;
   ret = 0;

@@ -48,11 +48,39 @@ int esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int
                                 esbx_error_t *err);
 int esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const void *buf,
                              size_t len, esbx_error_t *err);
+/* The filesystem driver of docker-registry rewrites a manifest's blob in
+   place when the same manifest is put again (another host moving tag
+   `head`): a read at that moment gets an error or a torn body.  Reads are
+   verified, so they are simply tried again: this many times, with
+   esbx_registry_read_pause (ATTEMPT) after a failed ATTEMPT (1, 2...).  */
+#define ESBX_REGISTRY_READ_ATTEMPTS 4
+void esbx_registry_read_pause (int attempt);
 /* Download blob DIGEST into FD (truncated first) and verify its digest.  */
 int esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err);
 /* The same into memory (records, configs: at most JSON_MAX_DOCUMENT).  */
 int esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf,
                                 size_t *len, esbx_error_t *err);
+/* One blob of esbx_registry_get_blobs: into FD (truncated first) or, when
+   FD < 0, into BUF/LEN (the caller frees BUF).  */
+struct esbx_registry_blob
+{
+  const char *digest;
+  int fd;
+  char *buf;
+  size_t len;
+};
+/* Download the N blobs B at once, at most ESBX_REGISTRY_PARALLEL
+   transfers at a time, each verified against its digest before it is
+   kept; a failed one is tried again as every read.  Fails with the error
+   of the first blob that could not be read (registry_fetch.c).  */
+#define ESBX_REGISTRY_PARALLEL 6
+int esbx_registry_get_blobs (struct esbx_registry *r, struct esbx_registry_blob *b, size_t n,
+                             esbx_error_t *err);
+/* The answer RS to a GET of blob DIGEST checked (status 200, digest):
+   rewound in FD, or RS's body moved to *BUF, *LEN.  */
+int esbx_registry_blob_answer (struct esbx_registry *r, const char *digest,
+                               struct esbx_http_response *rs, int fd, char **buf, size_t *len,
+                               esbx_error_t *err);
 int esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char *body,
                                 size_t len, esbx_error_t *err);
 /* The manifest REF (tag or digest), verified against REF when a digest.  */
@@ -148,6 +176,12 @@ int esbx_remote_push_record (struct esbx_registry *reg, const char *id, const ch
    (gzip.c).  */
 int esbx_gzip_fd (int in, int out, esbx_error_t *err);
 
+/* With the project lock held: download the layers D[FROM..TO) that are
+   not installed into TMP (a locked temp dir), all blobs at once, and
+   install them (remote_fetch.c); *FETCHED: how many were.  */
+int esbx_remote_fetch_layers (esbx_store_t *store, struct esbx_registry *reg, const char *project,
+                              const char *tmp, const struct esbx_remote_desc *d, size_t from,
+                              size_t to, size_t *fetched, esbx_error_t *err);
 /* With the project lock held: fetch the layers of H the local stack lacks
    and make the stack H (the local one must be a prefix of it).  */
 int esbx_remote_sync_locked (esbx_store_t *store, struct esbx_registry *reg, const char *project,

@@ -162,9 +162,15 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
       json_free (labels);
       return -1;
     }
-  if (!esbx_project_exists (store, project))
+  /* A shared project not here (never pulled, or its copy dropped by gc
+     --cache) is pulled first.  */
+  if (!esbx_project_exists (store, project)
+      && (esbx_remote_pull_absent (store, project, err) < 0
+          || !esbx_project_exists (store, project)))
     {
       json_free (labels);
+      if (err && *err)
+        return esbx_error_wrap (err, "session create");
       return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
                                    project);
     }

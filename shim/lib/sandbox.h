@@ -112,6 +112,7 @@ int esbx_sandbox_expire (esbx_store_t *store, FILE *report, size_t *retired, esb
 int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 /* What gc does besides (flags of esbx_sandbox_gc_flags).  */
 #define ESBX_GC_SNAPSHOTS 1u /* remove the snapshots nothing uses */
+#define ESBX_GC_CACHE     2u /* and the copies of shared projects nothing uses (esbx_gc_cache) */
 int esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report,
                            esbx_error_t *err);
 

@@ -164,6 +164,8 @@ esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report, es
     return -1;
   if (esbx_gc (store, report, err) < 0)
     return -1;
+  if ((flags & ESBX_GC_CACHE) && esbx_gc_cache (store, report, err) < 0)
+    return -1;
   if (ret < 0)
     return esbx_make_error (err, 0, "gc: some sessions could not be cleaned");
   return 0;

@@ -122,8 +122,10 @@ static unsigned
 gc_flags (struct esbx_gateway_ctx *ctx)
 {
   const char *snapshots = esbx_gateway_query (ctx, "snapshots");
+  const char *cache = esbx_gateway_query (ctx, "cache");
 
-  return snapshots && strcmp (snapshots, "1") == 0 ? ESBX_GC_SNAPSHOTS : 0;
+  return (snapshots && strcmp (snapshots, "1") == 0 ? ESBX_GC_SNAPSHOTS : 0)
+         | (cache && strcmp (cache, "1") == 0 ? ESBX_GC_CACHE : 0);
 }
 
 static int
