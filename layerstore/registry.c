@@ -226,6 +226,12 @@ check_digest (struct esbx_registry *r, const char *what, const char *digest, con
   return 0;
 }
 
+bool
+esbx_registry_read_again (const esbx_error_t e, int attempt)
+{
+  return attempt < ESBX_REGISTRY_READ_ATTEMPTS && (e == NULL || e->kind != ESBX_ERR_FORBIDDEN);
+}
+
 void
 esbx_registry_read_pause (int attempt)
 {
@@ -331,7 +337,7 @@ with_retries (struct esbx_registry *r, read_once_fn once, const struct read *a, 
     {
       if (once (r, a, err) == 0)
         return 0;
-      if (i == ESBX_REGISTRY_READ_ATTEMPTS)
+      if (!esbx_registry_read_again (*err, i))
         return -1;
       esbx_error_free (err);
       esbx_registry_read_pause (i);

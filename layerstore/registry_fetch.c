@@ -74,20 +74,25 @@ esbx_registry_get_blobs (struct esbx_registry *r, struct esbx_registry_blob *b, 
     pending[j] = j;
   for (attempt = 1; k > 0; attempt++)
     {
+      bool again = true;
+
       if (read_round (r, b, pending, k, errs, err) < 0)
         return -1;
       left = 0;
       for (j = 0; j < k; j++)
         if (errs[j])
           {
-            if (left == 0 && attempt == ESBX_REGISTRY_READ_ATTEMPTS)
-              *err = steal_pointer (&errs[j]);
+            if (again && !esbx_registry_read_again (errs[j], attempt))
+              {
+                again = false;
+                *err = steal_pointer (&errs[j]);
+              }
             else
               esbx_error_free (&errs[j]);
             pending[left++] = pending[j];
           }
       k = left;
-      if (k > 0 && attempt == ESBX_REGISTRY_READ_ATTEMPTS)
+      if (!again)
         return -1;
       if (k > 0)
         esbx_registry_read_pause (attempt);

@@ -55,6 +55,10 @@ int esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const 
    esbx_registry_read_pause (ATTEMPT) after a failed ATTEMPT (1, 2...).  */
 #define ESBX_REGISTRY_READ_ATTEMPTS 4
 void esbx_registry_read_pause (int attempt);
+/* Whether a read that failed with E on ATTEMPT is tried again: not after
+   the last attempt, nor when the registry or its realm refused the
+   credentials (ESBX_ERR_FORBIDDEN: asking again changes nothing).  */
+bool esbx_registry_read_again (const esbx_error_t e, int attempt);
 /* Download blob DIGEST into FD (truncated first) and verify its digest.  */
 int esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err);
 /* The same into memory (records, configs: at most JSON_MAX_DOCUMENT).  */

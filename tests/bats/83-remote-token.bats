@@ -200,12 +200,16 @@ teardown() {
   on A esbx_ok remote set --registry "$(TOKEN_URL)" --etcd "$(ETCD_URL)" \
     --ca "$TOKEN_DIR/ca.crt" --token-file "$BATS_TEST_TMPDIR/token-A"
   on A esbx_ok project push p
+  : >"$TOKEN_DIR/token.log"
   run on B "$ESBX" project pull p
   assert_failure 1
   [ "${#lines[@]}" -eq 1 ]
   assert_output --partial "registry \`$(TOKEN_URL)\`"
   assert_output --partial "HTTP 401"
   [ ! -e "$HOST_B/projects/p" ]
+  # A refused login is final: the read is not tried again (4 times) with
+  # the same credentials.
+  assert_equal "$(grep -c 'status=401' "$TOKEN_DIR/token.log")" 1
 }
 
 @test "a pull-only user pulls; its publish fails with one line, the head and the session stay" {
