@@ -11,20 +11,27 @@
 #include "text.h"
 #include "utils.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HEADS_PREFIX "esbx/projects/"
 /* The end of the prefix's range: its last byte plus one ('/' + 1).  */
 #define HEADS_END   "esbx/projects0"
 #define HEAD_SUFFIX "/head"
+/* Held (OFD write lock) while a watch is connected; its content is the
+   etcd URL watched.  */
+#define WATCH_MARK "remote.watch"
 /* One watch response is small (keys, revisions; values of heads): more
    than this without the end of an object is not etcd.  */
 #define MAX_OBJECT (16u * 1024 * 1024)
 
 struct watch
 {
+  esbx_store_t *store;
   const struct esbx_remote *rm;
+  int mark; /* ROOT/remote.watch, locked while connected; -1 */
   const struct esbx_remote_watch_ops *ops;
   int64_t *next;
   bool resumed; /* asked with a start revision */
@@ -65,6 +72,69 @@ fail (struct watch *w, const char *what)
   return false;
 }
 
+/* Connected: creates on this store may trust its stacks.  Best effort
+   (another esbxd watching the same store holds it already).  */
+static void
+mark (struct watch *w)
+{
+  struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+  size_t len = strlen (w->rm->etcd);
+  int fd;
+
+  if (w->mark >= 0)
+    return;
+  fd = openat (w->store->rootfd, WATCH_MARK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  if (fcntl (fd, F_OFD_SETLK, &l) < 0 || ftruncate (fd, 0) < 0
+      || pwrite (fd, w->rm->etcd, len, 0) != (ssize_t)len)
+    {
+      close (fd);
+      return;
+    }
+  w->mark = fd;
+}
+
+/* Not connected, or behind: creates ask etcd again (closing unlocks it;
+   the content is not trusted without the lock).  */
+static void
+unmark (struct watch *w)
+{
+  if (w->mark < 0)
+    return;
+  close (w->mark);
+  w->mark = -1;
+}
+
+bool
+esbx_remote_watched (esbx_store_t *store)
+{
+  struct esbx_remote rm = { 0 };
+  struct flock l = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+  esbx_error_t ignored = NULL;
+  _cleanup_close_ int fd = -1;
+  char buf[4096];
+  ssize_t n;
+  bool watched;
+
+  fd = openat (store->rootfd, WATCH_MARK, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fcntl (fd, F_OFD_GETLK, &l) < 0 || l.l_type != F_WRLCK)
+    return false;
+  n = pread (fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  if (esbx_remote_load (store, &rm, &ignored) < 0)
+    {
+      esbx_error_free (&ignored);
+      return false;
+    }
+  /* The etcd this process would ask: esbxd may watch another one.  */
+  watched = strcmp (buf, rm.etcd) == 0;
+  esbx_remote_free (&rm);
+  return watched;
+}
+
 static bool
 on_events (struct watch *w, const json_t *events)
 {
@@ -83,13 +153,18 @@ on_events (struct watch *w, const json_t *events)
       if (key == NULL || !esbx_etcd_int64 (kv, "mod_revision", &rev)
           || esbx_etcd_unb64 (key, &raw, &len) < 0)
         return fail (w, "malformed event");
+      project = project_of_key (raw, len);
+      if (project && w->ops->head && !(type && strcmp (type, "DELETE") == 0))
+        {
+          /* Behind this head until it is synced: creates meanwhile ask
+             etcd (and wait on the project lock the sync holds).  */
+          unmark (w);
+          if (!w->ops->head (project, w->ops->arg))
+            return fail (w, "a head could not be synced"); /* resumed at this event */
+          mark (w);
+        }
       if (rev >= *w->next)
         *w->next = rev + 1;
-      if (type && strcmp (type, "DELETE") == 0)
-        continue;
-      project = project_of_key (raw, len);
-      if (project && w->ops->head)
-        w->ops->head (project, w->ops->arg);
     }
   return true;
 }
@@ -129,8 +204,13 @@ on_object (struct watch *w, const char *text, size_t len)
       from_now = !w->resumed;
       if (from_now && esbx_etcd_int64 (json_get (result, "header"), "revision", &rev))
         *w->next = rev + 1;
-      if (w->ops->created)
-        w->ops->created (w->rm->etcd, from_now, w->ops->arg);
+      if (w->ops->created && !w->ops->created (w->rm->etcd, from_now, w->ops->arg))
+        {
+          /* Not every project synced: from now again, next time.  */
+          *w->next = 0;
+          return fail (w, "the projects could not be synced");
+        }
+      mark (w);
     }
   events = json_get (result, "events");
   if (events && events->type == JSON_ARRAY)
@@ -195,7 +275,7 @@ esbx_remote_watch (esbx_store_t *store, int64_t *next, const struct esbx_remote_
                    esbx_error_t *err)
 {
   struct esbx_remote rm = { 0 };
-  struct watch w = { .ops = ops, .next = next, .resumed = *next > 0 };
+  struct watch w = { .store = store, .ops = ops, .next = next, .resumed = *next > 0, .mark = -1 };
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
   _cleanup_free_ char *key = esbx_etcd_b64 (HEADS_PREFIX, strlen (HEADS_PREFIX));
   _cleanup_free_ char *end = esbx_etcd_b64 (HEADS_END, strlen (HEADS_END));
@@ -228,6 +308,7 @@ esbx_remote_watch (esbx_store_t *store, int64_t *next, const struct esbx_remote_
   rq.abort = should_stop;
   rq.arg = &w;
   r = esbx_http_do (&rq, &rs, err);
+  unmark (&w);
   if (w.error)
     {
       /* Ended here: the answer was not a watch's.  */

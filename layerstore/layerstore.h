@@ -504,6 +504,9 @@ int esbx_project_pull (esbx_store_t *store, const char *project, size_t *fetched
                        esbx_error_t *err);
 /* The same for a shared project that exists here.  */
 int esbx_remote_sync (esbx_store_t *store, const char *project, size_t *fetched, esbx_error_t *err);
+/* esbx_remote_sync unless esbx_remote_watched says the store follows the
+   heads already (what a session create does).  */
+int esbx_remote_sync_unwatched (esbx_store_t *store, const char *project, esbx_error_t *err);
 /* In this process, REGISTRY and ETCD (URLs, each NULL for none) win over
    $ESBX_REGISTRY, $ESBX_ETCD and ROOT/remote.json of every store:
    esbxd's --registry/--etcd and the keys of its config file.  */
@@ -516,10 +519,15 @@ struct esbx_remote_watch_ops
 {
   /* The watch is in place at etcd URL ETCD.  FROM_NOW: it did not resume
      from a revision (the first time, or that revision was compacted), so
-     heads written before are not reported: sync every project now.  */
-  void (*created) (const char *etcd, bool from_now, void *arg);
-  /* PROJECT's head was written (not called for deletions).  */
-  void (*head) (const char *project, void *arg);
+     heads written before are not reported: sync every project now.  True
+     (every project synced) marks the store as following the heads
+     (esbx_remote_watched); false ends the watch, which starts from now
+     again.  */
+  bool (*created) (const char *etcd, bool from_now, void *arg);
+  /* PROJECT's head was written (not called for deletions).  False (the
+     sync failed): the watch ends, and resumes at this event when called
+     again.  */
+  bool (*head) (const char *project, void *arg);
   /* Asked at least once a second: true ends the watch.  */
   bool (*stop) (void *arg);
   void *arg;
@@ -530,6 +538,12 @@ struct esbx_remote_watch_ops
    with the same *NEXT to resume (it is 0 again when etcd compacted it).  */
 int esbx_remote_watch (esbx_store_t *store, int64_t *next, const struct esbx_remote_watch_ops *ops,
                        esbx_error_t *err);
+/* Whether a watch (esbxd's) of the store's etcd is connected now and
+   keeping the shared projects here at the heads etcd has: then a session
+   create starts from the local stack without asking etcd itself.  While
+   connected, esbx_remote_watch holds an OFD write lock on
+   ROOT/remote.watch, which names the etcd watched.  */
+bool esbx_remote_watched (esbx_store_t *store);
 
 /* ---- the trash (trash.c) ------------------------------------------------ */
 

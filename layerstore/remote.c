@@ -414,6 +414,12 @@ out:
 }
 
 int
+esbx_remote_sync_unwatched (esbx_store_t *store, const char *project, esbx_error_t *err)
+{
+  return esbx_remote_watched (store) ? 0 : esbx_remote_sync (store, project, NULL, err);
+}
+
+int
 esbx_remote_sync (esbx_store_t *store, const char *project, size_t *fetched, esbx_error_t *err)
 {
   struct esbx_remote rm = { 0 };

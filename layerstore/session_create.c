@@ -174,8 +174,10 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
       return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
                                    project);
     }
-  /* A shared project starts from the head in etcd (docs/SCALE-OUT.md).  */
-  if (esbx_project_is_shared (store, project) && esbx_remote_sync (store, project, NULL, err) < 0)
+  /* A shared project starts from the head in etcd (docs/SCALE-OUT.md):
+     read there, unless esbxd's watch keeps this store at it.  */
+  if (esbx_project_is_shared (store, project)
+      && esbx_remote_sync_unwatched (store, project, err) < 0)
     {
       json_free (labels);
       return esbx_error_wrap (err, "session create");

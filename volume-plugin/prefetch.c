@@ -28,41 +28,45 @@ struct esbx_prefetch
   bool warned;    /* this outage was logged */
 };
 
-static void
+/* False when PROJECT is shared here and could not be synced.  */
+static bool
 sync_project (struct esbx_prefetch *p, const char *project)
 {
   esbx_error_t e = NULL;
   size_t fetched = 0;
 
   if (!esbx_project_exists (p->store, project) || !esbx_project_is_shared (p->store, project))
-    return;
+    return true;
   if (esbx_remote_sync (p->store, project, &fetched, &e) < 0)
     {
       esbx_warn ("prefetch: %s", e->msg);
       esbx_error_free (&e);
-      return;
+      return false;
     }
   if (fetched == 0)
-    return;
+    return true;
   esbx_info ("prefetched %zu layer%s of project `%s`", fetched, fetched == 1 ? "" : "s", project);
   esbx_metrics_prefetched (p->metrics, fetched);
+  return true;
 }
 
-static void
+static bool
 sync_all (struct esbx_prefetch *p)
 {
   esbx_error_t e = NULL;
   _cleanup_strv_ char **projects = esbx_project_list (p->store, &e);
+  bool ok = true;
   size_t i;
 
   if (projects == NULL)
     {
       esbx_warn ("prefetch: %s", e->msg);
       esbx_error_free (&e);
-      return;
+      return false;
     }
   for (i = 0; projects[i]; i++)
-    sync_project (p, projects[i]);
+    ok = sync_project (p, projects[i]) && ok;
+  return ok;
 }
 
 /* Whether this store shares any project: without one (most stores have
@@ -93,7 +97,7 @@ should_stop (void *arg)
   return r;
 }
 
-static void
+static bool
 on_created (const char *etcd, bool from_now, void *arg)
 {
   struct esbx_prefetch *p = arg;
@@ -103,14 +107,16 @@ on_created (const char *etcd, bool from_now, void *arg)
   p->connected = true;
   p->warned = false;
   pthread_mutex_unlock (&p->lock);
-  if (from_now)
-    sync_all (p);
+  /* Also after a resume: the store is at the heads before creates trust
+     it (esbx_remote_watched), whatever the replayed events bring.  */
+  (void)from_now;
+  return sync_all (p);
 }
 
-static void
+static bool
 on_head (const char *project, void *arg)
 {
-  sync_project (arg, project);
+  return sync_project (arg, project);
 }
 
 /* Wait MS milliseconds or until stopped or reloaded; the lock held.  */

@@ -290,3 +290,52 @@ start_tls_etcd() {
   cmp "$HOST_A/projects/p/stack" "$BATS_TEST_TMPDIR/stack.before"
   [ -f "$(on A "$ESBX" session path nocert)/nocert.txt" ]
 }
+
+# Whether `esbx session create` of p on host H, named NAME, connects to
+# etcd's port (strace: the connect calls).
+create_asks_etcd() {
+  local var="HOST_$1"
+  ESBX_ROOT=${!var} strace -f -qq -e trace=connect -o "$BATS_TEST_TMPDIR/strace" \
+    "$ESBX" session create p --name "$2" >/dev/null
+  grep -q "sin_port=htons($ETCD_PORT)" "$BATS_TEST_TMPDIR/strace"
+}
+
+@test "with esbxd's watch connected, a session create trusts the stack it keeps and asks etcd nothing" {
+  command -v strace >/dev/null || skip "strace is not installed"
+  on A esbx_ok project push p
+  on B esbx_ok project pull p
+  # Without a watch the create reads the head in etcd itself.
+  create_asks_etcd B s0
+  start_esbxd B
+  wait_for 10 log_has "watching" || fail "no watch: $(cat "$D_LOG")"
+  wait_for 5 test -s "$HOST_B/remote.watch"
+  publish_a one
+  wait_for 10 stack_top_is B "$top" || fail "B's stack: $(cat "$HOST_B/projects/p/stack")"
+  run create_asks_etcd B s1
+  assert_failure
+  m=$(on B "$ESBX" session path s1)
+  [ "$(cat "$m/one.txt")" = one ]
+  # Another etcd URL than the one watched: asked again.
+  ESBX_ETCD="http://localhost:$ETCD_PORT" create_asks_etcd B s2
+  # The watch gone (esbxd stopped), the lock goes with it.
+  stop_esbxd
+  create_asks_etcd B s3
+  [ "$(on B "$ESBX" session list | grep -c '^s[0-9]')" -eq 4 ]
+}
+
+@test "a watch whose sync fails lets creates ask etcd themselves" {
+  command -v strace >/dev/null || skip "strace is not installed"
+  on A esbx_ok project push p
+  on B esbx_ok project pull p
+  # esbxd's registry is one nobody answers: its syncs fail, the CLI's work.
+  start_esbxd B --registry "http://127.0.0.1:$(free_port)/t$BATS_TEST_NUMBER"
+  wait_for 10 log_has "watching" || fail "no watch: $(cat "$D_LOG")"
+  wait_for 5 test -s "$HOST_B/remote.watch"
+  run create_asks_etcd B s0
+  assert_failure
+  publish_a one
+  wait_for 10 log_has "a head could not be synced" || fail "no failed sync: $(cat "$D_LOG")"
+  create_asks_etcd B s1
+  m=$(on B "$ESBX" session path s1)
+  [ "$(cat "$m/one.txt")" = one ]
+}
