@@ -313,6 +313,35 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
   return 0;
 }
 
+/* Whiteout of REL (a path of change C) in DIFFD.  Its directory keeps the
+   times the importer gave it from the archive, as on the publishing host:
+   otherwise the export of the head would differ between hosts, and the
+   directory would look newer than the layers published after it.  */
+static int
+whiteout (int diffd, const char *rel, const struct esbx_change *c, esbx_error_t *err)
+{
+  const char *slash = strrchr (rel, '/');
+  _cleanup_free_ char *parent = slash ? xstrndup (rel, (size_t)(slash - rel)) : NULL;
+  _cleanup_close_ int pfd = -1;
+  struct stat st;
+
+  pfd = parent ? esbx_open_beneath (diffd, parent, O_RDONLY | O_DIRECTORY, 0, err)
+               : fcntl (diffd, F_DUPFD_CLOEXEC, 3);
+  if (pfd < 0)
+    return parent ? -1 : esbx_make_error (err, errno, "dup");
+  if (fstat (pfd, &st) < 0)
+    return esbx_make_error (err, errno, "stat the directory of `%s`", c->path);
+  if (mknodat (pfd, slash ? slash + 1 : rel, S_IFCHR | 0, makedev (0, 0)) < 0)
+    return esbx_make_error (err, errno, "whiteout `%s`", c->path);
+  {
+    struct timespec ts[2] = { st.st_atim, st.st_mtim };
+
+    if (futimens (pfd, ts) < 0)
+      return esbx_make_error (err, errno, "set the times of the directory of `%s`", c->path);
+  }
+  return 0;
+}
+
 /* Whiteouts and opaque directories in overlay format, from the record: the
    importer skipped the tar's `.wh.` entries.  */
 static int
@@ -324,17 +353,12 @@ overlay_markers (int diffd, const struct esbx_layer *l, esbx_error_t *err)
     {
       const struct esbx_change *c = &l->changes.v[i];
       const char *rel = c->path[0] == '/' ? c->path + 1 : c->path;
-      _cleanup_free_ char *base = NULL;
-      _cleanup_close_ int pfd = -1;
       _cleanup_close_ int dfd = -1;
 
       if (c->kind == ESBX_DELETED)
         {
-          pfd = esbx_open_parent_beneath (diffd, rel, &base, err);
-          if (pfd < 0)
+          if (whiteout (diffd, rel, c, err) < 0)
             return -1;
-          if (mknodat (pfd, base, S_IFCHR | 0, makedev (0, 0)) < 0)
-            return esbx_make_error (err, errno, "whiteout `%s`", c->path);
         }
       else if (c->opaque && c->type == ESBX_TYPE_DIR)
         {

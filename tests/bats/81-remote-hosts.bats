@@ -259,3 +259,21 @@ same_export() {
   [ "$(cat "$BATS_TEST_TMPDIR/a/B-only.txt")" = "B only" ]
   [ "$(cat "$BATS_TEST_TMPDIR/a/C-only.txt")" = "C only" ]
 }
+
+@test "a pulled layer keeps the publisher's times: deletions do not touch their directory" {
+  on A make_session p a
+  rm "$m/src/r1.txt" "$m/docs/guide.txt"
+  on A esbx_ok publish a
+  # A pull in a later second than the publish: a whiteout made then would
+  # give its directory that second.
+  sleep 1.1
+  on B esbx_ok project pull p
+  export_head A "$BATS_TEST_TMPDIR/head-A.tar"
+  export_head B "$BATS_TEST_TMPDIR/head-B.tar"
+  same_export A B
+  local top
+  top=$(tail -n1 "$HOST_A/projects/p/stack")
+  # (Whole seconds: a layer blob's tar entries carry no more.)
+  [ "$(stat -c %Y "$HOST_A/projects/p/layers/$top/diff/docs")" = \
+    "$(stat -c %Y "$HOST_B/projects/p/layers/$top/diff/docs")" ]
+}
