@@ -45,11 +45,21 @@ overlay_markers (int diffd, const struct esbx_layer *l, esbx_error_t *err)
 
       if (c->kind == ESBX_DELETED)
         {
+          struct stat st;
+
+          /* The directory keeps the times the importer gave it from the
+             archive, as on the publishing host: otherwise the export of
+             the head would differ between hosts, and the directory would
+             look newer than the layers published after it.  */
           pfd = esbx_open_parent_beneath (diffd, rel, &base, err);
           if (pfd < 0)
             return -1;
+          if (fstat (pfd, &st) < 0)
+            return esbx_make_error (err, errno, "stat the directory of `%s`", c->path);
           if (mknodat (pfd, base, S_IFCHR | 0, makedev (0, 0)) < 0)
             return esbx_make_error (err, errno, "whiteout `%s`", c->path);
+          if (futimens (pfd, (struct timespec[2]){ st.st_atim, st.st_mtim }) < 0)
+            return esbx_make_error (err, errno, "set the times of the directory of `%s`", c->path);
         }
       else if (c->opaque && c->type == ESBX_TYPE_DIR)
         {

@@ -1,6 +1,9 @@
 # Helpers of the several-hosts suites (80-*): a real OCI registry
 # (docker-registry, CNCF distribution 2.8) and a real etcd (3.4) on
-# 127.0.0.1, started once per file, and one store per "host".
+# 127.0.0.1, started once per file, and one store per "host".  With
+# setup_remote_netns instead of setup_remote_services (81-*), the services
+# run in a network namespace of their own and every host in another one,
+# reaching them through a veth pair (see below).
 # shellcheck shell=bash
 
 load helpers
@@ -10,10 +13,23 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# CMD in the services' network namespace, if they have one.  (Not for
+# daemons started with &: that would fork a subshell whose pid is not the
+# daemon's; they use "${SVC_IN[@]}" instead.)
+in_svc() {
+  svc_in
+  "${SVC_IN[@]}" "$@"
+}
+
+svc_in() {
+  SVC_IN=()
+  [ -z "${REMOTE_NETNS:-}" ] || SVC_IN=(nsenter "--net=/run/netns/$REMOTE_NETNS")
+}
+
 wait_http() {
   local url=$1 i
   for i in $(seq 1 100); do
-    curl -fsS -o /dev/null "$url" 2>/dev/null && return 0
+    in_svc curl -fsS -o /dev/null "$url" 2>/dev/null && return 0
     sleep 0.1
   done
   echo "no answer from $url" >&2
@@ -30,11 +46,12 @@ storage:
   filesystem:
     rootdirectory: $REMOTE_DIR/registry
 http:
-  addr: 127.0.0.1:$REGISTRY_PORT
+  addr: ${REMOTE_ADDR:-127.0.0.1}:$REGISTRY_PORT
 YAML
-  docker-registry serve "$REMOTE_DIR/registry.yml" >>"$REMOTE_DIR/registry.log" 2>&1 &
+  svc_in
+  "${SVC_IN[@]}" docker-registry serve "$REMOTE_DIR/registry.yml" >>"$REMOTE_DIR/registry.log" 2>&1 &
   echo $! >"$REMOTE_DIR/registry.pid"
-  wait_http "http://127.0.0.1:$REGISTRY_PORT/v2/"
+  wait_http "http://${REMOTE_ADDR:-127.0.0.1}:$REGISTRY_PORT/v2/"
 }
 
 stop_registry() {
@@ -46,14 +63,15 @@ stop_registry() {
 }
 
 start_etcd() {
-  etcd --name esbx-test --data-dir "$REMOTE_DIR/etcd" \
-    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
-    --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  svc_in
+  "${SVC_IN[@]}" etcd --name esbx-test --data-dir "$REMOTE_DIR/etcd" \
+    --listen-client-urls "http://${REMOTE_ADDR:-127.0.0.1}:$ETCD_PORT" \
+    --advertise-client-urls "http://${REMOTE_ADDR:-127.0.0.1}:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster "esbx-test=http://127.0.0.1:$ETCD_PEER_PORT" >>"$REMOTE_DIR/etcd.log" 2>&1 &
   echo $! >"$REMOTE_DIR/etcd.pid"
-  wait_http "http://127.0.0.1:$ETCD_PORT/health"
+  wait_http "http://${REMOTE_ADDR:-127.0.0.1}:$ETCD_PORT/health"
 }
 
 stop_etcd() {
@@ -82,8 +100,8 @@ teardown_remote_services() {
 
 # Each test its own registry prefix, so that tests share the services but
 # no project history.
-REGISTRY_URL() { echo "http://127.0.0.1:$REGISTRY_PORT/t$BATS_TEST_NUMBER"; }
-ETCD_URL() { echo "http://127.0.0.1:$ETCD_PORT"; }
+REGISTRY_URL() { echo "http://${REMOTE_ADDR:-127.0.0.1}:$REGISTRY_PORT/t$BATS_TEST_NUMBER"; }
+ETCD_URL() { echo "http://${REMOTE_ADDR:-127.0.0.1}:$ETCD_PORT"; }
 
 # `new_host NAME`: a store root for host NAME with the remote set.
 new_host() {
@@ -91,35 +109,46 @@ new_host() {
   root=$(mktemp -d /tmp/esbx-host.XXXXXX)
   eval "HOST_$1=$root"
   echo "$root" >>"$BATS_TEST_TMPDIR/hosts"
+  [ -z "${REMOTE_NETNS:-}" ] || new_host_netns "$1"
   ESBX_ROOT=$root "$ESBX" remote set --registry "$(REGISTRY_URL)" --etcd "$(ETCD_URL)"
 }
 
-# `on NAME CMD...`: CMD with ESBX_ROOT of host NAME.
+# `on NAME CMD...`: CMD with ESBX_ROOT of host NAME, in its network
+# namespace if it has one (a shell function CMD calls "$ESBX", which then
+# enters it).
 on() {
-  local var="HOST_$1"
+  local var="HOST_$1" ns="HOSTNS_$1"
   shift
-  ESBX_ROOT=${!var} "$@"
+  if [ -z "${!ns:-}" ]; then
+    ESBX_ROOT=${!var} "$@"
+  elif [ "$(type -t "$1")" = function ]; then
+    ESBX_ROOT=${!var} ESBX="$BATS_TEST_TMPDIR/esbx-in-${!ns}" "$@"
+  else
+    ESBX_ROOT=${!var} nsenter --net="/run/netns/${!ns}" "$@"
+  fi
 }
 
 teardown_hosts() {
   local root
   [ -f "$BATS_TEST_TMPDIR/hosts" ] || return 0
+  stop_host_esbxds
   while read -r root; do
     ESBX_ROOT=$root teardown_store
   done <"$BATS_TEST_TMPDIR/hosts"
+  teardown_host_netns
 }
 
 # The head in etcd of project P as its JSON value.
 etcd_head() {
   local key
   key=$(printf 'esbx/projects/%s/head' "${1:-p}" | base64 -w0)
-  curl -fsS -X POST "$(ETCD_URL)/v3/kv/range" -d "{\"key\":\"$key\"}" |
+  in_svc curl -fsS -X POST "$(ETCD_URL)/v3/kv/range" -d "{\"key\":\"$key\"}" |
     jq -r '.kvs[0].value // empty' | base64 -d
 }
 
 # Forget every head: the tests share one etcd.
 etcd_clear() {
-  curl -fsS -o /dev/null -X POST "$(ETCD_URL)/v3/kv/deleterange" \
+  in_svc curl -fsS -o /dev/null -X POST "$(ETCD_URL)/v3/kv/deleterange" \
     -d "{\"key\":\"$(printf 'esbx/' | base64 -w0)\",\"range_end\":\"$(printf 'esbx0' | base64 -w0)\"}"
 }
 
@@ -185,4 +214,115 @@ make_tls_certs() {
   printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/san.ext"
   openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
     -CAcreateserial -days 1 -extfile "$dir/san.ext" -out "$dir/server.crt" 2>/dev/null
+}
+
+# Network namespaces (81-*).  The registry and etcd run in namespace
+# esbx-svc-PID on a bridge with address 198.18.81.1/24 (RFC 2544's
+# benchmarking range: nothing outside the namespaces the test made has it;
+# the namespaces have no route anywhere else); host NAME gets namespace
+# esbx-PID-NAME, its end of a veth pair (eth0, 198.18.81.(10+N)) and the
+# other end on that bridge.  Processes are started in them with
+# `nsenter --net` (not `ip netns exec`, which unshares the mount namespace:
+# a session's mounts made inside it would vanish).  teardown_host_netns and
+# teardown_remote_netns remove the namespaces, their links and every
+# process left in them, pass or fail.
+REMOTE_SUBNET=198.18.81
+
+setup_remote_netns() {
+  REMOTE_NS_ID=$$
+  REMOTE_NETNS=esbx-svc-$REMOTE_NS_ID
+  REMOTE_ADDR=$REMOTE_SUBNET.1
+  export REMOTE_NS_ID REMOTE_NETNS REMOTE_ADDR
+  ip netns add "$REMOTE_NETNS"
+  ip -n "$REMOTE_NETNS" link set lo up
+  ip -n "$REMOTE_NETNS" link add br0 type bridge
+  ip -n "$REMOTE_NETNS" addr add "$REMOTE_ADDR/24" dev br0
+  ip -n "$REMOTE_NETNS" link set br0 up
+  setup_remote_services
+}
+
+teardown_remote_netns() {
+  teardown_remote_services
+  [ -n "${REMOTE_NETNS:-}" ] || return 0
+  kill_netns "$REMOTE_NETNS"
+}
+
+# Every process in namespace NS killed, then NS deleted (with its veths).
+kill_netns() {
+  local pid i
+  [ -e "/run/netns/$1" ] || return 0
+  for i in $(seq 1 50); do
+    pid=$(ip netns pids "$1" 2>/dev/null)
+    [ -n "$pid" ] || break
+    # shellcheck disable=SC2086 # one pid per word
+    kill -9 $pid 2>/dev/null || true
+    sleep 0.1
+  done
+  ip netns del "$1"
+}
+
+# Host NAME's namespace, link and address; "$ESBX" run in it is
+# $BATS_TEST_TMPDIR/esbx-in-NS (see `on`).
+new_host_netns() {
+  local ns=esbx-$REMOTE_NS_ID-$1 n
+  n=$(wc -l <"$BATS_TEST_TMPDIR/hosts")
+  eval "HOSTNS_$1=$ns"
+  eval "HOSTADDR_$1=$REMOTE_SUBNET.$((10 + n))"
+  echo "$ns" >>"$BATS_TEST_TMPDIR/netns"
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  ip -n "$REMOTE_NETNS" link add "h$1" type veth peer name eth0 netns "$ns"
+  ip -n "$REMOTE_NETNS" link set "h$1" master br0 up
+  ip -n "$ns" addr add "$REMOTE_SUBNET.$((10 + n))/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  printf '#!/bin/sh\nexec nsenter --net=/run/netns/%s %s "$@"\n' "$ns" "$ESBX" >"$BATS_TEST_TMPDIR/esbx-in-$ns"
+  chmod +x "$BATS_TEST_TMPDIR/esbx-in-$ns"
+}
+
+teardown_host_netns() {
+  local ns
+  [ -f "$BATS_TEST_TMPDIR/netns" ] || return 0
+  while read -r ns; do
+    kill_netns "$ns"
+  done <"$BATS_TEST_TMPDIR/netns"
+  rm -f "$BATS_TEST_TMPDIR/netns"
+}
+
+# `start_host_esbxd NAME`: esbxd of host NAME in its namespace (no Docker:
+# its plugin socket is a file nobody reads), its gateway socket in
+# $GWSOCK_NAME, metrics on 127.0.0.1:9595 of the host's namespace (each
+# host has its own loopback); waits until both answer.
+start_host_esbxd() {
+  local var="HOST_$1" ns="HOSTNS_$1" dir i pid
+  dir=$BATS_TEST_TMPDIR/esbxd-$1
+  mkdir -p "$dir"
+  nsenter --net="/run/netns/${!ns}" setsid "$ESBX_BUILD/volume-plugin/esbxd" --root "${!var}" \
+    --plugin-socket "$dir/plugin.sock" --gateway-socket "$dir/gateway.sock" \
+    --metrics 127.0.0.1:9595 </dev/null >>"$dir/esbxd.log" 2>&1 &
+  pid=$!
+  echo "$pid" >>"$BATS_TEST_TMPDIR/esbxds"
+  eval "GWSOCK_$1=$dir/gateway.sock"
+  for i in $(seq 1 100); do
+    if on "$1" curl -fsS -o /dev/null http://127.0.0.1:9595/healthz 2>/dev/null && [ -S "$dir/gateway.sock" ]; then
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$dir/esbxd.log" >&2
+  return 1
+}
+
+stop_host_esbxds() {
+  local pid i
+  [ -f "$BATS_TEST_TMPDIR/esbxds" ] || return 0
+  while read -r pid; do
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  done <"$BATS_TEST_TMPDIR/esbxds"
+  rm -f "$BATS_TEST_TMPDIR/esbxds"
 }
