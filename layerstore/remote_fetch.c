@@ -58,7 +58,7 @@ overlay_markers (int diffd, const struct esbx_layer *l, esbx_error_t *err)
             return esbx_make_error (err, errno, "stat the directory of `%s`", c->path);
           if (mknodat (pfd, base, S_IFCHR | 0, makedev (0, 0)) < 0)
             return esbx_make_error (err, errno, "whiteout `%s`", c->path);
-          if (futimens (pfd, (struct timespec[2]){ st.st_atim, st.st_mtim }) < 0)
+          if (utimensat (pfd, ".", (struct timespec[2]){ st.st_atim, st.st_mtim }, 0) < 0)
             return esbx_make_error (err, errno, "set the times of the directory of `%s`", c->path);
         }
       else if (c->opaque && c->type == ESBX_TYPE_DIR)
