@@ -177,7 +177,7 @@ start_upload (struct esbx_registry *r, char **location, esbx_error_t *err)
 
 static int
 push_blob (struct esbx_registry *r, const char *digest, int fd, const void *buf, size_t len,
-           esbx_error_t *err)
+           unsigned flags, esbx_error_t *err)
 {
   _cleanup_free_ char *location = NULL, *url = NULL, *what = NULL;
   struct esbx_http_request rq;
@@ -185,7 +185,7 @@ push_blob (struct esbx_registry *r, const char *digest, int fd, const void *buf,
   bool has = false;
 
   what = xasprintf ("push blob %s", digest);
-  if (has_blob (r, digest, &has, err) < 0)
+  if (!(flags & ESBX_PUSH_NEW) && has_blob (r, digest, &has, err) < 0)
     return -1;
   if (has)
     return 0;
@@ -204,16 +204,17 @@ push_blob (struct esbx_registry *r, const char *digest, int fd, const void *buf,
 }
 
 int
-esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
+esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int fd, unsigned flags,
+                            esbx_error_t *err)
 {
-  return push_blob (r, digest, fd, NULL, 0, err);
+  return push_blob (r, digest, fd, NULL, 0, flags, err);
 }
 
 int
 esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const void *buf, size_t len,
-                         esbx_error_t *err)
+                         unsigned flags, esbx_error_t *err)
 {
-  return push_blob (r, digest, -1, buf, len, err);
+  return push_blob (r, digest, -1, buf, len, flags, err);
 }
 
 static int

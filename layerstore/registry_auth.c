@@ -188,20 +188,80 @@ static char *
 cache_get_for_repo (const struct esbx_registry *r, const char *who)
 {
   _cleanup_free_ char *needle = xasprintf ("repository:%s:", r->repo);
-  struct cached *e;
+  struct cached *e, *best = NULL;
   char *token = NULL;
 
   pthread_mutex_lock (&cache_lock);
   cache_prune (NULL);
+  /* The newest, and one that may push before one that may only pull:
+     a publish's first request is an upload.  */
   for (e = cache; e; e = e->next)
     if (strcmp (e->base, r->base) == 0 && strcmp (e->who, who) == 0
-        && strstr (e->scope, needle) != NULL)
-      {
-        token = xstrdup (e->token);
-        break;
-      }
+        && strstr (e->scope, needle) != NULL
+        && (best == NULL || (strstr (e->scope, "push") && !strstr (best->scope, "push"))))
+      best = e;
+  if (best)
+    token = xstrdup (best->token);
   pthread_mutex_unlock (&cache_lock);
   return token;
+}
+
+static int
+compare_strings (const void *a, const void *b)
+{
+  return strcmp (*(char *const *)a, *(char *const *)b);
+}
+
+/* The words of TEXT cut at SEP (TEXT is changed), sorted, joined by JOIN
+   into a new string; EACH, when not NULL, rewrites every word first.  */
+static char *
+sorted_words (char *text, const char *sep, char join, char *(*each) (char *))
+{
+  struct strv words = { 0 };
+  char *save = NULL, *w, *out;
+  size_t i, len = 0;
+
+  for (w = strtok_r (text, sep, &save); w; w = strtok_r (NULL, sep, &save))
+    strv_push (&words, each ? each (w) : xstrdup (w));
+  if (words.n == 0)
+    return xstrdup ("");
+  qsort (words.v, words.n, sizeof *words.v, compare_strings);
+  for (i = 0; i < words.n; i++)
+    len += strlen (words.v[i]) + 1;
+  out = xmalloc0 (len);
+  for (i = 0; i < words.n; i++)
+    {
+      if (i)
+        out[strlen (out)] = join;
+      strcat (out, words.v[i]);
+    }
+  strv_free (&words);
+  return out;
+}
+
+/* "repository:NAME:ACTIONS" with its actions sorted.  */
+static char *
+scope_item_key (char *item)
+{
+  char *colon = strrchr (item, ':');
+  _cleanup_free_ char *actions = NULL;
+
+  if (colon == NULL)
+    return xstrdup (item);
+  *colon = '\0';
+  actions = sorted_words (colon + 1, ",", ',', NULL);
+  return xasprintf ("%s:%s", item, actions);
+}
+
+/* SCOPE as a cache key: its items and each item's actions in one order
+   ("repository:r:push,pull" and "repository:r:pull,push" are one scope,
+   and registries write either).  */
+static char *
+scope_key (const char *scope)
+{
+  _cleanup_free_ char *copy = xstrdup (scope);
+
+  return sorted_words (copy, " ", ' ', scope_item_key);
 }
 
 static void
@@ -351,7 +411,10 @@ get_token (struct esbx_registry *r, const struct challenge *c, const char *refus
       esbx_sha256_buf (userpwd, strlen (userpwd), who);
       user = xstrndup (userpwd, strcspn (userpwd, ":"));
     }
-  key = xasprintf ("%s\n%s\n%s\n%s", c->realm, c->service ? c->service : "", scope, who);
+  {
+    _cleanup_free_ char *sk = scope_key (scope);
+    key = xasprintf ("%s\n%s\n%s\n%s", c->realm, c->service ? c->service : "", sk, who);
+  }
   /* A token refused for another reason than its scope is no good for
      any scope.  */
   if (refused && !insufficient_scope (c))
@@ -439,6 +502,42 @@ refused_error (const struct esbx_registry *r, const struct challenge *c, long st
                                status, shown, scope, as);
 }
 
+/* R's token, from the cache when the handle has none yet.  */
+static void
+token_for_repo (struct esbx_registry *r)
+{
+  char who[ESBX_SHA256_HEX_LEN + 1] = "";
+
+  if (r->token)
+    return;
+  if (r->auth.userpwd)
+    esbx_sha256_buf (r->auth.userpwd, strlen (r->auth.userpwd), who);
+  r->token = cache_get_for_repo (r, who);
+}
+
+void
+esbx_registry_auth_now (struct esbx_registry *r, struct esbx_http_auth *auth)
+{
+  token_for_repo (r);
+  *auth = r->auth;
+  if (r->token)
+    {
+      auth->userpwd = NULL;
+      auth->bearer = r->token;
+    }
+}
+
+bool
+esbx_registry_challenged (const struct esbx_http_response *rs)
+{
+  struct challenge c;
+
+  if (rs->status != 401 || !parse_challenge (rs->www_authenticate, &c))
+    return false;
+  challenge_free (&c);
+  return true;
+}
+
 /* At most three sends: with the token the handle has, with one of the
    cache for the challenged scope, with a new one of the realm; a token
    fresh from the realm that is refused ends it.  */
@@ -449,24 +548,12 @@ send_with_tokens (struct esbx_registry *r, struct esbx_http_request *rq,
   struct esbx_http_auth auth;
   bool fetched = false, cached = false;
 
-  if (r->token == NULL)
-    {
-      char who[ESBX_SHA256_HEX_LEN + 1] = "";
-      if (r->auth.userpwd)
-        esbx_sha256_buf (r->auth.userpwd, strlen (r->auth.userpwd), who);
-      r->token = cache_get_for_repo (r, who);
-    }
   for (;;)
     {
       struct challenge c;
       char *token = NULL;
 
-      auth = r->auth;
-      if (r->token)
-        {
-          auth.userpwd = NULL;
-          auth.bearer = r->token;
-        }
+      esbx_registry_auth_now (r, &auth);
       rq->auth = &auth;
       if (esbx_http_do (rq, rs, err) < 0)
         return -1;

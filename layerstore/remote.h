@@ -42,12 +42,21 @@ void esbx_registry_close (struct esbx_registry *r);
 int esbx_registry_send (struct esbx_registry *r, struct esbx_http_request *rq,
                         struct esbx_http_response *rs, esbx_error_t *err);
 void esbx_registry_forget_token (struct esbx_registry *r);
+/* The credentials a request of R carries now: the token R has (or the
+   process's cache has for R's repository), else the token file's.  */
+void esbx_registry_auth_now (struct esbx_registry *r, struct esbx_http_auth *auth);
+/* Whether RS is a 401 with a Bearer challenge (a token would do).  */
+bool esbx_registry_challenged (const struct esbx_http_response *rs);
+/* Flags of the pushes below.  ESBX_PUSH_NEW: the blobs are new (a
+   publish's layer, record and config, named by content nobody pushed
+   yet), so no HEAD asks whether the registry has them first.  */
+#define ESBX_PUSH_NEW 1u
 /* Push the blob DIGEST ("sha256:HEX") from FD or from BUF/LEN unless the
    registry has it.  */
-int esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int fd,
+int esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int fd, unsigned flags,
                                 esbx_error_t *err);
 int esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const void *buf,
-                             size_t len, esbx_error_t *err);
+                             size_t len, unsigned flags, esbx_error_t *err);
 /* The filesystem driver of docker-registry rewrites a manifest's blob in
    place when the same manifest is put again (another host moving tag
    `head`): a read at that moment gets an error or a torn body.  Reads are
@@ -162,19 +171,35 @@ struct esbx_remote_desc
 int esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, size_t *n,
                              esbx_error_t *err);
 void esbx_remote_descs_free (struct esbx_remote_desc *d, size_t n);
-/* Push the config and the image manifest of the stack D[0..N), tagged
-   TAG; *DIGEST receives the manifest's digest (remote_push.c).  */
+/* The image manifest of the stack D[0..N): its bytes and digest.  */
+struct esbx_remote_manifest
+{
+  char *body;
+  size_t len;
+  char *digest;
+};
+void esbx_remote_manifest_free (struct esbx_remote_manifest *m);
+/* Build the config and the image manifest of the stack D[0..N) into M and
+   push the config; the manifest is put by the caller (it names blobs that
+   must be in the registry first) (remote_push.c).  */
+int esbx_remote_push_config (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
+                             unsigned flags, struct esbx_remote_manifest *m, esbx_error_t *err);
+/* The same and put the manifest, tagged TAG.  */
 int esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d,
-                               size_t n, const char *tag, char **digest, esbx_error_t *err);
-/* Export the layer diff DIFFD to TMP/layer.tar, gzip it unless the
-   remote says none, and push the blob: D->digest, D->size, D->gzip and
-   D->diff_id are filled.  */
-int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
+                               size_t n, const char *tag, struct esbx_remote_manifest *m,
+                               esbx_error_t *err);
+/* Export the layer diff DIFFD to TMP/layer.tar and gzip it unless the
+   remote says none: D->digest, D->size, D->gzip and D->diff_id are
+   filled; returns an fd of the blob to push.  */
+int esbx_remote_make_diff (const struct esbx_registry *reg, int diffd, const char *tmp,
                            struct esbx_remote_desc *d, esbx_error_t *err);
+/* The same, and push the blob.  */
+int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
+                           struct esbx_remote_desc *d, unsigned flags, esbx_error_t *err);
 /* Push the record of layer ID and the artifact manifest tagged
    ID-record that lists it: *DIGEST receives the record's digest.  */
 int esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text,
-                             size_t len, char **digest, esbx_error_t *err);
+                             size_t len, unsigned flags, char **digest, esbx_error_t *err);
 
 /* IN's bytes gzip-compressed into OUT, the same for the same input
    (gzip.c).  */

@@ -15,12 +15,106 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 
 /* Publishers of one project racing through etcd: each attempt that loses
    sees at least one more layer, so this bounds the layers published by
    others during one publish, not the time.  */
 #define MAX_ATTEMPTS 64
+
+/* A registry request run beside the publish's own (the registry writes
+   and syncs each object: two at a time cost little more than one): on
+   its own registry handle, since a handle's token may change while it is
+   used.  */
+enum beside_kind
+{
+  BESIDE_BLOB,   /* push the layer blob FD as DIGEST */
+  BESIDE_RECORD, /* push the record TEXT of layer ID and its manifest */
+  BESIDE_TAG,    /* put the manifest TEXT as tag "head" */
+};
+
+struct beside
+{
+  pthread_t thread;
+  bool started, waited;
+  enum beside_kind kind;
+  const struct esbx_remote *rm;
+  const char *project;
+  const char *id;
+  const char *digest;
+  int fd;
+  const char *text;
+  size_t len;
+  int ret;
+  esbx_error_t err;
+};
+
+static void *
+beside_main (void *arg)
+{
+  struct beside *b = arg;
+  struct esbx_registry reg = { 0 };
+  _cleanup_free_ char *digest = NULL;
+
+  b->ret = esbx_registry_open (b->rm, b->project, &reg, &b->err);
+  if (b->ret == 0)
+    switch (b->kind)
+      {
+      case BESIDE_BLOB:
+        b->ret = esbx_registry_push_blob_fd (&reg, b->digest, b->fd, ESBX_PUSH_NEW, &b->err);
+        break;
+      case BESIDE_RECORD:
+        b->ret = esbx_remote_push_record (&reg, b->id, b->text, b->len, ESBX_PUSH_NEW, &digest,
+                                          &b->err);
+        break;
+      case BESIDE_TAG:
+        b->ret = esbx_registry_put_manifest (&reg, "head", b->text, b->len, &b->err);
+        break;
+      }
+  esbx_registry_close (&reg);
+  return NULL;
+}
+
+/* Start B; when no thread can be made, it runs here and now.  */
+static void
+beside_start (struct beside *b)
+{
+  b->waited = false;
+  b->started = pthread_create (&b->thread, NULL, beside_main, b) == 0;
+  if (!b->started)
+    beside_main (b);
+}
+
+/* Wait for B (again: its result only): its error moved to *ERR.  */
+static int
+beside_wait (struct beside *b, esbx_error_t *err)
+{
+  if (b->waited)
+    return b->ret;
+  if (b->started)
+    pthread_join (b->thread, NULL);
+  b->waited = true;
+  if (b->ret < 0 && *err == NULL)
+    *err = steal_pointer (&b->err);
+  esbx_error_free (&b->err);
+  return b->ret;
+}
+
+/* Whether the local stack IDS[0..N) is the head H: then no sync is needed
+   (a sync forks the importer, which no other thread may run beside).  */
+static bool
+at_head (char *const *ids, size_t n, const struct esbx_remote_head *h)
+{
+  size_t i;
+
+  if (n != h->n)
+    return false;
+  for (i = 0; i < n; i++)
+    if (strcmp (ids[i], h->ids[i]) != 0)
+      return false;
+  return true;
+}
 
 /* Name L on the stack IDS[0..N) and give its record's bytes: the same id
    and bytes esbx_layer_commit writes (it names the layer the same way from
@@ -55,19 +149,23 @@ name_layer (struct esbx_layer *l, char *const *ids, size_t n, size_t *len)
 static int
 attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry *reg,
          const struct esbx_session *s, struct esbx_staged *st, struct esbx_layer *l,
-         const struct esbx_remote_desc *mine, struct esbx_publish_result *r, esbx_error_t *err)
+         const struct esbx_remote_desc *mine, struct beside *blob, struct esbx_publish_result *r,
+         esbx_error_t *err)
 {
   struct esbx_remote_head h = { 0 };
   struct esbx_upstream up = { 0 };
   struct esbx_remote_desc *d = NULL;
   _cleanup_json_ json_t *manifest = NULL;
-  _cleanup_free_ char *record = NULL, *mdigest = NULL;
+  _cleanup_free_ char *record = NULL;
+  struct esbx_remote_manifest m = { 0 };
+  struct beside rec, tag;
+  char hex[ESBX_SHA256_HEX_LEN + 1];
   _cleanup_free_ char *key = NULL, *value = NULL, *id = NULL;
   _cleanup_strv_ char **ids = NULL;
   char **next = NULL;
   size_t n = 0, nd = 0, len;
   bool won = false;
-  int ret = -1;
+  int ret = -1, k;
 
   if (esbx_remote_head_read (rm, s->project, &h, err) < 0)
     goto out;
@@ -76,9 +174,17 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
       esbx_make_error (err, 0, "etcd `%s` has no head for it", rm->etcd);
       goto out;
     }
-  if (esbx_remote_sync_locked (store, reg, s->project, &h, NULL, err) < 0
-      || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
+  if (esbx_project_stack (store, s->project, &ids, &n, err) < 0)
     goto out;
+  if (!at_head (ids, n, &h))
+    {
+      cleanup_strvp (&ids);
+      ids = NULL;
+      if (beside_wait (blob, err) < 0
+          || esbx_remote_sync_locked (store, reg, s->project, &h, NULL, err) < 0
+          || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
+        goto out;
+    }
   if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
     goto out;
   esbx_conflicts_find (&l->changes, &up, r);
@@ -92,16 +198,28 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   if (esbx_registry_get_manifest (reg, h.manifest, &manifest, err) < 0
       || esbx_remote_descs_parse (manifest, &d, &nd, err) < 0)
     goto out;
+  esbx_sha256_buf (record, len, hex);
   d = xrealloc (d, (nd + 1) * sizeof *d);
   d[nd].id = xstrdup (id);
   d[nd].digest = xstrdup (mine->digest);
   d[nd].size = mine->size;
   d[nd].gzip = mine->gzip;
   d[nd].diff_id = xstrdup (mine->diff_id);
-  d[nd].record = NULL;
+  d[nd].record = xasprintf ("sha256:%s", hex);
   nd++;
-  if (esbx_remote_push_record (reg, id, record, len, &d[nd - 1].record, err) < 0
-      || esbx_remote_push_manifest (reg, d, nd, id, &mdigest, err) < 0)
+  /* The record (blob, then its manifest) beside the config and the image
+     manifest, which names the record in an annotation only.  */
+  rec = (struct beside){
+    .kind = BESIDE_RECORD, .rm = rm, .project = s->project, .id = id, .text = record, .len = len
+  };
+  beside_start (&rec);
+  k = esbx_remote_push_config (reg, d, nd, ESBX_PUSH_NEW, &m, err);
+  /* The image manifest names the layer blob and the config.  */
+  if (beside_wait (blob, err) == 0 && k == 0)
+    k = esbx_registry_put_manifest (reg, id, m.body, m.len, err);
+  else
+    k = -1;
+  if (beside_wait (&rec, err) < 0 || k < 0)
     goto out;
   esbx_failpoint ("remote-pushed");
   next = xmalloc ((n + 2) * sizeof *next);
@@ -109,7 +227,7 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   next[n] = id;
   next[n + 1] = NULL;
   key = esbx_remote_head_key (s->project);
-  value = esbx_remote_head_value (next, n + 1, mdigest);
+  value = esbx_remote_head_value (next, n + 1, m.digest);
   free (next);
   if (esbx_etcd_put_if (rm, key, value, h.mod_revision, &won, err) < 0)
     goto out;
@@ -119,29 +237,35 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
       goto out;
     }
   esbx_failpoint ("remote-head-moved");
+  /* The tag is for people and image tools (etcd is the head): moved
+     beside the local commit.  */
+  tag = (struct beside){
+    .kind = BESIDE_TAG, .rm = rm, .project = s->project, .text = m.body, .len = m.len
+  };
+  beside_start (&tag);
   /* esbx_layer_commit names the layer again, from the same fields.  */
   free (l->parent);
   l->parent = NULL;
-  if (esbx_layer_commit (store, s->project, st, l, ids, n, err) < 0)
+  k = esbx_layer_commit (store, s->project, st, l, ids, n, err);
+  {
+    esbx_error_t failed = NULL;
+    if (beside_wait (&tag, &failed) < 0)
+      {
+        esbx_warn ("publish `%s`: tag head: %s", s->name, failed->msg);
+        esbx_error_free (&failed);
+      }
+  }
+  if (k < 0)
     goto out;
   if (strcmp (l->id, id) != 0)
     {
       esbx_make_error (err, 0, "layer named `%s` here and `%s` in the remote head", l->id, id);
       goto out;
     }
-  {
-    /* The tag is for people and image tools; etcd is the head.  */
-    esbx_error_t ignored = NULL;
-    _cleanup_free_ char *again = NULL;
-    if (esbx_remote_push_manifest (reg, d, nd, "head", &again, &ignored) < 0)
-      {
-        esbx_warn ("publish `%s`: tag head: %s", s->name, ignored->msg);
-        esbx_error_free (&ignored);
-      }
-  }
   ret = 0;
 
 out:
+  esbx_remote_manifest_free (&m);
   esbx_remote_descs_free (d, nd);
   esbx_upstream_free (&up);
   esbx_remote_head_free (&h);
@@ -156,9 +280,11 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   struct esbx_remote rm = { 0 };
   struct esbx_registry reg = { 0 };
   struct esbx_remote_desc mine = { 0 };
+  struct beside blob = { .kind = BESIDE_BLOB, .waited = true, .fd = -1 };
   _cleanup_free_ char *tmp = NULL, *diffrel = NULL;
   _cleanup_close_ int tmpfd = -1;
   _cleanup_close_ int diffd = -1;
+  _cleanup_close_ int blobfd = -1;
   esbx_error_t ignored = NULL;
   int i, k = -1;
 
@@ -168,12 +294,17 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, s->project, &reg, err) < 0)
     goto out;
   /* The layer's content does not depend on its parent: its tar is made
-     and pushed once, outside the lock.  */
+     once, outside the lock, and pushed beside the first attempt.  */
   tmpfd = esbx_store_tmpdir (store, "publish", &tmp, err);
   diffrel = xasprintf ("%s/diff", st->rel);
   if (tmpfd < 0 || (diffd = esbx_open_dir_at (store->rootfd, diffrel, err)) < 0
-      || esbx_remote_push_diff (&reg, diffd, tmp, &mine, err) < 0)
+      || (blobfd = esbx_remote_make_diff (&reg, diffd, tmp, &mine, err)) < 0)
     goto out;
+  blob.rm = &rm;
+  blob.project = s->project;
+  blob.digest = mine.digest;
+  blob.fd = blobfd;
+  beside_start (&blob);
   for (i = 0; i < MAX_ATTEMPTS; i++)
     {
       _cleanup_close_ int plock = esbx_project_lock (store, s->project, err);
@@ -183,7 +314,7 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
       /* Every attempt is named with the time it is made.  */
       free (l->created);
       l->created = esbx_rfc3339_now ();
-      k = attempt (store, &rm, &reg, s, st, l, &mine, r, err);
+      k = attempt (store, &rm, &reg, s, st, l, &mine, &blob, r, err);
       if (k != 2)
         goto out;
     }
@@ -191,6 +322,9 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   esbx_make_error (err, EAGAIN, "the head moved %d times while publishing", MAX_ATTEMPTS);
 
 out:
+  /* Before its fd and file go: a conflict may have come first.  */
+  if (beside_wait (&blob, &ignored) < 0)
+    esbx_error_free (&ignored);
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   free (mine.digest);

@@ -33,7 +33,7 @@ descriptor (const char *media_type, const char *digest, int64_t size)
 
 int
 esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text, size_t len,
-                         char **digest, esbx_error_t *err)
+                         unsigned flags, char **digest, esbx_error_t *err)
 {
   _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
   _cleanup_free_ char *mtext = NULL, *tag = NULL;
@@ -43,7 +43,7 @@ esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *
 
   esbx_sha256_buf (text, len, hex);
   *digest = xasprintf ("sha256:%s", hex);
-  if (esbx_registry_push_blob (reg, *digest, text, len, err) < 0)
+  if (esbx_registry_push_blob (reg, *digest, text, len, flags, err) < 0)
     return -1;
   /* The image manifests name the record in an annotation only, which the
      registry's garbage-collect does not follow: this artifact manifest,
@@ -59,18 +59,27 @@ esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *
   return esbx_registry_put_manifest (reg, tag, mtext, mlen, err);
 }
 
+void
+esbx_remote_manifest_free (struct esbx_remote_manifest *m)
+{
+  free (m->body);
+  free (m->digest);
+  memset (m, 0, sizeof *m);
+}
+
 int
-esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
-                           const char *tag, char **digest, esbx_error_t *err)
+esbx_remote_push_config (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
+                         unsigned flags, struct esbx_remote_manifest *m, esbx_error_t *err)
 {
   _cleanup_json_ json_t *config = json_new (JSON_OBJECT);
   _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
-  _cleanup_free_ char *ctext = NULL, *mtext = NULL, *cdigest = NULL;
+  _cleanup_free_ char *ctext = NULL, *cdigest = NULL;
   json_t *rootfs = json_new (JSON_OBJECT), *diff_ids = json_new (JSON_ARRAY);
   json_t *history = json_new (JSON_ARRAY), *layers = json_new (JSON_ARRAY);
   char hex[ESBX_SHA256_HEX_LEN + 1];
-  size_t i, clen, mlen;
+  size_t i, clen;
 
+  memset (m, 0, sizeof *m);
   for (i = 0; i < n; i++)
     {
       json_t *h = json_new (JSON_OBJECT), *l, *annot = json_new (JSON_OBJECT);
@@ -99,25 +108,37 @@ esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_d
   ctext = json_serialize (config, false, &clen);
   esbx_sha256_buf (ctext, clen, hex);
   cdigest = xasprintf ("sha256:%s", hex);
-  if (esbx_registry_push_blob (reg, cdigest, ctext, clen, err) < 0)
-    {
-      json_free (layers);
-      return -1;
-    }
   json_set_int (manifest, "schemaVersion", 2);
   json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
   json_set (manifest, "config", descriptor (ESBX_OCI_CONFIG, cdigest, (int64_t)clen));
   json_set (manifest, "layers", layers);
-  mtext = json_serialize (manifest, false, &mlen);
-  esbx_sha256_buf (mtext, mlen, hex);
-  if (esbx_registry_put_manifest (reg, tag, mtext, mlen, err) < 0)
-    return -1;
-  *digest = xasprintf ("sha256:%s", hex);
+  m->body = json_serialize (manifest, false, &m->len);
+  esbx_sha256_buf (m->body, m->len, hex);
+  m->digest = xasprintf ("sha256:%s", hex);
+  if (esbx_registry_push_blob (reg, cdigest, ctext, clen, flags, err) < 0)
+    {
+      esbx_remote_manifest_free (m);
+      return -1;
+    }
   return 0;
 }
 
 int
-esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
+esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
+                           const char *tag, struct esbx_remote_manifest *m, esbx_error_t *err)
+{
+  if (esbx_remote_push_config (reg, d, n, 0, m, err) < 0)
+    return -1;
+  if (esbx_registry_put_manifest (reg, tag, m->body, m->len, err) < 0)
+    {
+      esbx_remote_manifest_free (m);
+      return -1;
+    }
+  return 0;
+}
+
+int
+esbx_remote_make_diff (const struct esbx_registry *reg, int diffd, const char *tmp,
                        struct esbx_remote_desc *d, esbx_error_t *err)
 {
   _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", tmp);
@@ -152,7 +173,18 @@ esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
   free (d->digest);
   d->digest = xasprintf ("sha256:%s", hex);
   d->size = (int64_t)size;
-  return esbx_registry_push_blob_fd (reg, d->digest, fd, err);
+  return take_fd (&fd);
+}
+
+int
+esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
+                       struct esbx_remote_desc *d, unsigned flags, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = esbx_remote_make_diff (reg, diffd, tmp, d, err);
+
+  if (fd < 0)
+    return -1;
+  return esbx_registry_push_blob_fd (reg, d->digest, fd, flags, err);
 }
 
 /* Push layer ID of PROJECT (blob and record) into D.  */
@@ -168,11 +200,11 @@ push_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project,
 
   d->id = xstrdup (id);
   diffd = esbx_open_dir_at (store->rootfd, diff, err);
-  if (diffd < 0 || esbx_remote_push_diff (reg, diffd, tmp, d, err) < 0)
+  if (diffd < 0 || esbx_remote_push_diff (reg, diffd, tmp, d, 0, err) < 0)
     return -1;
   if (esbx_read_file_at (store->rootfd, rec, JSON_MAX_DOCUMENT, &text, &len, err) < 0)
     return -1;
-  return esbx_remote_push_record (reg, id, text, len, &d->record, err);
+  return esbx_remote_push_record (reg, id, text, len, 0, &d->record, err);
 }
 
 int
@@ -183,7 +215,8 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
   struct esbx_remote_head h = { 0 };
   struct esbx_remote_desc *d = NULL;
   _cleanup_strv_ char **ids = NULL;
-  _cleanup_free_ char *tmp = NULL, *key = NULL, *value = NULL, *digest = NULL;
+  _cleanup_free_ char *tmp = NULL, *key = NULL, *value = NULL;
+  struct esbx_remote_manifest top = { 0 };
   _cleanup_close_ int lock = -1;
   _cleanup_close_ int tmpfd = -1;
   esbx_error_t ignored = NULL;
@@ -225,15 +258,14 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
   d = xmalloc0 (n * sizeof *d);
   for (i = 0; i < n; i++)
     {
-      free (digest);
-      digest = NULL;
+      esbx_remote_manifest_free (&top);
       pushed = i + 1;
       if (push_layer (store, &reg, project, ids[i], tmp, &d[i], err) < 0
-          || esbx_remote_push_manifest (&reg, d, i + 1, ids[i], &digest, err) < 0)
+          || esbx_remote_push_manifest (&reg, d, i + 1, ids[i], &top, err) < 0)
         goto out;
     }
   key = esbx_remote_head_key (project);
-  value = esbx_remote_head_value (ids, n, digest);
+  value = esbx_remote_head_value (ids, n, top.digest);
   if (esbx_etcd_put_if (&rm, key, value, 0, &won, err) < 0)
     goto out;
   if (!won)
@@ -242,16 +274,14 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
                             "another store pushed a project of that name meanwhile");
       goto out;
     }
-  {
-    _cleanup_free_ char *again = NULL;
-    if (esbx_remote_push_manifest (&reg, d, n, "head", &again, &ignored) < 0)
-      esbx_error_free (&ignored);
-  }
+  if (esbx_registry_put_manifest (&reg, "head", top.body, top.len, &ignored) < 0)
+    esbx_error_free (&ignored);
   ret = esbx_remote_mark_shared (store, project, err);
 
 out:
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
+  esbx_remote_manifest_free (&top);
   esbx_remote_descs_free (d, pushed);
   esbx_remote_head_free (&h);
   esbx_registry_close (&reg);
