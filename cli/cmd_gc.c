@@ -11,13 +11,18 @@ static int
 gc_remote (struct esbx_cli *cli, unsigned int flags, esbx_error_t *err)
 {
   _cleanup_json_ json_t *result = NULL;
-  _cleanup_free_ char *q = xasprintf ("%s%s", (flags & ESBX_GC_SNAPSHOTS) ? "&snapshots=1" : "",
-                                      (flags & ESBX_GC_CACHE) ? "&cache=1" : "");
+  const bool snaps = flags & ESBX_GC_SNAPSHOTS, cache = flags & ESBX_GC_CACHE;
 
+  /* The query in the format itself: arguments are percent-encoded.  */
   if (esbx_progress_get () == NULL)
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/gc%s%s",
-                             q[0] ? "?" : "", q[0] ? q + 1 : "");
-  if (cli_remote_progress (cli, "POST", NULL, &result, err, "/v1/gc?progress=1%s", q) < 0)
+    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err,
+                             snaps ? (cache ? "/v1/gc?snapshots=1&cache=1" : "/v1/gc?snapshots=1")
+                                   : (cache ? "/v1/gc?cache=1" : "/v1/gc"));
+  if (cli_remote_progress (cli, "POST", NULL, &result, err,
+                           snaps ? (cache ? "/v1/gc?progress=1&snapshots=1&cache=1"
+                                          : "/v1/gc?progress=1&snapshots=1")
+                                 : (cache ? "/v1/gc?progress=1&cache=1" : "/v1/gc?progress=1"))
+      < 0)
     return -1;
   cli_print_report (cli, result);
   return 0;

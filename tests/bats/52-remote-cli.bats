@@ -278,6 +278,11 @@ remote() {
   assert_output --partial "snap1"
   run "$ESBX" snapshot list --json
   refute_output --partial "snap1"
+  # Both options in one query, with and without the progress stream.
+  run remote gc --snapshots --cache
+  assert_success
+  run remote gc --cache --progress
+  assert_success
 }
 
 @test "remote CLI: export shows the gateway's progress and writes the archive embedded mode writes" {
