@@ -203,7 +203,9 @@ same_as_base (struct scan *sc, int dfd, const char *name, const char *rel, const
 {
   enum esbx_file_type type = file_type (st->st_mode);
 
-  if (file_type (bst->st_mode) != type || published_mode (bst) != published_mode (st))
+  /* Type, mode and owner are a file's state as much as its content.  */
+  if (file_type (bst->st_mode) != type || published_mode (bst) != published_mode (st)
+      || bst->st_uid != st->st_uid || bst->st_gid != st->st_gid)
     return 0;
   switch (type)
     {

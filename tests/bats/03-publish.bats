@@ -176,6 +176,25 @@ more"
   assert_line "session: e"
 }
 
+@test "an owner change alone is a change: diff shows it, publish carries it" {
+  esbx_ok session create p --name o1
+  chown 1234:2345 "$(path_of o1)/README"
+  ln -s README "$(path_of o1)/olink"
+  esbx_ok publish o1
+  esbx_ok session create p --name o2
+  [ "$(stat -c %u:%g "$(path_of o2)/README")" = 1234:2345 ]
+  chown -h 4321:5432 "$(path_of o2)/olink"
+  # The same owner again: a copy-up, not a change.
+  chown 1234:2345 "$(path_of o2)/README"
+  esbx_ok diff o2
+  assert_output --partial "/olink"
+  refute_output --partial "/README"
+  esbx_ok publish o2
+  esbx_ok session create p --name o3
+  [ "$(stat -c %u:%g "$(path_of o3)/olink")" = 4321:5432 ]
+  esbx_ok fsck p
+}
+
 @test "concurrent publishers from separate processes: every disjoint change lands once" {
   for i in $(seq 1 16); do
     esbx_ok session create p --name w$i
