@@ -46,32 +46,6 @@ on_body (char *data, size_t size, size_t nmemb, void *userdata)
   return n;
 }
 
-/* S percent-encoded as a URL path segment or query value: everything but
-   RFC 3986's unreserved characters.  */
-static char *
-url_escape (const char *s)
-{
-  static const char hex[] = "0123456789ABCDEF";
-  char *out = xmalloc (strlen (s) * 3 + 1), *o = out;
-
-  for (; *s; s++)
-    {
-      unsigned char c = (unsigned char)*s;
-
-      if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'
-          || c == '.' || c == '_' || c == '~')
-        *o++ = (char)c;
-      else
-        {
-          *o++ = '%';
-          *o++ = hex[c >> 4];
-          *o++ = hex[c & 15];
-        }
-    }
-  *o = '\0';
-  return out;
-}
-
 /* FMT with each %s replaced by its argument, percent-encoded.  */
 static char *
 url_of (const char *fmt, va_list ap)
@@ -81,7 +55,7 @@ url_of (const char *fmt, va_list ap)
 
   while ((spec = strstr (p, "%s")))
     {
-      _cleanup_free_ char *e = url_escape (va_arg (ap, const char *));
+      _cleanup_free_ char *e = esbx_url_escape (va_arg (ap, const char *));
 
       next = xasprintf ("%s%.*s%s", url, (int)(spec - p), p, e);
       free (url);
@@ -421,7 +395,7 @@ on_exec_data (char *data, size_t size, size_t nmemb, void *userdata)
 int
 cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err)
 {
-  _cleanup_free_ char *e = url_escape (session), *path = NULL, *doc = NULL;
+  _cleanup_free_ char *e = esbx_url_escape (session), *path = NULL, *doc = NULL;
   struct relay r = { .status = -1 };
   struct sink sink = { .fn = on_exec_data, .data = &r, .curlp = &r.curl };
   long status = 0;

@@ -272,3 +272,27 @@ esbx_has_prefix (const char *s, const char *prefix)
 {
   return strncmp (s, prefix, strlen (prefix)) == 0;
 }
+
+char *
+esbx_url_escape (const char *s)
+{
+  static const char hex[] = "0123456789ABCDEF";
+  char *out = xmalloc (strlen (s) * 3 + 1), *o = out;
+
+  for (; *s; s++)
+    {
+      unsigned char c = (unsigned char)*s;
+
+      if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'
+          || c == '.' || c == '_' || c == '~')
+        *o++ = (char)c;
+      else
+        {
+          *o++ = '%';
+          *o++ = hex[c >> 4];
+          *o++ = hex[c & 15];
+        }
+    }
+  *o = '\0';
+  return out;
+}

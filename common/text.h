@@ -25,6 +25,9 @@ char *esbx_quote_path (const char *s);
    DEL, backslashes and invalid bytes as \xNN, so that nothing a request
    carries can start a line of its own or pass for one of these escapes.  */
 char *esbx_escape_line (const char *s);
+/* S percent-encoded as a URL path segment or query value: every byte but
+   RFC 3986's unreserved characters.  */
+char *esbx_url_escape (const char *s);
 
 /* RFC 3339 in UTC with nanoseconds, e.g. 2026-11-30T04:00:00.123456789Z.  */
 char *esbx_rfc3339 (const struct timespec *ts);

@@ -176,7 +176,6 @@ on_object (struct watch *w, const char *text, size_t len)
   esbx_error_t e = NULL;
   const json_t *result, *events;
   int64_t rev = 0, compacted = 0;
-  bool from_now;
 
   j = json_parse (text, len, &e);
   if (j == NULL)
@@ -201,10 +200,9 @@ on_object (struct watch *w, const char *text, size_t len)
     }
   if (json_get_bool (result, "created", false))
     {
-      from_now = !w->resumed;
-      if (from_now && esbx_etcd_int64 (json_get (result, "header"), "revision", &rev))
+      if (!w->resumed && esbx_etcd_int64 (json_get (result, "header"), "revision", &rev))
         *w->next = rev + 1;
-      if (w->ops->created && !w->ops->created (w->rm->etcd, from_now, w->ops->arg))
+      if (w->ops->created && !w->ops->created (w->rm->etcd, w->ops->arg))
         {
           /* Not every project synced: from now again, next time.  */
           *w->next = 0;

@@ -517,13 +517,13 @@ int esbx_remote_check_url (const char *what, const char *url, esbx_error_t *err)
 /* Watching the heads in etcd (etcd_watch.c): what esbxd prefetches by.  */
 struct esbx_remote_watch_ops
 {
-  /* The watch is in place at etcd URL ETCD.  FROM_NOW: it did not resume
-     from a revision (the first time, or that revision was compacted), so
-     heads written before are not reported: sync every project now.  True
-     (every project synced) marks the store as following the heads
-     (esbx_remote_watched); false ends the watch, which starts from now
-     again.  */
-  bool (*created) (const char *etcd, bool from_now, void *arg);
+  /* The watch is in place at etcd URL ETCD: sync every project now (heads
+     written before a watch made without a start revision are not
+     reported, and after a resume the store must be at the heads before
+     creates trust it).  True (every project synced) marks the store as
+     following the heads (esbx_remote_watched); false ends the watch,
+     which starts from now again.  */
+  bool (*created) (const char *etcd, void *arg);
   /* PROJECT's head was written (not called for deletions).  False (the
      sync failed): the watch ends, and resumes at this event when called
      again.  */

@@ -293,35 +293,11 @@ cache_forget (const char *token)
   pthread_mutex_unlock (&cache_lock);
 }
 
-/* S percent-encoded for a query string.  */
-static char *
-query_escape (const char *s)
-{
-  static const char hex[] = "0123456789ABCDEF";
-  char *out = xmalloc (strlen (s) * 3 + 1), *o = out;
-
-  for (; *s; s++)
-    {
-      unsigned char ch = (unsigned char)*s;
-      if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')
-          || strchr ("-._~", ch))
-        *o++ = (char)ch;
-      else
-        {
-          *o++ = '%';
-          *o++ = hex[ch >> 4];
-          *o++ = hex[ch & 15];
-        }
-    }
-  *o = '\0';
-  return out;
-}
-
 /* "NAME=VALUE&" appended to *URL.  */
 static void
 append_param (char **url, const char *name, const char *value)
 {
-  _cleanup_free_ char *e = query_escape (value), *u = *url;
+  _cleanup_free_ char *e = esbx_url_escape (value), *u = *url;
   *url = xasprintf ("%s%s=%s&", u, name, e);
 }
 

@@ -98,7 +98,7 @@ should_stop (void *arg)
 }
 
 static bool
-on_created (const char *etcd, bool from_now, void *arg)
+on_created (const char *etcd, void *arg)
 {
   struct esbx_prefetch *p = arg;
 
@@ -107,9 +107,6 @@ on_created (const char *etcd, bool from_now, void *arg)
   p->connected = true;
   p->warned = false;
   pthread_mutex_unlock (&p->lock);
-  /* Also after a resume: the store is at the heads before creates trust
-     it (esbx_remote_watched), whatever the replayed events bring.  */
-  (void)from_now;
   return sync_all (p);
 }
 
