@@ -6,9 +6,7 @@
 load remote_helpers
 
 setup_file() {
-  command -v docker-registry >/dev/null || skip "docker-registry is not installed"
-  command -v etcd >/dev/null || skip "etcd is not installed"
-  setup_remote_services
+  setup_remote_file
 }
 
 teardown_file() {
@@ -16,9 +14,7 @@ teardown_file() {
 }
 
 setup() {
-  [ -f "$REMOTE_DIR/registry.pid" ] || start_registry
-  [ -f "$REMOTE_DIR/etcd.pid" ] || start_etcd
-  etcd_clear
+  remote_services_up
   new_host A
   new_host B
   make_tree "$BATS_TEST_TMPDIR/src"

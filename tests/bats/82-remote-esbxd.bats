@@ -10,9 +10,7 @@ load remote_helpers
 ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
 
 setup_file() {
-  command -v docker-registry >/dev/null || skip "docker-registry is not installed"
-  command -v etcd >/dev/null || skip "etcd is not installed"
-  setup_remote_services
+  setup_remote_file
 }
 
 teardown_file() {
@@ -21,9 +19,7 @@ teardown_file() {
 
 setup() {
   [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
-  [ -f "$REMOTE_DIR/registry.pid" ] || start_registry
-  [ -f "$REMOTE_DIR/etcd.pid" ] || start_etcd
-  etcd_clear
+  remote_services_up
   ESBXD_PID=
   D_DIR=$(mktemp -d /tmp/esbx-d.XXXXXX)
   D_LOG=$D_DIR/esbxd.log

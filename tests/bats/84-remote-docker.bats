@@ -21,9 +21,7 @@ teardown_file() {
 }
 
 setup() {
-  [ -f "$REMOTE_DIR/registry.pid" ] || start_registry
-  [ -f "$REMOTE_DIR/etcd.pid" ] || start_etcd
-  etcd_clear
+  remote_services_up
   IMAGE=127.0.0.1:$REGISTRY_PORT/t$BATS_TEST_NUMBER/p
   new_host A
   new_host B

@@ -92,6 +92,21 @@ setup_remote_services() {
   start_etcd
 }
 
+# setup_file of the suites: skipped without the engines, else both up.
+setup_remote_file() {
+  command -v docker-registry >/dev/null || skip "docker-registry is not installed"
+  command -v etcd >/dev/null || skip "etcd is not installed"
+  setup_remote_services
+}
+
+# Every test starts with both services up, whatever the last one did, and
+# no head in etcd.
+remote_services_up() {
+  [ -f "$REMOTE_DIR/registry.pid" ] || start_registry
+  [ -f "$REMOTE_DIR/etcd.pid" ] || start_etcd
+  etcd_clear
+}
+
 teardown_remote_services() {
   stop_registry
   stop_etcd
