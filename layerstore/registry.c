@@ -88,6 +88,7 @@ esbx_registry_close (struct esbx_registry *r)
   if (r->credentials)
     explicit_bzero (r->credentials, strlen (r->credentials));
   free (r->credentials);
+  free (r->upload);
   esbx_registry_forget_token (r);
   memset (r, 0, sizeof *r);
 }
@@ -175,6 +176,14 @@ start_upload (struct esbx_registry *r, char **location, esbx_error_t *err)
   return 0;
 }
 
+int
+esbx_registry_start_upload (struct esbx_registry *r, esbx_error_t *err)
+{
+  if (r->upload)
+    return 0;
+  return start_upload (r, &r->upload, err);
+}
+
 static int
 push_blob (struct esbx_registry *r, const char *digest, int fd, const void *buf, size_t len,
            unsigned flags, esbx_error_t *err)
@@ -189,7 +198,10 @@ push_blob (struct esbx_registry *r, const char *digest, int fd, const void *buf,
     return -1;
   if (has)
     return 0;
-  if (start_upload (r, &location, err) < 0)
+  /* An upload started ahead is used once (a failed PUT leaves no use of
+     its location: the next push starts its own).  */
+  location = steal_pointer (&r->upload);
+  if (location == NULL && start_upload (r, &location, err) < 0)
     return -1;
   url = xasprintf ("%s%cdigest=%s", location, strchr (location, '?') ? '&' : '?', digest);
   esbx_http_request_init (&rq, "PUT", url);

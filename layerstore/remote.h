@@ -27,7 +27,8 @@ struct esbx_registry
   char *credentials; /* the token file's line */
   char *token;       /* a bearer token of the registry's realm (registry_auth.c) */
   struct esbx_http_auth auth;
-  bool gzip; /* layer blobs pushed are gzip-compressed */
+  bool gzip;    /* layer blobs pushed are gzip-compressed */
+  char *upload; /* an upload started ahead (esbx_registry_start_upload) */
 };
 struct esbx_remote;
 /* REMOTE's registry for PROJECT, with its CA, client certificate and
@@ -57,6 +58,10 @@ int esbx_registry_push_blob_fd (struct esbx_registry *r, const char *digest, int
                                 esbx_error_t *err);
 int esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const void *buf,
                              size_t len, unsigned flags, esbx_error_t *err);
+/* Start an upload on R now (the POST of a blob push), for R's next push
+   of a new blob, which then is one request: a publish starts its uploads
+   while it still scans and checks.  */
+int esbx_registry_start_upload (struct esbx_registry *r, esbx_error_t *err);
 /* The filesystem driver of docker-registry rewrites a manifest's blob in
    place when the same manifest is put again (another host moving tag
    `head`): a read at that moment gets an error or a torn body.  Reads are
@@ -200,6 +205,8 @@ int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp
    ID-record that lists it: *DIGEST receives the record's digest.  */
 int esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text,
                              size_t len, unsigned flags, char **digest, esbx_error_t *err);
+/* That manifest's text (*MLEN bytes) for the record DIGEST of LEN bytes.  */
+char *esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen);
 
 /* IN's bytes gzip-compressed into OUT, the same for the same input
    (gzip.c).  */

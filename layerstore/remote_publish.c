@@ -23,29 +23,35 @@
    others during one publish, not the time.  */
 #define MAX_ATTEMPTS 64
 
-/* A registry request run beside the publish's own (the registry writes
-   and syncs each object: two at a time cost little more than one): on
-   its own registry handle, since a handle's token may change while it is
-   used.  */
+/* Work run beside the publish's own, on a thread (the registry writes and
+   syncs each object: several at a time cost little more than one), each
+   on its registry handle, opened by its first run and kept for the next
+   (a handle's token may change while it is used).  */
 enum beside_kind
 {
-  BESIDE_BLOB,   /* push the layer blob FD as DIGEST */
-  BESIDE_RECORD, /* push the record TEXT of layer ID and its manifest */
-  BESIDE_TAG,    /* put the manifest TEXT as tag "head" */
+  BESIDE_START, /* start an upload for the handle's next push */
+  BESIDE_MAKE,  /* make the layer's blob from DIFFD in TMP: DESC, FD */
+  BESIDE_BLOB,  /* push the blob DIGEST: from FD, or TEXT/LEN */
+  BESIDE_TAG,   /* put the manifest TEXT/LEN as TAG */
 };
 
 struct beside
 {
   pthread_t thread;
-  bool started, waited;
+  bool started;
   enum beside_kind kind;
   const struct esbx_remote *rm;
   const char *project;
-  const char *id;
+  struct esbx_registry reg;
+  bool open;
+  int diffd;
+  const char *tmp;
+  struct esbx_remote_desc *desc;
   const char *digest;
   int fd;
   const char *text;
   size_t len;
+  const char *tag;
   int ret;
   esbx_error_t err;
 };
@@ -54,51 +60,110 @@ static void *
 beside_main (void *arg)
 {
   struct beside *b = arg;
-  struct esbx_registry reg = { 0 };
-  _cleanup_free_ char *digest = NULL;
 
-  b->ret = esbx_registry_open (b->rm, b->project, &reg, &b->err);
+  b->ret = 0;
+  esbx_error_free (&b->err);
+  if (!b->open)
+    {
+      b->ret = esbx_registry_open (b->rm, b->project, &b->reg, &b->err);
+      b->open = b->ret == 0;
+    }
   if (b->ret == 0)
     switch (b->kind)
       {
-      case BESIDE_BLOB:
-        b->ret = esbx_registry_push_blob_fd (&reg, b->digest, b->fd, ESBX_PUSH_NEW, &b->err);
+      case BESIDE_START:
+        b->ret = esbx_registry_start_upload (&b->reg, &b->err);
         break;
-      case BESIDE_RECORD:
-        b->ret = esbx_remote_push_record (&reg, b->id, b->text, b->len, ESBX_PUSH_NEW, &digest,
-                                          &b->err);
+      case BESIDE_MAKE:
+        b->fd = esbx_remote_make_diff (&b->reg, b->diffd, b->tmp, b->desc, &b->err);
+        b->ret = b->fd < 0 ? -1 : 0;
+        break;
+      case BESIDE_BLOB:
+        b->ret = b->fd >= 0 ? esbx_registry_push_blob_fd (&b->reg, b->digest, b->fd, ESBX_PUSH_NEW,
+                                                          &b->err)
+                            : esbx_registry_push_blob (&b->reg, b->digest, b->text, b->len,
+                                                       ESBX_PUSH_NEW, &b->err);
         break;
       case BESIDE_TAG:
-        b->ret = esbx_registry_put_manifest (&reg, "head", b->text, b->len, &b->err);
+        b->ret = esbx_registry_put_manifest (&b->reg, b->tag, b->text, b->len, &b->err);
         break;
       }
-  esbx_registry_close (&reg);
   return NULL;
 }
 
-/* Start B; when no thread can be made, it runs here and now.  */
+/* Start B as KIND; when no thread can be made, it runs here and now.  */
 static void
-beside_start (struct beside *b)
+beside_start (struct beside *b, enum beside_kind kind)
 {
-  b->waited = false;
+  b->kind = kind;
   b->started = pthread_create (&b->thread, NULL, beside_main, b) == 0;
   if (!b->started)
     beside_main (b);
 }
 
-/* Wait for B (again: its result only): its error moved to *ERR.  */
+/* Wait for B to end; its result stays for beside_wait.  */
+static void
+beside_join (struct beside *b)
+{
+  if (b->started)
+    pthread_join (b->thread, NULL);
+  b->started = false;
+}
+
+/* Wait for B and take its result: its error moved to *ERR (once).  */
 static int
 beside_wait (struct beside *b, esbx_error_t *err)
 {
-  if (b->waited)
-    return b->ret;
-  if (b->started)
-    pthread_join (b->thread, NULL);
-  b->waited = true;
+  beside_join (b);
   if (b->ret < 0 && *err == NULL)
-    *err = steal_pointer (&b->err);
+    {
+      if (b->err)
+        *err = steal_pointer (&b->err);
+      else
+        esbx_make_error (err, 0, "registry `%s`: an earlier request failed", b->rm->registry);
+    }
   esbx_error_free (&b->err);
   return b->ret;
+}
+
+/* Wait for an upload started ahead: one that failed is started again by
+   the push, which says why it fails.  */
+static void
+beside_wait_start (struct beside *b)
+{
+  esbx_error_t ignored = NULL;
+
+  if (beside_wait (b, &ignored) < 0)
+    esbx_error_free (&ignored);
+}
+
+static void
+beside_close (struct beside *b)
+{
+  beside_join (b);
+  esbx_error_free (&b->err);
+  if (b->open)
+    esbx_registry_close (&b->reg);
+  b->open = false;
+}
+
+/* What runs beside a publish: the layer's blob made (MAKE) and pushed
+   (LAYER), the record (REC) and the config (CFG) pushed, each on the
+   handle it started its upload on.  */
+struct besides
+{
+  struct beside make, layer, rec, cfg;
+  bool layer_pushed;
+};
+
+/* No thread beside a sync, which forks the importer.  */
+static void
+besides_join (struct besides *bs)
+{
+  beside_join (&bs->make);
+  beside_join (&bs->layer);
+  beside_join (&bs->rec);
+  beside_join (&bs->cfg);
 }
 
 /* Whether the local stack IDS[0..N) is the head H: then no sync is needed
@@ -144,21 +209,67 @@ name_layer (struct esbx_layer *l, char *const *ids, size_t n, size_t *len)
   return text;
 }
 
+/* Push the layer's blob (once), its record and the config of the stack
+   D[0..ND) beside each other; then the image manifest M (tag ID) and,
+   beside it, the record's manifest.  */
+static int
+push_layer (struct besides *bs, const char *id, const char *record, size_t len,
+            const struct esbx_remote_desc *d, size_t nd, struct esbx_remote_manifest *m,
+            esbx_error_t *err)
+{
+  const struct esbx_remote_desc *mine = &d[nd - 1];
+  _cleanup_free_ char *rtext = NULL, *rtag = NULL;
+  size_t rlen;
+  int k;
+
+  if (!bs->layer_pushed)
+    {
+      beside_join (&bs->layer);
+      bs->layer.digest = mine->digest;
+      bs->layer.fd = bs->make.fd;
+      beside_start (&bs->layer, BESIDE_BLOB);
+    }
+  beside_join (&bs->rec);
+  bs->rec.digest = mine->record;
+  bs->rec.fd = -1;
+  bs->rec.text = record;
+  bs->rec.len = len;
+  beside_start (&bs->rec, BESIDE_BLOB);
+  beside_wait_start (&bs->cfg);
+  k = esbx_remote_push_config (&bs->cfg.reg, d, nd, ESBX_PUSH_NEW, m, err);
+  if (!bs->layer_pushed && beside_wait (&bs->layer, err) < 0)
+    k = -1;
+  bs->layer_pushed = k == 0;
+  if (beside_wait (&bs->rec, err) < 0 || k < 0)
+    return -1;
+  /* The image manifest names the layer blob and the config, and the
+     record in an annotation; the record's own manifest keeps it.  */
+  rtext = esbx_remote_record_manifest (id, mine->record, len, &rlen);
+  rtag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
+  bs->rec.tag = rtag;
+  bs->rec.text = rtext;
+  bs->rec.len = rlen;
+  beside_start (&bs->rec, BESIDE_TAG);
+  k = esbx_registry_put_manifest (&bs->cfg.reg, id, m->body, m->len, err);
+  if (beside_wait (&bs->rec, err) < 0)
+    k = -1;
+  return k;
+}
+
 /* One attempt with the project lock held: 0 committed, 1 conflicts,
    2 lost the race, -1.  */
 static int
 attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry *reg,
          const struct esbx_session *s, struct esbx_staged *st, struct esbx_layer *l,
-         const struct esbx_remote_desc *mine, struct beside *blob, struct esbx_publish_result *r,
-         esbx_error_t *err)
+         struct besides *bs, struct esbx_publish_result *r, esbx_error_t *err)
 {
   struct esbx_remote_head h = { 0 };
   struct esbx_upstream up = { 0 };
   struct esbx_remote_desc *d = NULL;
+  const struct esbx_remote_desc *mine = bs->make.desc;
   _cleanup_json_ json_t *manifest = NULL;
   _cleanup_free_ char *record = NULL;
   struct esbx_remote_manifest m = { 0 };
-  struct beside rec, tag;
   char hex[ESBX_SHA256_HEX_LEN + 1];
   _cleanup_free_ char *key = NULL, *value = NULL, *id = NULL;
   _cleanup_strv_ char **ids = NULL;
@@ -180,8 +291,8 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
     {
       cleanup_strvp (&ids);
       ids = NULL;
-      if (beside_wait (blob, err) < 0
-          || esbx_remote_sync_locked (store, reg, s->project, &h, NULL, err) < 0
+      besides_join (bs);
+      if (esbx_remote_sync_locked (store, reg, s->project, &h, NULL, err) < 0
           || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
         goto out;
     }
@@ -198,6 +309,9 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   if (esbx_registry_get_manifest (reg, h.manifest, &manifest, err) < 0
       || esbx_remote_descs_parse (manifest, &d, &nd, err) < 0)
     goto out;
+  /* The layer's blob, made beside all of the above.  */
+  if (beside_wait (&bs->make, err) < 0)
+    goto out;
   esbx_sha256_buf (record, len, hex);
   d = xrealloc (d, (nd + 1) * sizeof *d);
   d[nd].id = xstrdup (id);
@@ -207,19 +321,7 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   d[nd].diff_id = xstrdup (mine->diff_id);
   d[nd].record = xasprintf ("sha256:%s", hex);
   nd++;
-  /* The record (blob, then its manifest) beside the config and the image
-     manifest, which names the record in an annotation only.  */
-  rec = (struct beside){
-    .kind = BESIDE_RECORD, .rm = rm, .project = s->project, .id = id, .text = record, .len = len
-  };
-  beside_start (&rec);
-  k = esbx_remote_push_config (reg, d, nd, ESBX_PUSH_NEW, &m, err);
-  /* The image manifest names the layer blob and the config.  */
-  if (beside_wait (blob, err) == 0 && k == 0)
-    k = esbx_registry_put_manifest (reg, id, m.body, m.len, err);
-  else
-    k = -1;
-  if (beside_wait (&rec, err) < 0 || k < 0)
+  if (push_layer (bs, id, record, len, d, nd, &m, err) < 0)
     goto out;
   esbx_failpoint ("remote-pushed");
   next = xmalloc ((n + 2) * sizeof *next);
@@ -239,17 +341,17 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
   esbx_failpoint ("remote-head-moved");
   /* The tag is for people and image tools (etcd is the head): moved
      beside the local commit.  */
-  tag = (struct beside){
-    .kind = BESIDE_TAG, .rm = rm, .project = s->project, .text = m.body, .len = m.len
-  };
-  beside_start (&tag);
+  bs->rec.tag = "head";
+  bs->rec.text = m.body;
+  bs->rec.len = m.len;
+  beside_start (&bs->rec, BESIDE_TAG);
   /* esbx_layer_commit names the layer again, from the same fields.  */
   free (l->parent);
   l->parent = NULL;
   k = esbx_layer_commit (store, s->project, st, l, ids, n, err);
   {
     esbx_error_t failed = NULL;
-    if (beside_wait (&tag, &failed) < 0)
+    if (beside_wait (&bs->rec, &failed) < 0)
       {
         esbx_warn ("publish `%s`: tag head: %s", s->name, failed->msg);
         esbx_error_free (&failed);
@@ -280,12 +382,13 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   struct esbx_remote rm = { 0 };
   struct esbx_registry reg = { 0 };
   struct esbx_remote_desc mine = { 0 };
-  struct beside blob = { .kind = BESIDE_BLOB, .waited = true, .fd = -1 };
+  struct besides bs = { .make.fd = -1, .layer.fd = -1, .rec.fd = -1, .cfg.fd = -1 };
+  struct beside *each[] = { &bs.make, &bs.layer, &bs.rec, &bs.cfg };
   _cleanup_free_ char *tmp = NULL, *diffrel = NULL;
   _cleanup_close_ int tmpfd = -1;
   _cleanup_close_ int diffd = -1;
-  _cleanup_close_ int blobfd = -1;
   esbx_error_t ignored = NULL;
+  size_t j;
   int i, k = -1;
 
   l->session = xstrdup (s->name);
@@ -293,18 +396,25 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   l->labels = esbx_labels_copy (s->labels);
   if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, s->project, &reg, err) < 0)
     goto out;
-  /* The layer's content does not depend on its parent: its tar is made
-     once, outside the lock, and pushed beside the first attempt.  */
   tmpfd = esbx_store_tmpdir (store, "publish", &tmp, err);
   diffrel = xasprintf ("%s/diff", st->rel);
-  if (tmpfd < 0 || (diffd = esbx_open_dir_at (store->rootfd, diffrel, err)) < 0
-      || (blobfd = esbx_remote_make_diff (&reg, diffd, tmp, &mine, err)) < 0)
+  if (tmpfd < 0 || (diffd = esbx_open_dir_at (store->rootfd, diffrel, err)) < 0)
     goto out;
-  blob.rm = &rm;
-  blob.project = s->project;
-  blob.digest = mine.digest;
-  blob.fd = blobfd;
-  beside_start (&blob);
+  for (j = 0; j < sizeof each / sizeof *each; j++)
+    {
+      each[j]->rm = &rm;
+      each[j]->project = s->project;
+    }
+  /* The layer's content does not depend on its parent: its blob is made
+     once, beside the first attempt's etcd read and conflict check, while
+     the uploads of the layer, the record and the config start.  */
+  bs.make.diffd = diffd;
+  bs.make.tmp = tmp;
+  bs.make.desc = &mine;
+  beside_start (&bs.make, BESIDE_MAKE);
+  beside_start (&bs.layer, BESIDE_START);
+  beside_start (&bs.rec, BESIDE_START);
+  beside_start (&bs.cfg, BESIDE_START);
   for (i = 0; i < MAX_ATTEMPTS; i++)
     {
       _cleanup_close_ int plock = esbx_project_lock (store, s->project, err);
@@ -314,7 +424,7 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
       /* Every attempt is named with the time it is made.  */
       free (l->created);
       l->created = esbx_rfc3339_now ();
-      k = attempt (store, &rm, &reg, s, st, l, &mine, &blob, r, err);
+      k = attempt (store, &rm, &reg, s, st, l, &bs, r, err);
       if (k != 2)
         goto out;
     }
@@ -322,9 +432,11 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   esbx_make_error (err, EAGAIN, "the head moved %d times while publishing", MAX_ATTEMPTS);
 
 out:
-  /* Before its fd and file go: a conflict may have come first.  */
-  if (beside_wait (&blob, &ignored) < 0)
-    esbx_error_free (&ignored);
+  /* Before the blob's fd and file go: a conflict may have come first.  */
+  for (j = 0; j < sizeof each / sizeof *each; j++)
+    beside_close (each[j]);
+  if (bs.make.fd >= 0)
+    close (bs.make.fd);
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   free (mine.digest);

@@ -31,13 +31,29 @@ descriptor (const char *media_type, const char *digest, int64_t size)
   return j;
 }
 
+char *
+esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen)
+{
+  _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
+  json_t *annot = json_new (JSON_OBJECT);
+
+  /* The image manifests name the record in an annotation only, which the
+     registry's garbage-collect does not follow: this artifact manifest,
+     with the record as its config, is what keeps the blob.  */
+  json_set_int (manifest, "schemaVersion", 2);
+  json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
+  json_set (manifest, "config", descriptor (ESBX_RECORD_TYPE, digest, (int64_t)len));
+  json_set (manifest, "layers", json_new (JSON_ARRAY));
+  json_set_string (annot, ESBX_ANNOT_LAYER, id);
+  json_set (manifest, "annotations", annot);
+  return json_serialize (manifest, false, mlen);
+}
+
 int
 esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text, size_t len,
                          unsigned flags, char **digest, esbx_error_t *err)
 {
-  _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
   _cleanup_free_ char *mtext = NULL, *tag = NULL;
-  json_t *annot = json_new (JSON_OBJECT);
   char hex[ESBX_SHA256_HEX_LEN + 1];
   size_t mlen;
 
@@ -45,16 +61,7 @@ esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *
   *digest = xasprintf ("sha256:%s", hex);
   if (esbx_registry_push_blob (reg, *digest, text, len, flags, err) < 0)
     return -1;
-  /* The image manifests name the record in an annotation only, which the
-     registry's garbage-collect does not follow: this artifact manifest,
-     with the record as its config, is what keeps the blob.  */
-  json_set_int (manifest, "schemaVersion", 2);
-  json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
-  json_set (manifest, "config", descriptor (ESBX_RECORD_TYPE, *digest, (int64_t)len));
-  json_set (manifest, "layers", json_new (JSON_ARRAY));
-  json_set_string (annot, ESBX_ANNOT_LAYER, id);
-  json_set (manifest, "annotations", annot);
-  mtext = json_serialize (manifest, false, &mlen);
+  mtext = esbx_remote_record_manifest (id, *digest, len, &mlen);
   tag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
   return esbx_registry_put_manifest (reg, tag, mtext, mlen, err);
 }
