@@ -206,10 +206,15 @@ int esbx_remote_pull_absent (esbx_store_t *store, const char *project, esbx_erro
 /* Publish of a session of a shared project (remote_publish.c), called by
    esbx_session_publish_flags with the layer staged and no project lock:
    conflict check against the remote head, push, etcd transaction, then
-   esbx_layer_commit.  0: committed (L->id), 1: conflicts in R, -1.  */
+   esbx_layer_commit.  0: committed (L->id), 1: conflicts in R, -1.  W was
+   started with esbx_remote_warm_start when the publish began: what the
+   remote work needs first, done beside the scan.  */
+struct esbx_remote_warm;
+struct esbx_remote_warm *esbx_remote_warm_start (esbx_store_t *store, const char *project);
+void esbx_remote_warm_free (struct esbx_remote_warm *w);
 int esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
-                        struct esbx_staged *st, struct esbx_layer *l, struct esbx_publish_result *r,
-                        esbx_error_t *err);
+                        struct esbx_staged *st, struct esbx_layer *l, struct esbx_remote_warm *w,
+                        struct esbx_publish_result *r, esbx_error_t *err);
 
 /* Lifetimes (lifetime.c): check the options, then write ttl, idle_ttl and
    on_expiry (PROJECT's defaults where the options have none) in RECORD.  */

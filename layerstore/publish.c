@@ -82,6 +82,7 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
   struct esbx_staged staged = { .lockfd = -1 };
   struct esbx_layer layer = { 0 };
   struct esbx_upstream up = { 0 };
+  struct esbx_remote_warm *warm = NULL;
   _cleanup_close_ int ufd = -1;
   _cleanup_close_ int slock = -1;
   _cleanup_close_ int plock = -1;
@@ -99,6 +100,8 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
     return esbx_error_wrap (err, "publish");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "publish");
+  if (esbx_project_is_shared (store, s->project))
+    warm = esbx_remote_warm_start (store, s->project);
   ufd = esbx_session_scan (store, s, NULL, flags, &layer.changes, NULL, NULL, err);
   if (ufd < 0 || check_unmerged (s, ufd, err) < 0)
     goto out;
@@ -117,9 +120,9 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
     goto out;
   esbx_failpoint ("publish-staged");
 
-  if (esbx_project_is_shared (store, s->project))
+  if (warm)
     {
-      int k = esbx_remote_commit (store, s, message, &staged, &layer, r, err);
+      int k = esbx_remote_commit (store, s, message, &staged, &layer, warm, r, err);
       if (k < 0)
         goto out;
       if (k > 0)
@@ -171,6 +174,7 @@ out:
   if (ret < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
     esbx_error_wrap (err, "publish `%s`", name);
   esbx_layer_unstage (store, &staged);
+  esbx_remote_warm_free (warm);
   esbx_upstream_free (&up);
   free (layer.id);
   free (layer.parent);

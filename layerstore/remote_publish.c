@@ -7,6 +7,7 @@
  * winner installs the layer locally; a loser starts over from the new
  * head.  */
 #include "remote.h"
+#include "archive_load.h"
 #include "failpoint.h"
 #include "fs.h"
 #include "hash.h"
@@ -166,6 +167,119 @@ besides_join (struct besides *bs)
   beside_join (&bs->cfg);
 }
 
+/* What a publish needs from the remote before it can push, begun on a
+   thread when the publish starts, beside its scan and staging: the remote
+   loaded, libcurl and libarchive loaded, the uploads started, and the
+   head's manifest read (a publish names the layer on it).  Whatever fails
+   here is done again, and reported, by the publish itself.  */
+struct esbx_remote_warm
+{
+  pthread_t thread;
+  bool started, joined;
+  esbx_store_t *store;
+  char *project;
+  struct esbx_remote rm;
+  bool loaded; /* RM is */
+  struct besides bs;
+  char *digest; /* of MANIFEST, the head's when it was read */
+  json_t *manifest;
+};
+
+static void
+besides_init (struct besides *bs, const struct esbx_remote *rm, const char *project)
+{
+  struct beside *each[] = { &bs->make, &bs->layer, &bs->rec, &bs->cfg };
+  size_t j;
+
+  memset (bs, 0, sizeof *bs);
+  for (j = 0; j < sizeof each / sizeof *each; j++)
+    {
+      each[j]->rm = rm;
+      each[j]->project = project;
+      each[j]->fd = -1;
+    }
+}
+
+static void
+besides_close (struct besides *bs)
+{
+  beside_close (&bs->make);
+  beside_close (&bs->layer);
+  beside_close (&bs->rec);
+  beside_close (&bs->cfg);
+  if (bs->make.fd >= 0)
+    close (bs->make.fd);
+  bs->make.fd = -1;
+}
+
+static void *
+warm_main (void *arg)
+{
+  struct esbx_remote_warm *w = arg;
+  struct esbx_remote_head h = { 0 };
+  struct esbx_registry reg = { 0 };
+  esbx_error_t ignored = NULL;
+
+  if (esbx_remote_load (w->store, &w->rm, &ignored) < 0)
+    goto out;
+  w->loaded = true;
+  besides_init (&w->bs, &w->rm, w->project);
+  beside_start (&w->bs.layer, BESIDE_START);
+  beside_start (&w->bs.rec, BESIDE_START);
+  beside_start (&w->bs.cfg, BESIDE_START);
+  if (esbx_archive_load (&ignored) < 0
+      || esbx_remote_head_read (&w->rm, w->project, &h, &ignored) < 0 || !h.exists
+      || esbx_registry_open (&w->rm, w->project, &reg, &ignored) < 0)
+    goto out;
+  if (esbx_registry_get_manifest (&reg, h.manifest, &w->manifest, &ignored) == 0)
+    w->digest = xstrdup (h.manifest);
+
+out:
+  esbx_error_free (&ignored);
+  esbx_registry_close (&reg);
+  esbx_remote_head_free (&h);
+  return NULL;
+}
+
+struct esbx_remote_warm *
+esbx_remote_warm_start (esbx_store_t *store, const char *project)
+{
+  struct esbx_remote_warm *w = xmalloc0 (sizeof *w);
+
+  w->store = store;
+  w->project = xstrdup (project);
+  w->started = pthread_create (&w->thread, NULL, warm_main, w) == 0;
+  return w;
+}
+
+/* Wait for W's thread (when it could not start: do its work now).  */
+static void
+warm_join (struct esbx_remote_warm *w)
+{
+  if (w->joined)
+    return;
+  if (w->started)
+    pthread_join (w->thread, NULL);
+  else
+    warm_main (w);
+  w->joined = true;
+}
+
+void
+esbx_remote_warm_free (struct esbx_remote_warm *w)
+{
+  if (w == NULL)
+    return;
+  warm_join (w);
+  if (w->loaded)
+    besides_close (&w->bs);
+  esbx_remote_free (&w->rm);
+  json_free (w->manifest);
+  free (w->digest);
+  free (w->project);
+  free (w);
+}
+
 /* Whether the local stack IDS[0..N) is the head H: then no sync is needed
    (a sync forks the importer, which no other thread may run beside).  */
 static bool
@@ -259,15 +373,18 @@ push_layer (struct besides *bs, const char *id, const char *record, size_t len,
 /* One attempt with the project lock held: 0 committed, 1 conflicts,
    2 lost the race, -1.  */
 static int
-attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry *reg,
+attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *reg,
          const struct esbx_session *s, struct esbx_staged *st, struct esbx_layer *l,
-         struct besides *bs, struct esbx_publish_result *r, esbx_error_t *err)
+         struct esbx_publish_result *r, esbx_error_t *err)
 {
   struct esbx_remote_head h = { 0 };
   struct esbx_upstream up = { 0 };
   struct esbx_remote_desc *d = NULL;
+  const struct esbx_remote *rm = &w->rm;
+  struct besides *bs = &w->bs;
   const struct esbx_remote_desc *mine = bs->make.desc;
-  _cleanup_json_ json_t *manifest = NULL;
+  _cleanup_json_ json_t *fetched = NULL;
+  json_t *manifest;
   _cleanup_free_ char *record = NULL;
   struct esbx_remote_manifest m = { 0 };
   char hex[ESBX_SHA256_HEX_LEN + 1];
@@ -306,8 +423,15 @@ attempt (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registry
     }
   record = name_layer (l, ids, n, &len);
   id = xstrdup (l->id);
-  if (esbx_registry_get_manifest (reg, h.manifest, &manifest, err) < 0
-      || esbx_remote_descs_parse (manifest, &d, &nd, err) < 0)
+  /* The head's manifest, read ahead unless the head moved since.  */
+  manifest = w->manifest;
+  if (w->digest == NULL || strcmp (w->digest, h.manifest) != 0)
+    {
+      if (esbx_registry_get_manifest (reg, h.manifest, &fetched, err) < 0)
+        goto out;
+      manifest = fetched;
+    }
+  if (esbx_remote_descs_parse (manifest, &d, &nd, err) < 0)
     goto out;
   /* The layer's blob, made beside all of the above.  */
   if (beside_wait (&bs->make, err) < 0)
@@ -376,45 +500,42 @@ out:
 
 int
 esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
-                    struct esbx_staged *st, struct esbx_layer *l, struct esbx_publish_result *r,
-                    esbx_error_t *err)
+                    struct esbx_staged *st, struct esbx_layer *l, struct esbx_remote_warm *w,
+                    struct esbx_publish_result *r, esbx_error_t *err)
 {
-  struct esbx_remote rm = { 0 };
   struct esbx_registry reg = { 0 };
   struct esbx_remote_desc mine = { 0 };
-  struct besides bs = { .make.fd = -1, .layer.fd = -1, .rec.fd = -1, .cfg.fd = -1 };
-  struct beside *each[] = { &bs.make, &bs.layer, &bs.rec, &bs.cfg };
   _cleanup_free_ char *tmp = NULL, *diffrel = NULL;
   _cleanup_close_ int tmpfd = -1;
   _cleanup_close_ int diffd = -1;
   esbx_error_t ignored = NULL;
-  size_t j;
   int i, k = -1;
 
   l->session = xstrdup (s->name);
   l->message = xstrdup (message ? message : "");
   l->labels = esbx_labels_copy (s->labels);
-  if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, s->project, &reg, err) < 0)
+  warm_join (w);
+  if (!w->loaded)
+    {
+      /* Why the remote could not be loaded.  */
+      struct esbx_remote rm = { 0 };
+      if (esbx_remote_load (store, &rm, err) == 0)
+        esbx_make_error (err, 0, "the store's remote changed while publishing");
+      esbx_remote_free (&rm);
+      goto out;
+    }
+  if (esbx_registry_open (&w->rm, s->project, &reg, err) < 0)
     goto out;
   tmpfd = esbx_store_tmpdir (store, "publish", &tmp, err);
   diffrel = xasprintf ("%s/diff", st->rel);
   if (tmpfd < 0 || (diffd = esbx_open_dir_at (store->rootfd, diffrel, err)) < 0)
     goto out;
-  for (j = 0; j < sizeof each / sizeof *each; j++)
-    {
-      each[j]->rm = &rm;
-      each[j]->project = s->project;
-    }
   /* The layer's content does not depend on its parent: its blob is made
-     once, beside the first attempt's etcd read and conflict check, while
-     the uploads of the layer, the record and the config start.  */
-  bs.make.diffd = diffd;
-  bs.make.tmp = tmp;
-  bs.make.desc = &mine;
-  beside_start (&bs.make, BESIDE_MAKE);
-  beside_start (&bs.layer, BESIDE_START);
-  beside_start (&bs.rec, BESIDE_START);
-  beside_start (&bs.cfg, BESIDE_START);
+     once, beside the first attempt's etcd read and conflict check.  */
+  w->bs.make.diffd = diffd;
+  w->bs.make.tmp = tmp;
+  w->bs.make.desc = &mine;
+  beside_start (&w->bs.make, BESIDE_MAKE);
   for (i = 0; i < MAX_ATTEMPTS; i++)
     {
       _cleanup_close_ int plock = esbx_project_lock (store, s->project, err);
@@ -424,7 +545,7 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
       /* Every attempt is named with the time it is made.  */
       free (l->created);
       l->created = esbx_rfc3339_now ();
-      k = attempt (store, &rm, &reg, s, st, l, &bs, r, err);
+      k = attempt (store, w, &reg, s, st, l, r, err);
       if (k != 2)
         goto out;
     }
@@ -433,15 +554,12 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
 
 out:
   /* Before the blob's fd and file go: a conflict may have come first.  */
-  for (j = 0; j < sizeof each / sizeof *each; j++)
-    beside_close (each[j]);
-  if (bs.make.fd >= 0)
-    close (bs.make.fd);
+  if (w->loaded)
+    besides_close (&w->bs);
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   free (mine.digest);
   free (mine.diff_id);
   esbx_registry_close (&reg);
-  esbx_remote_free (&rm);
   return k;
 }
