@@ -2,13 +2,11 @@
 #include "prefetch.h"
 #include "log.h"
 #include "utils.h"
+#include "worker.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Between two attempts to reach etcd: doubling from the first to the
    last.  */
@@ -19,13 +17,9 @@ struct esbx_prefetch
 {
   esbx_store_t *store;
   struct esbx_metrics *metrics;
-  pthread_t thread;
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  bool stop;
-  bool reload;
-  bool connected; /* the watch was created since the last failure */
-  bool warned;    /* this outage was logged */
+  struct esbx_worker w; /* WAKE: read the remote's settings again */
+  bool connected;       /* the watch was created since the last failure */
+  bool warned;          /* this outage was logged */
 };
 
 /* False when PROJECT is shared here and could not be synced.  */
@@ -89,12 +83,7 @@ static bool
 should_stop (void *arg)
 {
   struct esbx_prefetch *p = arg;
-  bool r;
-
-  pthread_mutex_lock (&p->lock);
-  r = p->stop || p->reload;
-  pthread_mutex_unlock (&p->lock);
-  return r;
+  return esbx_worker_interrupted (&p->w);
 }
 
 static bool
@@ -103,10 +92,10 @@ on_created (const char *etcd, void *arg)
   struct esbx_prefetch *p = arg;
 
   esbx_info ("watching the heads in etcd `%s`%s", etcd, p->warned ? " again" : "");
-  pthread_mutex_lock (&p->lock);
+  pthread_mutex_lock (&p->w.lock);
   p->connected = true;
   p->warned = false;
-  pthread_mutex_unlock (&p->lock);
+  pthread_mutex_unlock (&p->w.lock);
   return sync_all (p);
 }
 
@@ -114,24 +103,6 @@ static bool
 on_head (const char *project, void *arg)
 {
   return sync_project (arg, project);
-}
-
-/* Wait MS milliseconds or until stopped or reloaded; the lock held.  */
-static void
-pause_locked (struct esbx_prefetch *p, long ms)
-{
-  struct timespec until;
-
-  clock_gettime (CLOCK_REALTIME, &until);
-  until.tv_sec += ms / 1000;
-  until.tv_nsec += (ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L)
-    {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-  while (!p->stop && !p->reload && pthread_cond_timedwait (&p->cond, &p->lock, &until) != ETIMEDOUT)
-    ;
 }
 
 static void *
@@ -143,32 +114,32 @@ prefetch_main (void *arg)
   int64_t next = 0;
   long backoff = 0;
 
-  pthread_mutex_lock (&p->lock);
-  while (!p->stop)
+  pthread_mutex_lock (&p->w.lock);
+  while (!p->w.stop)
     {
       esbx_error_t e = NULL;
       int r;
 
-      if (p->reload)
+      if (p->w.wake)
         {
           /* Everything again from the remote as configured now.  */
-          p->reload = false;
+          p->w.wake = false;
           p->warned = false;
           next = 0;
           backoff = 0;
         }
       p->connected = false;
-      pthread_mutex_unlock (&p->lock);
+      pthread_mutex_unlock (&p->w.lock);
       if (!any_shared (p))
         {
-          pthread_mutex_lock (&p->lock);
+          pthread_mutex_lock (&p->w.lock);
           next = 0; /* a project shared later is synced when the watch starts */
-          pause_locked (p, BACKOFF_MAX_MS);
+          esbx_worker_pause_locked (&p->w, BACKOFF_MAX_MS);
           continue;
         }
       r = esbx_remote_watch (p->store, &next, &ops, &e);
-      pthread_mutex_lock (&p->lock);
-      if (r == 0 || p->stop || p->reload)
+      pthread_mutex_lock (&p->w.lock);
+      if (r == 0 || p->w.stop || p->w.wake)
         {
           esbx_error_free (&e);
           continue;
@@ -184,9 +155,9 @@ prefetch_main (void *arg)
       backoff = backoff ? backoff * 2 : BACKOFF_FIRST_MS;
       if (backoff > BACKOFF_MAX_MS)
         backoff = BACKOFF_MAX_MS;
-      pause_locked (p, backoff);
+      esbx_worker_pause_locked (&p->w, backoff);
     }
-  pthread_mutex_unlock (&p->lock);
+  pthread_mutex_unlock (&p->w.lock);
   return NULL;
 }
 
@@ -195,19 +166,13 @@ esbx_prefetch_start (esbx_store_t *store, struct esbx_metrics *metrics, struct e
                      esbx_error_t *err)
 {
   struct esbx_prefetch *p = xmalloc0 (sizeof *p);
-  int r;
 
   p->store = store;
   p->metrics = metrics;
-  pthread_mutex_init (&p->lock, NULL);
-  pthread_cond_init (&p->cond, NULL);
-  r = pthread_create (&p->thread, NULL, prefetch_main, p);
-  if (r != 0)
+  if (esbx_worker_start (&p->w, prefetch_main, p, "prefetch", err) < 0)
     {
-      pthread_mutex_destroy (&p->lock);
-      pthread_cond_destroy (&p->cond);
       free (p);
-      return esbx_make_error (err, r, "start the prefetch thread");
+      return -1;
     }
   *out = p;
   return 0;
@@ -216,12 +181,8 @@ esbx_prefetch_start (esbx_store_t *store, struct esbx_metrics *metrics, struct e
 void
 esbx_prefetch_reload (struct esbx_prefetch *p)
 {
-  if (p == NULL)
-    return;
-  pthread_mutex_lock (&p->lock);
-  p->reload = true;
-  pthread_cond_signal (&p->cond);
-  pthread_mutex_unlock (&p->lock);
+  if (p)
+    esbx_worker_wake (&p->w);
 }
 
 void
@@ -229,12 +190,6 @@ esbx_prefetch_stop (struct esbx_prefetch *p)
 {
   if (p == NULL)
     return;
-  pthread_mutex_lock (&p->lock);
-  p->stop = true;
-  pthread_cond_signal (&p->cond);
-  pthread_mutex_unlock (&p->lock);
-  pthread_join (p->thread, NULL);
-  pthread_mutex_destroy (&p->lock);
-  pthread_cond_destroy (&p->cond);
+  esbx_worker_stop (&p->w);
   free (p);
 }
