@@ -76,6 +76,8 @@ setup (void **state)
   put ("L0", "a/b/x");
   put ("L0", "a/b/y");
   put ("L0", "a/b/w");
+  mk ("L0", "a/bc"); /* after a/b/w: not below a/b */
+  put ("L0", "a/bc/x");
   mk ("L1", "a");
   mk ("L1", "a/b");
   whiteout ("L1", "a/b/x");
@@ -89,9 +91,13 @@ setup (void **state)
   put ("L0", "o/q");
   mk ("L0", "o/sub");
   put ("L0", "o/sub/deep");
+  mk ("L0", "o/gone");
+  put ("L0", "o/gone/f");
   mk ("L1", "o");
   opaque ("L1", "o");
   put ("L1", "o/r");
+  mk ("L1", "o/gonex"); /* after o/gone/f: not below the failed o/gone */
+  put ("L1", "o/gonex/f");
   mk ("L1", "o/sub");
 
   /* A file below replaced by a directory above, and the reverse.  */
@@ -168,6 +174,8 @@ static const struct want wants[] = {
   { "a/b/y", 0, S_IFREG },
   { "a/b/z", 1, S_IFREG },
   { "a/b/w", 0, S_IFREG },
+  { "a/bc/x", 0, S_IFREG },
+  { "a/b/w", 0, S_IFREG },
   { "a/b/none", -1, 0 },
   { "a/none/x", -1, 0 },
   { "o", 1, S_IFDIR },
@@ -176,6 +184,11 @@ static const struct want wants[] = {
   { "o/q", -1, 0 },
   { "o/sub", 1, S_IFDIR },
   { "o/sub/deep", -1, 0 },
+  { "o/gone/f", -1, 0 },
+  { "o/gone", -1, 0 },
+  { "o/gone/f/x", -1, 0 },
+  { "o/gonex/f", 1, S_IFREG },
+  { "o/gone/f", -1, 0 },
   { "fd", 1, S_IFDIR },
   { "fd/in", 1, S_IFREG },
   { "fd/none", -1, 0 },
@@ -242,10 +255,11 @@ static void
 check_dirs (struct esbx_stack *st)
 {
   check_dir (st, "", "a c df fd o s");
-  check_dir (st, "a", "top b");
+  check_dir (st, "a", "top b bc");
   check_dir (st, "a/b", "z w y");
-  check_dir (st, "o", "r sub");
+  check_dir (st, "o", "gonex r sub");
   check_dir (st, "o/sub", "");
+  check_dir (st, "o/gone", "");
   check_dir (st, "fd", "in");
   check_dir (st, "df", "");
   check_dir (st, "w", "");
