@@ -103,10 +103,11 @@ push_level (struct esbx_stack_cache *c, struct chain *ch, const char *dir, int f
 }
 
 /* Open directory NAME in DFD without following a symlink, and say whether
-   it is opaque; or -1 and *FAIL: GONE when NAME is there and is not a
-   directory (a whiteout, a file, a symlink), MISSING otherwise.  */
+   it is opaque when ASK (the bottom layer has nothing below to hide); or -1
+   and *FAIL: GONE when NAME is there and is not a directory (a whiteout, a
+   file, a symlink), MISSING otherwise.  */
 static int
-open_component (int dfd, const char *name, bool *opaque, enum esbx_probe *fail)
+open_component (int dfd, const char *name, bool ask, bool *opaque, enum esbx_probe *fail)
 {
   struct stat st;
   char v[4];
@@ -120,7 +121,7 @@ open_component (int dfd, const char *name, bool *opaque, enum esbx_probe *fail)
     fd = TEMP_FAILURE_RETRY (openat (dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd >= 0)
     {
-      *opaque = fgetxattr (fd, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y';
+      *opaque = ask && fgetxattr (fd, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y';
       return fd;
     }
   *fail = fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR (st.st_mode)
@@ -195,7 +196,9 @@ esbx_stack_walk (struct esbx_stack *st, size_t layer, const char *dir, size_t le
       int next;
 
       copy[end] = '\0';
-      next = open_component (cur, copy + start, &op, &fail);
+      /* Below an opaque directory, or in the bottom layer, whether this
+         one is opaque changes nothing.  */
+      next = open_component (cur, copy + start, layer > 0 && !opaque, &op, &fail);
       if (next < 0)
         {
           /* Remembered only after every level above it: the failure is
