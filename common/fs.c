@@ -128,7 +128,6 @@ esbx_reopen_regular (int pathfd, int dirfd, const char *name, const char *shown,
 {
   _cleanup_close_ int fd = -1;
   struct stat want, got;
-  int flags;
 
   if (fstat (pathfd, &want) < 0)
     return esbx_make_error (err, errno, "stat `%s`", shown);
@@ -149,8 +148,9 @@ esbx_reopen_regular (int pathfd, int dirfd, const char *name, const char *shown,
                             esbx_mode_type_name (got.st_mode));
   if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
     return esbx_make_error (err, 0, "`%s` was replaced while being opened", shown);
-  flags = fcntl (fd, F_GETFL);
-  if (flags < 0 || fcntl (fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+  /* Opened O_RDONLY | O_NONBLOCK and nothing else F_SETFL changes: no
+     need to read the flags back to clear O_NONBLOCK.  */
+  if (fcntl (fd, F_SETFL, 0) < 0)
     return esbx_make_error (err, errno, "fcntl `%s`", shown);
   return take_fd (&fd);
 }
@@ -375,50 +375,77 @@ counted_once (struct tree_walk *w, const struct stat *st)
   return !found;
 }
 
+/* The names in directory FD (no . and ..), read with getdents64 from
+   where FD is: fdopendir's checks (fstat, two fcntl) cost more than
+   reading a small directory.  -1 with errno.  */
+#define DIR_BUF_SIZE 32768
+
+static int
+read_names (int fd, struct strv *names)
+{
+  _cleanup_free_ char *buf = xmalloc (DIR_BUF_SIZE);
+  ssize_t n, off;
+
+  while ((n = TEMP_FAILURE_RETRY (getdents64 (fd, buf, DIR_BUF_SIZE))) > 0)
+    for (off = 0; off < n;)
+      {
+        const struct dirent64 *de = (const struct dirent64 *)(void *)(buf + off);
+
+        off += de->d_reclen;
+        if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+          continue;
+        strv_push (names, xstrdup (de->d_name));
+      }
+  return n < 0 ? -1 : 0;
+}
+
 /* One pass over the directory FD: files go (or are counted), directories
    are noted for later.  */
 static int
 visit_dir (struct tree_walk *w, int fd, esbx_error_t *err)
 {
   struct level *l = &w->levels[w->n - 1];
-  _cleanup_dir_ DIR *d = NULL;
-  struct dirent *de;
+  struct strv names = { 0 };
   struct stat st;
-  int dupfd;
+  size_t i;
+  int ret = -1;
 
-  dupfd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
-  if (dupfd < 0)
-    return esbx_make_error (err, errno, "`%s`: dup", w->top);
-  d = fdopendir (dupfd);
-  if (d == NULL)
+  /* Read from FD itself: a dup would share its offset anyway.  */
+  if (read_names (fd, &names) < 0)
     {
-      esbx_make_error (err, errno, "opendir `%s`", l->name);
-      close (dupfd);
-      return -1;
+      esbx_make_error (err, errno, "read directory `%s`", l->name);
+      goto out;
     }
-  while ((de = readdir (d)) != NULL)
+  for (i = 0; i < names.n; i++)
     {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (fstatat (fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      const char *name = names.v[i];
+
+      if (fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         {
           if (errno == ENOENT || !w->remove) /* gone meanwhile; du is best effort */
             continue;
-          return esbx_make_error (err, errno, "stat `%s`", de->d_name);
+          esbx_make_error (err, errno, "stat `%s`", name);
+          goto out;
         }
       if (!w->remove && counted_once (w, &st))
         w->bytes += (unsigned long long)st.st_blocks * 512;
       if (S_ISDIR (st.st_mode))
-        strv_push (&l->subdirs, xstrdup (de->d_name));
-      else if (w->remove && unlinkat (fd, de->d_name, 0) < 0 && errno != ENOENT)
+        strv_push (&l->subdirs, xstrdup (name));
+      else if (w->remove && unlinkat (fd, name, 0) < 0 && errno != ENOENT)
         {
           if (errno == EISDIR) /* became a directory meanwhile */
-            strv_push (&l->subdirs, xstrdup (de->d_name));
+            strv_push (&l->subdirs, xstrdup (name));
           else
-            return esbx_make_error (err, errno, "unlink `%s`", de->d_name);
+            {
+              esbx_make_error (err, errno, "unlink `%s`", name);
+              goto out;
+            }
         }
     }
-  return 0;
+  ret = 0;
+out:
+  strv_free (&names);
+  return ret;
 }
 
 /* Go down into the next subdirectory of the current level; 0 when there is
@@ -592,33 +619,30 @@ cmp_str (const void *a, const void *b)
 }
 
 char **
-esbx_list_dir_at (int dirfd, const char *path, esbx_error_t *err)
+esbx_list_dir_fd (int fd, const char *shown, esbx_error_t *err)
 {
   struct strv names = { 0 };
-  _cleanup_dir_ DIR *d = NULL;
-  struct dirent *de;
-  int fd;
 
-  fd = esbx_open_dir_at (dirfd, path, err);
-  if (fd < 0)
-    return NULL;
-  d = fdopendir (fd);
-  if (d == NULL)
+  if (read_names (fd, &names) < 0)
     {
-      esbx_make_error (err, errno, "opendir `%s`", path);
-      close (fd);
+      esbx_make_error (err, errno, "read directory `%s`", shown);
+      strv_free (&names);
       return NULL;
-    }
-  while ((de = readdir (d)) != NULL)
-    {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      strv_push (&names, xstrdup (de->d_name));
     }
   if (names.v == NULL)
     return xmalloc0 (sizeof (char *));
   qsort (names.v, names.n, sizeof (char *), cmp_str);
   return names.v;
+}
+
+char **
+esbx_list_dir_at (int dirfd, const char *path, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = esbx_open_dir_at (dirfd, path, err);
+
+  if (fd < 0)
+    return NULL;
+  return esbx_list_dir_fd (fd, path, err);
 }
 
 int

@@ -71,6 +71,9 @@ int esbx_open_dir_at (int dirfd, const char *path, esbx_error_t *err);
 bool esbx_exists_at (int dirfd, const char *path);
 /* Sorted names of a directory (no . and ..), NULL-terminated.  */
 char **esbx_list_dir_at (int dirfd, const char *path, esbx_error_t *err);
+/* The same for the open directory FD, read from its current offset (a
+   directory just opened: from the start); SHOWN names it in errors.  */
+char **esbx_list_dir_fd (int fd, const char *shown, esbx_error_t *err);
 /* Disk usage in bytes of a tree (allocated blocks), not following symlinks,
    a file with several names (hard links) counted once; any depth, like
    esbx_rm_rf_at.  On error *bytes holds what was counted.  */

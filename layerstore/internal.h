@@ -58,6 +58,7 @@ int esbx_project_write_stack (esbx_store_t *store, const char *project, char *co
 int esbx_project_lock (esbx_store_t *store, const char *project, esbx_error_t *err);
 
 /* The merged view of a stack of layers, read without mounting (lookup.c).  */
+struct esbx_stack_cache;
 struct esbx_stack
 {
   esbx_store_t *store;
@@ -65,11 +66,13 @@ struct esbx_stack
   size_t n;
   int *fds; /* diff directories, bottom to top */
   char **ids;
-  struct esbx_layer **records; /* loaded on demand */
-  bool *record_failed;         /* and not again after a failure */
+  struct esbx_layer **records;    /* loaded on demand */
+  bool *record_failed;            /* and not again after a failure */
+  struct esbx_stack_cache *cache; /* directories walked (lookup_cache.c) */
 };
 bool esbx_is_whiteout (const struct stat *st);
 bool esbx_is_opaque_at (int dirfd, const char *name);
+bool esbx_is_opaque_fd (int fd);
 int esbx_stack_open (esbx_store_t *store, const char *project, const char *upto, char *const *extra,
                      struct esbx_stack *st, esbx_error_t *err);
 void esbx_stack_close (struct esbx_stack *st);

@@ -1,6 +1,7 @@
 /* Read a project's stack the way overlayfs merges it, without mounting it:
    what a path is in the base of a session.  */
 #include "internal.h"
+#include "lookup_cache.h"
 #include "fs.h"
 #include "hash.h"
 #include "path.h"
@@ -19,17 +20,20 @@ esbx_is_whiteout (const struct stat *st)
 }
 
 bool
+esbx_is_opaque_fd (int fd)
+{
+  char v[4];
+
+  return fgetxattr (fd, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y';
+}
+
+bool
 esbx_is_opaque_at (int dirfd, const char *name)
 {
   _cleanup_close_ int fd
       = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  char v[4];
-  ssize_t r;
 
-  if (fd < 0)
-    return false;
-  r = fgetxattr (fd, "trusted.overlay.opaque", v, sizeof v);
-  return r == 1 && v[0] == 'y';
+  return fd >= 0 && esbx_is_opaque_fd (fd);
 }
 
 int
@@ -86,6 +90,7 @@ esbx_stack_close (struct esbx_stack *st)
       free (st->ids[i]);
       esbx_layer_free (st->records[i]);
     }
+  esbx_stack_cache_free (st->cache);
   free (st->fds);
   free (st->ids);
   free (st->records);
@@ -94,50 +99,26 @@ esbx_stack_close (struct esbx_stack *st)
   memset (st, 0, sizeof *st);
 }
 
-enum probe
+/* What layer LAYER says about REL.  *stop is set when a directory on the
+   way is opaque, so lower layers must not be consulted.  */
+static enum esbx_probe
+probe (struct esbx_stack *st, size_t layer, const char *rel, struct stat *out, bool *stop)
 {
-  PROBE_MISSING, /* this layer says nothing: look below */
-  PROBE_FOUND,
-  PROBE_GONE, /* whiteout or a non-directory above: hidden for good */
-};
+  const char *slash = strrchr (rel, '/');
+  const char *name = slash ? slash + 1 : rel;
+  enum esbx_probe pr;
+  struct stat sb;
+  int dfd;
 
-/* What layer LFD says about REL.  *stop is set when a directory on the way
-   is opaque, so lower layers must not be consulted.  */
-static enum probe
-probe (int lfd, const char *rel, struct stat *out, bool *stop)
-{
-  _cleanup_free_ char *copy = xstrdup (rel);
-  _cleanup_close_ int dfd = -1;
-  char *p = copy, *slash;
-  struct stat st;
-  int fd;
-
-  *stop = false;
-  dfd = TEMP_FAILURE_RETRY (openat (lfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (dfd < 0)
-    return PROBE_MISSING;
-  while ((slash = strchr (p, '/')) != NULL)
-    {
-      *slash = '\0';
-      if (fstatat (dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return PROBE_MISSING;
-      if (!S_ISDIR (st.st_mode))
-        return PROBE_GONE;
-      if (esbx_is_opaque_at (dfd, p))
-        *stop = true;
-      fd = TEMP_FAILURE_RETRY (openat (dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (fd < 0)
-        return PROBE_MISSING;
-      close (dfd);
-      dfd = fd;
-      p = slash + 1;
-    }
-  if (fstatat (dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return PROBE_MISSING;
-  if (esbx_is_whiteout (&st))
-    return PROBE_GONE;
-  *out = st;
-  return PROBE_FOUND;
+  pr = esbx_stack_walk (st, layer, rel, slash ? (size_t)(slash - rel) : 0, &dfd, stop);
+  if (pr != ESBX_PROBE_FOUND)
+    return pr;
+  if (fstatat (dfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+    return ESBX_PROBE_MISSING;
+  if (esbx_is_whiteout (&sb))
+    return ESBX_PROBE_GONE;
+  *out = sb;
+  return ESBX_PROBE_FOUND;
 }
 
 int
@@ -148,14 +129,14 @@ esbx_stack_lookup (struct esbx_stack *st, const char *rel, size_t *layer, struct
 
   for (i = st->n; i > 0; i--)
     {
-      switch (probe (st->fds[i - 1], rel, out, &stop))
+      switch (probe (st, i - 1, rel, out, &stop))
         {
-        case PROBE_FOUND:
+        case ESBX_PROBE_FOUND:
           *layer = i - 1;
           return 1;
-        case PROBE_GONE:
+        case ESBX_PROBE_GONE:
           return 0;
-        case PROBE_MISSING:
+        case ESBX_PROBE_MISSING:
           break;
         }
       if (stop)
@@ -214,34 +195,27 @@ char **
 esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t *err)
 {
   struct strv seen = { 0 }, hidden = { 0 };
-  struct stat sb;
   size_t i, k;
   bool stop;
 
   for (i = st->n; i > 0; i--)
     {
       _cleanup_strv_ char **names = NULL;
-      _cleanup_close_ int dfd = -1;
-      enum probe pr;
+      enum esbx_probe pr;
+      int dfd;
 
-      pr = rel[0] ? probe (st->fds[i - 1], rel, &sb, &stop) : PROBE_FOUND;
-      if (rel[0] == '\0')
-        stop = false;
-      if (pr == PROBE_GONE)
+      /* A directory of the view lists its own entries and, unless it or
+         one above it is opaque, the lower layers' ones it does not hide.  */
+      pr = esbx_stack_walk (st, i - 1, rel, strlen (rel), &dfd, &stop);
+      if (pr == ESBX_PROBE_GONE)
         break;
-      if (pr == PROBE_MISSING)
+      if (pr == ESBX_PROBE_MISSING)
         {
           if (stop)
             break;
           continue;
         }
-      if (rel[0] && !S_ISDIR (sb.st_mode))
-        break;
-      if (rel[0])
-        dfd = esbx_open_beneath (st->fds[i - 1], rel, O_RDONLY | O_DIRECTORY, 0, err);
-      else if ((dfd = fcntl (st->fds[i - 1], F_DUPFD_CLOEXEC, 3)) < 0)
-        esbx_make_error (err, errno, "list `/` of layer %zu: duplicate its directory", i - 1);
-      if (dfd < 0 || (names = esbx_list_dir_at (dfd, ".", err)) == NULL)
+      if ((names = esbx_list_dir_at (dfd, ".", err)) == NULL)
         {
           strv_free (&seen);
           strv_free (&hidden);
@@ -257,7 +231,7 @@ esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t *err)
           else
             strv_push (&seen, xstrdup (names[k]));
         }
-      if (stop || (rel[0] && esbx_is_opaque_at (st->fds[i - 1], rel)))
+      if (stop)
         break;
     }
   strv_free (&hidden);

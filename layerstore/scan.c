@@ -325,7 +325,7 @@ scan_subdir (struct scan *sc, int *dfd, const char *name, const char *rel, size_
   sub = TEMP_FAILURE_RETRY (openat (*dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (sub < 0)
     return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
-  opaque = esbx_is_opaque_at (*dfd, name);
+  opaque = esbx_is_opaque_fd (sub);
   if (!found)
     push (cs, rel, ESBX_ADDED, ESBX_TYPE_DIR, st);
   else if (!S_ISDIR (bst->st_mode) || (bst->st_mode & 07777) != mode)
@@ -407,7 +407,10 @@ path_too_long (struct scan *sc, const char *child, size_t depth, esbx_error_t *e
 static int
 scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, bool ign, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_list_dir_at (*dfd, ".", err);
+  /* A subdirectory's fd was just opened by scan_subdir: read it from
+     there.  The root's is the caller's, perhaps read before.  */
+  _cleanup_strv_ char **names
+      = depth > 0 ? esbx_list_dir_fd (*dfd, rel, err) : esbx_list_dir_at (*dfd, ".", err);
   size_t i;
 
   if (names == NULL)

@@ -13,6 +13,7 @@
 
 #include "fs.h"
 #include "internal.h"
+#include "lookup_cache.h"
 #include "utils.h"
 
 static char tmp[] = "/tmp/esbx-unit-XXXXXX";
@@ -112,6 +113,7 @@ test_changeset (void **state)
   p = xasprintf ("%s/upper", tmp);
   ufd = esbx_open_dir_at (AT_FDCWD, p, &err);
   assert_int_equal (esbx_scan_upper (&st, ufd, "unit", 0, &cs, &same, NULL, &err), 0);
+  esbx_stack_cache_free (st.cache);
   close (lfd);
 
   assert_null (find (&cs, "/same"));
