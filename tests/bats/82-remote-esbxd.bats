@@ -289,6 +289,14 @@ start_tls_etcd() {
 
 # Whether `esbx session create` of p on host H, named NAME, connects to
 # etcd's port (strace: the connect calls).
+# Whether esbxd holds the watch's lock on HOST's remote.watch (it lets it
+# go while it syncs a head, after the stack file is written).
+watch_marked() {
+  local var="HOST_$1" ino
+  ino=$(stat -c %i "${!var}/remote.watch" 2>/dev/null) || return 1
+  grep -qE "OFDLCK +ADVISORY +WRITE .*:$ino " /proc/locks
+}
+
 create_asks_etcd() {
   local var="HOST_$1"
   ESBX_ROOT=${!var} strace -f -qq -e trace=connect -o "$BATS_TEST_TMPDIR/strace" \
@@ -307,6 +315,7 @@ create_asks_etcd() {
   wait_for 5 test -s "$HOST_B/remote.watch"
   publish_a one
   wait_for 10 stack_top_is B "$top" || fail "B's stack: $(cat "$HOST_B/projects/p/stack")"
+  wait_for 5 watch_marked B || fail "the watch did not take its lock again: $(cat /proc/locks)"
   run create_asks_etcd B s1
   assert_failure
   m=$(on B "$ESBX" session path s1)
