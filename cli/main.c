@@ -81,8 +81,13 @@ static const char global_usage[]
 esbx_store_t *
 cli_store (struct esbx_cli *cli, esbx_error_t *err)
 {
-  if (cli->store == NULL && esbx_store_open (cli->root, &cli->store, err) < 0)
-    return NULL;
+  if (cli->store == NULL)
+    {
+      if (esbx_store_open (cli->root, &cli->store, err) < 0)
+        return NULL;
+      /* A verb does not wait for the files of a discarded session.  */
+      esbx_store_detach_removals (cli->store);
+    }
   return cli->store;
 }
 

@@ -115,6 +115,8 @@ esbx_session_discard (esbx_store_t *store, const char *name, unsigned int flags,
   graveyard = xasprintf ("tmp/discard-%s-%s", name, hex);
   if (renameat (store->rootfd, rel, store->rootfd, graveyard) < 0)
     return esbx_make_error (err, errno, "discard `%s`", name);
+  if (esbx_rm_rf_detached (store, graveyard) == 1)
+    return 0;
   if (esbx_rm_rf_at (store->rootfd, graveyard, err) < 0)
     return esbx_error_wrap (err, "discard `%s`", name);
   return 0;

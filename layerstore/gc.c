@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "failpoint.h"
 #include "fs.h"
+#include "text.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -109,8 +110,16 @@ remove_unlocked (struct gc *g, int dirfd, const char *name, const char *path, co
   _cleanup_close_ int fd
       = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   esbx_error_t e = NULL;
+  /* A discard's remover (remove_detached.c) holds its directory until it
+     is gone and only deletes: wait for it.  Any other holder is alive and
+     using its entry.  */
+  bool removing = esbx_has_prefix (name, "discard-");
 
-  if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
+  if (fd < 0 && errno == ENOENT)
+    return;
+  if (fd >= 0 && flock (fd, LOCK_EX | (removing ? 0 : LOCK_NB)) < 0)
+    return;
+  if (removing && !esbx_exists_at (dirfd, name))
     return;
   esbx_failpoint ("gc-remove");
   if (unmount_beneath (path, &e) < 0 || esbx_rm_rf_at (dirfd, name, &e) < 0)

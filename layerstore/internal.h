@@ -33,6 +33,11 @@ int esbx_store_tmpdir (esbx_store_t *store, const char *prefix, char **path, esb
 /* The store's creation lock: held shared while a temp directory is made and
    locked (esbx_mkdir_locked), exclusively by gc while it sweeps.  */
 int esbx_store_creation_lock (esbx_store_t *store, bool exclusive, esbx_error_t *err);
+/* Remove REL (a directory of the store nobody else uses) in a process of
+   its own when the store detaches removals and this process runs one
+   thread: 1 when that process took it, 0 when the caller removes it
+   (remove_detached.c).  */
+int esbx_rm_rf_detached (esbx_store_t *store, const char *rel);
 /* mkdir REL under the store root and return an fd holding its flock.  */
 int esbx_mkdir_locked (esbx_store_t *store, const char *rel, esbx_error_t *err);
 

@@ -37,12 +37,18 @@ typedef struct esbx_store
 {
   char *root;
   int rootfd;
+  bool detach_removals; /* esbx_store_detach_removals */
 } esbx_store_t;
 
 /* Open (creating if needed) the store at ROOT; NULL means $ESBX_ROOT or the
    default.  */
 int esbx_store_open (const char *root, esbx_store_t **out, esbx_error_t *err);
 void esbx_store_close (esbx_store_t *store);
+/* From now on a discard of STORE returns once the session is gone from
+   sessions/, and a process of its own removes its files (what the CLI
+   does: a large session is not waited for).  For a caller that runs no
+   other thread when it discards; otherwise the removal stays in place.  */
+void esbx_store_detach_removals (esbx_store_t *store);
 static inline void
 cleanup_storep (esbx_store_t **s)
 {

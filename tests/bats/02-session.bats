@@ -183,6 +183,29 @@ A /new-b/g"
   [ "${#lines[@]}" -eq 1 ]
 }
 
+@test "discard returns once the session is gone; a process of its own removes its files and holds no lock" {
+  command -v strace >/dev/null || skip "strace is not installed"
+  make_session p s1
+  mkdir "$m/many"
+  for i in $(seq 1 2000); do : >"$m/many/f$i"; done
+  esbx_ok publish s1
+  strace -f -qq -e trace=execve,unlinkat -o "$BATS_TEST_TMPDIR/strace" "$ESBX" discard s1
+  assert_dir_not_exists "$ESBX_ROOT/sessions/s1"
+  main=$(head -n 1 "$BATS_TEST_TMPDIR/strace" | cut -d' ' -f1)
+  # The CLI itself unlinks none of the session's 2000 files.
+  [ "$(grep -c "^$main .*unlinkat(.*\"f[0-9]*\"" "$BATS_TEST_TMPDIR/strace")" -eq 0 ] ||
+    fail "the discard removed the files itself"
+  [ "$(grep -c 'unlinkat(.*"f[0-9]*"' "$BATS_TEST_TMPDIR/strace")" -ge 2000 ]
+  for _ in $(seq 1 100); do
+    [ -z "$(ls -A "$ESBX_ROOT/tmp")" ] && break
+    sleep 0.1
+  done
+  [ -z "$(ls -A "$ESBX_ROOT/tmp")" ] || fail "left in tmp/: $(ls -A "$ESBX_ROOT/tmp")"
+  # Nothing of the verb's locks went with the remover.
+  run timeout 10 "$ESBX" session create p --name s2
+  assert_success
+}
+
 @test "discard unmounts and removes the private state" {
   make_session p s1
   esbx_ok discard s1
