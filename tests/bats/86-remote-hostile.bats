@@ -68,7 +68,7 @@ start_hostile() {
   local i
   PORT=$(free_port)
   craft
-  python3 "$HOSTILE" serve "$PORT" "$SRV" &
+  python3 "$HOSTILE" serve "$PORT" "$SRV" 2>>"$SRV/server.log" &
   SRV_PID=$!
   for i in $(seq 1 50); do
     curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return 0
@@ -226,4 +226,171 @@ symlink_then_marks() {
   [ -x "$ESBX_BUILD/tests/without-openat2" ] || skip "tests/without-openat2 not built"
   WRAP=("$ESBX_BUILD/tests/without-openat2")
   symlink_then_marks
+}
+
+# `tar_attack ENTRIES`: a layer blob (digest-correct, the record A's) made
+# of ENTRIES is refused, or unpacked with nothing outside the store.
+tar_attack() {
+  craft --tar "$1"
+  run on B timeout 60 "$ESBX" project pull p
+  if [ "$status" -eq 0 ]; then
+    on B esbx_ok fsck
+    on B esbx_ok project rm p
+  else
+    [ "$status" -eq 1 ] || fail "project pull exited $status: $output"
+    [ "${#lines[@]}" -eq 1 ] || fail "not one line: $output"
+    assert_output --partial "fetch layer \`$ID\`"
+  fi
+  assert_untouched
+}
+
+@test "layer blob: entries with ../, absolute names, through a symlink, hard links outside: nothing outside" {
+  tar_attack "[{\"name\": \"$UP/pwn\", \"data\": \"x\"}]"
+  tar_attack "[{\"name\": \"$CANARY/pwn\", \"data\": \"x\"}]"
+  tar_attack "[{\"name\": \"s\", \"type\": \"symlink\", \"target\": \"$CANARY\"}, {\"name\": \"s/pwn\", \"data\": \"x\"}]"
+  tar_attack "[{\"name\": \"s\", \"type\": \"symlink\", \"target\": \"$CANARY\"}, {\"name\": \"s/victim\", \"data\": \"pwned\"}]"
+  tar_attack "[{\"name\": \"s\", \"type\": \"symlink\", \"target\": \"../../../../../../../../../../..$CANARY\"}, {\"name\": \"s/pwn\", \"data\": \"x\"}]"
+  tar_attack '[{"name": "h", "type": "hardlink", "target": "/etc/passwd"}]'
+  tar_attack "[{\"name\": \"h\", \"type\": \"hardlink\", \"target\": \"$CANARY/victim\"}, {\"name\": \"h\", \"data\": \"pwned\"}]"
+  tar_attack "[{\"name\": \"s\", \"type\": \"symlink\", \"target\": \"$CANARY\"}, {\"name\": \"h\", \"type\": \"hardlink\", \"target\": \"s/victim\"}]"
+  [ "$(stat -c %h /etc/passwd)" -eq 1 ]
+}
+
+# `start_esbxd`: esbxd of B watching the hostile etcd (B has p shared,
+# pulled untampered, so its syncs have nothing to do), metrics on a free
+# port.
+start_esbxd() {
+  local i=0
+  on B esbx_ok project pull p
+  D_LOG=$BATS_TEST_TMPDIR/esbxd.log
+  METRICS_PORT=$(free_port)
+  setsid "$ESBXD" --root "$HOST_B" --plugin-socket "$BATS_TEST_TMPDIR/plugin.sock" \
+    --gateway-socket none --metrics "127.0.0.1:$METRICS_PORT" \
+    --etcd "http://127.0.0.1:$PORT" --registry "http://127.0.0.1:$PORT/x" \
+    </dev/null >>"$D_LOG" 2>&1 &
+  ESBXD_PID=$!
+  until curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" >/dev/null 2>&1; do
+    kill -0 "$ESBXD_PID" 2>/dev/null || fail "esbxd exited: $(cat "$D_LOG")"
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "esbxd does not answer"
+    sleep 0.1
+  done
+}
+
+# `watch_attack GEN SECONDS WORDS`: etcd's watch answers GEN (a route's
+# "gen"); for SECONDS esbxd stays up and answers, logs the outage in one
+# warning line holding WORDS, reconnects a bounded number of times and
+# does not spin.
+watch_attack() {
+  local gen secs=$2 words=$3 n cpu0 cpu1
+  gen=$(cat "$1")
+  echo "{\"method\": \"POST\", \"path\": \"/v3/watch\", \"gen\": $gen}" >"$BATS_TEST_TMPDIR/route"
+  craft --route "@$BATS_TEST_TMPDIR/route"
+  start_esbxd
+  cpu0=$(awk '{print $14 + $15}' "/proc/$ESBXD_PID/stat")
+  sleep "$secs"
+  kill -0 "$ESBXD_PID" || fail "esbxd died: $(tail -n 5 "$D_LOG")"
+  curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" >/dev/null || fail "esbxd does not answer"
+  cpu1=$(awk '{print $14 + $15}' "/proc/$ESBXD_PID/stat")
+  # Clock ticks (100 a second): well below one CPU (a spin takes all).
+  [ $((cpu1 - cpu0)) -le $((secs * 75)) ] || fail "esbxd used $((cpu1 - cpu0)) ticks in $secs s"
+  n=$(grep -c '"/v3/watch"' "$SRV/requests.log")
+  [ "$n" -ge 1 ] && [ "$n" -le $((secs * 3)) ] || fail "$n watch requests in $secs s"
+  run grep -c "etcd watch: .*$words" "$D_LOG"
+  [ "$output" -eq 1 ] || fail "$output warnings: $(tail -n 8 "$D_LOG")"
+  ! grep -q 'etcd watch: .*etcd watch:' "$D_LOG"
+}
+
+@test "esbxd watch: an object of 20 MB without end is cut off at 16 MiB" {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  echo '{"head": "{\"result\": {\"events\": [\"", "repeat": "x", "forever": true}' >"$BATS_TEST_TMPDIR/gen"
+  watch_attack "$BATS_TEST_TMPDIR/gen" 4 "larger than 16 MiB"
+}
+
+@test "esbxd watch: malformed JSON, then a created watch that turns malformed" {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  echo '{"head": "{\"result\": {]}}\n"}' >"$BATS_TEST_TMPDIR/gen"
+  watch_attack "$BATS_TEST_TMPDIR/gen" 4 "invalid JSON"
+}
+
+@test "esbxd watch: created, then malformed: backoff all the same" {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  echo '{"head": "{\"result\": {\"header\": {\"revision\": \"5\"}, \"created\": true}}\n{\"result\": {]}}\n"}' >"$BATS_TEST_TMPDIR/gen"
+  watch_attack "$BATS_TEST_TMPDIR/gen" 4 "invalid JSON"
+}
+
+@test "esbxd watch: deeply nested JSON" {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  python3 -c 'import json; print(json.dumps({"head": "{\"result\": " + "[" * 200000, "repeat": "]", "count": 200000, "tail": "}\n"}))' >"$BATS_TEST_TMPDIR/gen"
+  watch_attack "$BATS_TEST_TMPDIR/gen" 4 "nested"
+}
+
+@test "esbxd watch: keys outside esbx/projects/, ../ in a key, 100,000 events: ignored" {
+  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
+  python3 - "$BATS_TEST_TMPDIR/gen" <<'PY'
+import base64, json, sys
+def ev(key, rev):
+    return {"kv": {"key": base64.b64encode(key.encode()).decode(), "mod_revision": str(rev),
+                   "value": base64.b64encode(b"{}").decode()}}
+created = {"result": {"header": {"revision": "5"}, "created": True}}
+evs = [ev("esbx/projects/../../x/head", 6), ev("other/p/head", 7), ev("esbx/projects/p/../../q/head", 8),
+       ev("esbx/projects//head", 9), ev("esbx/projects/p/head/../../../x", 10)]
+evs += [ev("esbx/projects/n%d/head" % i, 11 + i) for i in range(100000)]
+body = json.dumps(created) + "\n" + json.dumps({"result": {"header": {"revision": "100011"}, "events": evs}}) + "\n"
+json.dump({"head": body}, open(sys.argv[1], "w"))
+PY
+  watch_attack "$BATS_TEST_TMPDIR/gen" 4 "the watch ended"
+  [ ! -e "$HOST_B/projects/x" ] && [ ! -e "$HOST_B/x" ] && [ ! -e "$HOST_B/projects/n1" ]
+  assert_untouched_store
+}
+
+# B's store is sound and nothing appeared next to it (p stays: it was
+# pulled before the attack).
+assert_untouched_store() {
+  [ -z "$(find "$CANARY" -mindepth 1 ! -name victim)" ] || fail "written outside the store"
+  on B esbx_ok fsck
+}
+
+# `token_attack ANSWER`: the registry asks for a token, the realm answers
+# ANSWER (a route's body fields).
+token_attack() {
+  craft --auth "$1" "${@:2}"
+}
+
+@test "token realm: not JSON, 50 MB, no token: one line naming the realm, nothing pulled" {
+  local realm="token realm \`http://127.0.0.1:$PORT/token\`"
+  token_attack '{"body": "<html>not json</html>"}'
+  pull_refused "$realm" "not JSON"
+  token_attack '{"gen": {"head": "{\"token\": \"", "repeat": "a", "count": 52428800, "tail": "\"}"}}'
+  pull_refused "$realm" "larger than 16 MiB"
+  token_attack '{"body": "{\"expires_in\": 60}"}'
+  pull_refused "$realm" "no usable token"
+}
+
+@test "token realm: CR/LF or spaces in a token never reach a header" {
+  local t realm="token realm \`http://127.0.0.1:$PORT/token\`"
+  for t in 'abc\r\nX-Injected: 1' 'abc\nX-Injected: 1' 'abc\rX-Injected: 1' 'a b' 'abc\u0000def'; do
+    token_attack "{\"body\": \"{\\\"token\\\": \\\"$t\\\"}\"}"
+    pull_refused "$realm"
+    ! grep -qi 'x-injected' "$SRV/requests.log" || fail "injected: $(grep -i x-injected "$SRV/requests.log")"
+    token_attack "{\"body\": \"{\\\"token\\\": \\\"\\\", \\\"access_token\\\": \\\"$t\\\"}\"}"
+    pull_refused "$realm"
+    ! grep -qi 'x-injected' "$SRV/requests.log" || fail "injected"
+  done
+}
+
+@test "token realm: expires_in negative or huge still works; a redirect is not followed" {
+  local e
+  for e in -5 0 9223372036854775807 1e300 '"soon"'; do
+    token_attack "{\"body\": \"{\\\"token\\\": \\\"t0k\\\", \\\"expires_in\\\": ${e//\"/\\\"}}\"}"
+    run on B "$ESBX" project pull p
+    assert_success
+    grep -q '"Authorization", "Bearer t0k"' "$SRV/requests.log"
+    on B esbx_ok fsck p
+    on B esbx_ok project rm p
+  done
+  token_attack '{"status": 302, "headers": {"Location": "http://127.0.0.1:1/token2"}}' \
+    --route '{"method": "GET", "path": "/token2", "body": "{\"token\": \"t0k\"}"}'
+  pull_refused "token realm \`http://127.0.0.1:$PORT/token\`" "HTTP 302"
+  ! grep -q '/token2' "$SRV/requests.log"
 }

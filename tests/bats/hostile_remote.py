@@ -233,9 +233,15 @@ def craft(a):
     if a.manifest_gen is not None:
         routes[1] = {"method": "GET", "prefix": repo + "/manifests/",
                      "gen": json.loads(a.manifest_gen)}
+    for r in a.route:
+        if r.startswith("@"):
+            with open(r[1:]) as f:
+                r = f.read()
+        routes.insert(0, json.loads(r))
     if a.auth:
-        for r in routes[1:]:
-            r["auth"] = True
+        for r in routes:
+            if r.get("path", r.get("prefix", "")).startswith("/v2/"):
+                r["auth"] = True
         routes.append({"method": "GET", "path": "/token", **json.loads(a.auth)})
     with open(os.path.join(d, "routes.json"), "w") as f:
         json.dump({"routes": routes, "head": head, "manifest": manifest_digest,
@@ -263,6 +269,7 @@ def main():
     c.add_argument("--manifest-raw", help="the manifest as it is")
     c.add_argument("--manifest-pad", type=int, default=0, help="pad the manifest to N bytes")
     c.add_argument("--manifest-gen", help="JSON: a generated answer to every manifest GET")
+    c.add_argument("--route", action="append", default=[], help="JSON: a route to add first")
     c.add_argument("--auth", help="JSON: the route of the token realm; blobs ask for a token")
     a = p.parse_args()
     if a.cmd == "craft":
