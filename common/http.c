@@ -87,6 +87,11 @@ on_write (char *data, size_t size, size_t nmemb, void *userdata)
         }
       return n;
     }
+  if (n > ESBX_HTTP_BODY_MAX - t->rs->len)
+    {
+      t->too_large = true;
+      return 0;
+    }
   t->rs->body = xrealloc (t->rs->body, t->rs->len + n + 1);
   memcpy (t->rs->body + t->rs->len, data, n);
   t->rs->len += n;
@@ -285,6 +290,9 @@ esbx_http_easy_finish (struct esbx_http_easy *e, CURLcode rc, esbx_error_t *err)
       esbx_http_response_free (e->t.rs);
       if (e->t.write_errno)
         ret = esbx_make_error (err, e->t.write_errno, "%s: write the answer", e->origin);
+      else if (e->t.too_large)
+        ret = esbx_make_error (err, 0, "%s: an answer larger than %u MiB", e->origin,
+                               ESBX_HTTP_BODY_MAX >> 20);
       else
         ret = esbx_make_error (err, 0, "%s: %s", e->origin, why);
     }

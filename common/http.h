@@ -41,6 +41,12 @@ struct esbx_http_request
   void *arg;
 };
 
+/* An answer kept in memory (not written to OUT_FD nor streamed) is cut
+   off beyond this: every one esbx keeps is a JSON document of at most
+   JSON_MAX_DOCUMENT, and a hostile service could otherwise send without
+   end into memory.  */
+#define ESBX_HTTP_BODY_MAX (16u * 1024 * 1024)
+
 struct esbx_http_response
 {
   long status;

@@ -13,6 +13,7 @@ struct esbx_http_transfer
   struct esbx_http_response *rs;
   size_t sent;
   int write_errno;
+  bool too_large; /* the answer kept in memory passed ESBX_HTTP_BODY_MAX */
 };
 
 struct esbx_http_easy

@@ -270,6 +270,37 @@ strings_valid (yajl_val v)
     }
 }
 
+/* Whether BUF/LEN nests arrays and objects at most JSON_MAX_DEPTH deep
+   (brackets inside strings do not count).  */
+static bool
+depth_ok (const char *buf, size_t len)
+{
+  bool in_string = false, escaped = false;
+  size_t depth = 0, i;
+
+  for (i = 0; i < len; i++)
+    {
+      char c = buf[i];
+
+      if (in_string)
+        {
+          if (escaped)
+            escaped = false;
+          else if (c == '\\')
+            escaped = true;
+          else if (c == '"')
+            in_string = false;
+        }
+      else if (c == '"')
+        in_string = true;
+      else if ((c == '[' || c == '{') && ++depth > JSON_MAX_DEPTH)
+        return false;
+      else if ((c == ']' || c == '}') && depth > 0)
+        depth--;
+    }
+  return true;
+}
+
 json_t *
 json_parse (const char *buf, size_t len, esbx_error_t *err)
 {
@@ -290,6 +321,8 @@ json_parse_limit (const char *buf, size_t len, size_t limit, esbx_error_t *err)
            NULL;
   if (memchr (buf, '\0', len) != NULL)
     return esbx_make_error (err, 0, "invalid JSON: NUL byte in document"), NULL;
+  if (!depth_ok (buf, len))
+    return esbx_make_error (err, 0, "invalid JSON: nested deeper than %d", JSON_MAX_DEPTH), NULL;
   copy = xstrndup (buf, len);
   v = yajl_tree_parse (copy, errbuf, sizeof errbuf);
   if (v == NULL)

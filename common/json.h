@@ -33,6 +33,10 @@ struct json
 
 /* Largest document json_parse accepts.  */
 #define JSON_MAX_DOCUMENT (16u * 1024 * 1024)
+/* Arrays and objects nested deeper than this are refused: the tree is
+   converted, checked and freed recursively (here and in yajl), and a
+   document of a few MiB of `[` would overflow the stack.  */
+#define JSON_MAX_DEPTH 256
 
 json_t *json_parse (const char *buf, size_t len, esbx_error_t *err);
 /* The same for a document the store wrote itself and may be larger (a

@@ -153,8 +153,16 @@ on_events (struct watch *w, const json_t *events)
       if (key == NULL || !esbx_etcd_int64 (kv, "mod_revision", &rev)
           || esbx_etcd_unb64 (key, &raw, &len) < 0)
         return fail (w, "malformed event");
+      /* A response may hold any number of events: stopping is asked
+         about for each.  */
+      if (w->ops->stop && w->ops->stop (w->ops->arg))
+        return false;
       project = project_of_key (raw, len);
-      if (project && w->ops->head && !(type && strcmp (type, "DELETE") == 0))
+      /* Only projects shared here: the others cost nothing, and do not
+         drop the mark (an etcd naming many of them would keep every
+         create of this store asking etcd).  */
+      if (project && w->ops->head && !(type && strcmp (type, "DELETE") == 0)
+          && esbx_project_is_shared (w->store, project))
         {
           /* Behind this head until it is synced: creates meanwhile ask
              etcd (and wait on the project lock the sync holds).  */

@@ -229,6 +229,13 @@ esbx_registry_push_blob (struct esbx_registry *r, const char *digest, const void
   return push_blob (r, digest, -1, buf, len, flags, err);
 }
 
+bool
+esbx_registry_digest_valid (const char *digest)
+{
+  return digest && esbx_has_prefix (digest, "sha256:") && strlen (digest) == 7 + ESBX_SHA256_HEX_LEN
+         && strspn (digest + 7, "0123456789abcdef") == ESBX_SHA256_HEX_LEN;
+}
+
 static int
 check_digest (struct esbx_registry *r, const char *what, const char *digest, const char *hex,
               esbx_error_t *err)

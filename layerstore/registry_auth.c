@@ -26,6 +26,7 @@
 /* What the token spec assumes when the answer has no expires_in.  */
 #define DEFAULT_EXPIRES_S 60
 #define MAX_CACHED        64
+#define MAX_EXPIRES_S     (24 * 3600)
 
 struct challenge
 {
@@ -446,6 +447,9 @@ get_token (struct esbx_registry *r, const struct challenge *c, const char *refus
     return esbx_make_error (err, 0, "token realm `%s`: the answer has no usable token", shown);
   if (!json_get_int (j, "expires_in", &expires_in) || expires_in <= 0)
     expires_in = DEFAULT_EXPIRES_S;
+  /* A realm's word, capped: now + INT64_MAX overflows time_t.  */
+  if (expires_in > MAX_EXPIRES_S)
+    expires_in = MAX_EXPIRES_S;
   *token = xstrdup (t);
   cache_put (r, key, who, scope, t, expires_in);
   return 0;

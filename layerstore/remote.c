@@ -253,6 +253,11 @@ esbx_remote_head_read (const struct esbx_remote *rm, const char *project,
   manifest = json_get_string (j, "manifest");
   if (layers == NULL || layers->type != JSON_ARRAY || json_len (layers) == 0 || manifest == NULL)
     return esbx_make_error (err, 0, "etcd `%s`: key `%s`: not a head", rm->etcd, key);
+  /* It goes into the manifest's URL: nothing but a digest (what every
+     head esbx writes names).  */
+  if (!esbx_registry_digest_valid (manifest))
+    return esbx_make_error (err, 0, "etcd `%s`: key `%s`: its manifest is not a sha256 digest",
+                            rm->etcd, key);
   json_array_foreach (layers, i, v)
     {
       if (v->type != JSON_STRING || !esbx_name_valid (v->text))
@@ -320,8 +325,10 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
       const char *media = json_get_string (l, "mediaType");
       const char *diff_id = json_get_string (annot, ESBX_ANNOT_DIFF_ID);
 
-      if (id == NULL || record == NULL || digest == NULL || !json_get_int (l, "size", &d[i].size)
-          || !esbx_has_prefix (digest, "sha256:") || !esbx_has_prefix (record, "sha256:"))
+      /* The digests go into blob URLs, the id into paths of the store.  */
+      if (!esbx_name_valid (id) || !json_get_int (l, "size", &d[i].size)
+          || !esbx_registry_digest_valid (digest) || !esbx_registry_digest_valid (record)
+          || (diff_id && !esbx_registry_digest_valid (diff_id)))
         {
           esbx_remote_descs_free (d, i);
           return esbx_make_error (err, 0, "manifest: layer %zu is not an esbx layer", i);

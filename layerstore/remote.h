@@ -101,6 +101,9 @@ int esbx_registry_blob_answer (struct esbx_registry *r, const char *digest,
                                esbx_error_t *err);
 int esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char *body,
                                 size_t len, esbx_error_t *err);
+/* Whether DIGEST is "sha256:" and 64 lower-case hex digits: digests a
+   manifest or etcd names go into URLs and are compared as text.  */
+bool esbx_registry_digest_valid (const char *digest);
 /* The manifest REF (tag or digest), verified against REF when a digest.  */
 int esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
                                 esbx_error_t *err);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Between two attempts to reach etcd: doubling from the first to the
    last.  */
@@ -19,8 +20,25 @@ struct esbx_prefetch
   struct esbx_metrics *metrics;
   struct esbx_worker w; /* WAKE: read the remote's settings again */
   bool connected;       /* the watch was created since the last failure */
+  time_t connected_at;  /* when (CLOCK_MONOTONIC seconds) */
   bool warned;          /* this outage was logged */
+  bool said_watching;   /* "watching" was logged since the last warning */
 };
+
+/* A watch that was created and failed sooner than this is not a
+   recovery: an etcd (or something in its place) that creates watches and
+   then sends garbage would otherwise be asked again every
+   BACKOFF_FIRST_MS, with two log lines each time.  */
+#define HEALTHY_S (BACKOFF_MAX_MS / 1000)
+
+static time_t
+monotonic_s (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec;
+}
 
 /* False when PROJECT is shared here and could not be synced.  */
 static bool
@@ -91,10 +109,12 @@ on_created (const char *etcd, void *arg)
 {
   struct esbx_prefetch *p = arg;
 
-  esbx_info ("watching the heads in etcd `%s`%s", etcd, p->warned ? " again" : "");
   pthread_mutex_lock (&p->w.lock);
+  if (!p->said_watching)
+    esbx_info ("watching the heads in etcd `%s`%s", etcd, p->warned ? " again" : "");
+  p->said_watching = true;
   p->connected = true;
-  p->warned = false;
+  p->connected_at = monotonic_s ();
   pthread_mutex_unlock (&p->w.lock);
   return sync_all (p);
 }
@@ -125,6 +145,7 @@ prefetch_main (void *arg)
           /* Everything again from the remote as configured now.  */
           p->w.wake = false;
           p->warned = false;
+          p->said_watching = false;
           next = 0;
           backoff = 0;
         }
@@ -144,12 +165,17 @@ prefetch_main (void *arg)
           esbx_error_free (&e);
           continue;
         }
-      if (p->connected)
-        backoff = 0;
+      if (p->connected && monotonic_s () - p->connected_at >= HEALTHY_S)
+        {
+          /* A new outage after a watch that worked.  */
+          backoff = 0;
+          p->warned = false;
+        }
       if (!p->warned)
         {
           esbx_warn ("etcd watch: %s; trying again", e->msg);
           p->warned = true;
+          p->said_watching = false;
         }
       esbx_error_free (&e);
       backoff = backoff ? backoff * 2 : BACKOFF_FIRST_MS;
