@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -80,6 +81,12 @@ on_write (char *data, size_t size, size_t nmemb, void *userdata)
     return t->rq->on_data (data, n, t->rq->arg) ? n : 0;
   if (t->rq->out_fd >= 0)
     {
+      if (t->rq->out_max && n > t->rq->out_max - t->written)
+        {
+          t->too_large = true;
+          return 0;
+        }
+      t->written += n;
       if (esbx_write_all (t->rq->out_fd, data, n) < 0)
         {
           t->write_errno = errno;
@@ -290,6 +297,9 @@ esbx_http_easy_finish (struct esbx_http_easy *e, CURLcode rc, esbx_error_t *err)
       esbx_http_response_free (e->t.rs);
       if (e->t.write_errno)
         ret = esbx_make_error (err, e->t.write_errno, "%s: write the answer", e->origin);
+      else if (e->t.too_large && e->t.rq->out_fd >= 0)
+        ret = esbx_make_error (err, 0, "%s: an answer larger than the %" PRIu64 " bytes expected",
+                               e->origin, e->t.rq->out_max);
       else if (e->t.too_large)
         ret = esbx_make_error (err, 0, "%s: an answer larger than %u MiB", e->origin,
                                ESBX_HTTP_BODY_MAX >> 20);

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Who the client trusts and who it says it is; every field may be NULL.  */
@@ -32,6 +33,7 @@ struct esbx_http_request
   size_t body_len;
   int body_fd;                       /* >= 0: the body is this file's content from offset 0 */
   int out_fd;                        /* >= 0: the answer's body is written here, not kept */
+  uint64_t out_max;                  /* > 0: more bytes than this into OUT_FD end the transfer */
   const struct esbx_http_auth *auth; /* NULL: none */
   /* A stream (etcd's watch): the answer's body goes to ON_DATA as it
      comes (false ends the transfer), ABORT is asked about at least once a

@@ -12,6 +12,7 @@ struct esbx_http_transfer
   const struct esbx_http_request *rq;
   struct esbx_http_response *rs;
   size_t sent;
+  uint64_t written; /* into the request's OUT_FD */
   int write_errno;
   bool too_large; /* the answer kept in memory passed ESBX_HTTP_BODY_MAX */
 };

@@ -41,6 +41,7 @@ parallel (struct esbx_registry *r, struct esbx_registry_blob *b, const size_t *i
       urls[j] = xasprintf ("%s/v2/%s/blobs/%s", r->base, r->repo, x->digest);
       esbx_http_request_init (&rq[j], "GET", urls[j]);
       rq[j].out_fd = x->fd;
+      rq[j].out_max = x->size;
       rq[j].auth = &auth;
     }
   if (esbx_http_do_many (rq, rs, errs, k, ESBX_REGISTRY_PARALLEL, err) < 0)
@@ -83,6 +84,7 @@ one (struct esbx_registry *r, struct esbx_registry_blob *x, esbx_error_t *e)
     }
   esbx_http_request_init (&rq, "GET", url);
   rq.out_fd = x->fd;
+  rq.out_max = x->size;
   if (esbx_registry_send (r, &rq, &rs, e) < 0)
     {
       esbx_error_wrap (e, "registry `%s`: blob %s", r->shown, x->digest);

@@ -83,6 +83,7 @@ int esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, cha
 struct esbx_registry_blob
 {
   const char *digest;
+  uint64_t size; /* > 0: the size its descriptor gives; a longer answer is refused */
   int fd;
   char *buf;
   size_t len;

@@ -166,6 +166,9 @@ esbx_remote_fetch_layers (esbx_store_t *store, struct esbx_registry *reg, const 
       b[nb].digest = d[i].record;
       b[nb++].fd = -1;
       b[nb].digest = d[i].digest;
+      /* A blob is no larger than its descriptor says (a longer answer
+         would fill the disk before its digest is checked).  */
+      b[nb].size = d[i].size > 0 ? (uint64_t)d[i].size : 0;
       b[nb].fd = TEMP_FAILURE_RETRY (open (paths[n], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
       if (b[nb++].fd < 0)
         {

@@ -189,6 +189,17 @@ pull_refused() {
   [ "$output" -lt $((40 * 1024 * 1024)) ] || fail "esbx read $output bytes"
 }
 
+@test "layer blob: an answer without end is cut off at the size its descriptor gives" {
+  layer=$(jq -r .layer "$SRV/routes.json")
+  craft --route "{\"method\": \"GET\", \"path\": \"/v2/x/p/blobs/$layer\", \"gen\": {\"repeat\": \"x\", \"forever\": true}}"
+  SECONDS=0
+  pull_refused "blob $layer" "larger than the"
+  [ "$SECONDS" -lt 30 ]
+  # esbx hung up after about the descriptor's size, not at a full disk.
+  run jq -s "[.[] | select(.path | contains(\"/blobs/$layer\")) | .sent] | max" "$SRV/requests.log"
+  [ "$output" -lt $((8 * 1024 * 1024)) ] || fail "esbx read $output bytes"
+}
+
 @test "record: deletions and opaque marks with .., absolute paths and / stay beneath the layer" {
   local base c
   base=$(jq -c .changes "$HOST_A/projects/p/layers/$ID/record.json")
