@@ -45,31 +45,13 @@ teardown() {
 # `start_esbxd HOST [OPTIONS]`: esbxd for host HOST's store, its config
 # file $D_DIR/esbxd.conf, no gateway, metrics on a free port.
 start_esbxd() {
-  local var="HOST_$1" i=0
+  local var="HOST_$1"
   shift
-  METRICS_PORT=$(free_port)
-  setsid "$ESBXD" --root "${!var}" --plugin-socket "$D_DIR/plugin.sock" --gateway-socket none \
-    --metrics "127.0.0.1:$METRICS_PORT" --config "$D_DIR/esbxd.conf" "$@" \
-    </dev/null >>"$D_LOG" 2>&1 &
-  ESBXD_PID=$!
-  until curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" >/dev/null 2>&1; do
-    kill -0 "$ESBXD_PID" 2>/dev/null || fail "esbxd exited: $(cat "$D_LOG")"
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "esbxd does not answer"
-    sleep 0.1
-  done
+  esbxd_up "${!var}" "$D_DIR" "$D_LOG" --config "$D_DIR/esbxd.conf" "$@"
 }
 
 stop_esbxd() {
-  [ -n "${ESBXD_PID:-}" ] || return 0
-  kill -TERM "$ESBXD_PID" 2>/dev/null || true
-  local i=0
-  while kill -0 "$ESBXD_PID" 2>/dev/null && [ $i -lt 50 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  kill -KILL "$ESBXD_PID" 2>/dev/null || true
-  ESBXD_PID=
+  esbxd_down
 }
 
 # `wait_for SECONDS CMD...`: until CMD succeeds, at most SECONDS.

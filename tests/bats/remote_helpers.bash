@@ -341,3 +341,35 @@ stop_host_esbxds() {
   done <"$BATS_TEST_TMPDIR/esbxds"
   rm -f "$BATS_TEST_TMPDIR/esbxds"
 }
+
+# `esbxd_up ROOT DIR LOG [OPTIONS]`: esbxd for the store ROOT, its plugin
+# socket in DIR (a file nobody reads: no Docker), no gateway, metrics on a
+# free port ($METRICS_PORT), its log appended to LOG; sets $ESBXD_PID and
+# waits until it answers.
+esbxd_up() {
+  local root=$1 dir=$2 log=$3 i=0
+  shift 3
+  METRICS_PORT=$(free_port)
+  setsid "${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}" --root "$root" --plugin-socket "$dir/plugin.sock" \
+    --gateway-socket none --metrics "127.0.0.1:$METRICS_PORT" "$@" </dev/null >>"$log" 2>&1 &
+  ESBXD_PID=$!
+  until curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" >/dev/null 2>&1; do
+    kill -0 "$ESBXD_PID" 2>/dev/null || fail "esbxd exited: $(cat "$log")"
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "esbxd does not answer"
+    sleep 0.1
+  done
+}
+
+# Stop the esbxd of esbxd_up: TERM, then KILL after 5 s.
+esbxd_down() {
+  [ -n "${ESBXD_PID:-}" ] || return 0
+  kill -TERM "$ESBXD_PID" 2>/dev/null || true
+  local i=0
+  while kill -0 "$ESBXD_PID" 2>/dev/null && [ $i -lt 50 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -KILL "$ESBXD_PID" 2>/dev/null || true
+  ESBXD_PID=
+}
