@@ -13,8 +13,10 @@ setup() { setup_session; }
   esbx_ok publish s1
   id=$output
   diff=$ESBX_ROOT/projects/p/layers/$id/diff
-  [ -L "$diff/shadow" ] && [ "$(readlink "$diff/shadow")" = /etc/shadow ]
-  [ -L "$diff/up" ] && [ -L "$diff/loop" ]
+  [ -L "$diff/shadow" ]
+  [ "$(readlink "$diff/shadow")" = /etc/shadow ]
+  [ -L "$diff/up" ]
+  [ -L "$diff/loop" ]
   run grep -c root: "$ESBX_ROOT/projects/p/layers/$id/record.json"
   assert_output 0
   esbx_ok fsck p

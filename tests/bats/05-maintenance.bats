@@ -71,7 +71,8 @@ setup() { setup_project; }
   id=$output
   [ "$(cat "$ESBX_ROOT/projects/p/stack")" = "$id" ]
   make_session p after
-  [ "$(cat "$m/f3")" = 3 ] && [ ! -e "$m/README" ]
+  [ "$(cat "$m/f3")" = 3 ]
+  [ ! -e "$m/README" ]
   esbx_ok gc
   [ "$(ls "$ESBX_ROOT/projects/p/layers" | wc -l)" -eq 1 ]
   esbx_ok fsck p

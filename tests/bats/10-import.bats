@@ -52,7 +52,8 @@ pytar() {
   [ "$(stat -c %a "$d/docs")" = 750 ]
   [ "$(stat -c %Y "$d/docs/guide.txt")" = 1000000000 ]
   [ "$(stat -c %Y "$d/docs")" = 1000000000 ]
-  [ -L "$d/link" ] && [ "$(readlink "$d/link")" = README ]
+  [ -L "$d/link" ]
+  [ "$(readlink "$d/link")" = README ]
 }
 
 @test "import a directory with a symlink to a host file copies the link, not the file" {
@@ -60,7 +61,8 @@ pytar() {
   ln -s /etc "$src/etc"
   esbx_ok project create p --from "$src"
   d=$(layer0 p)
-  [ -L "$d/pw" ] && [ "$(readlink "$d/pw")" = /etc/passwd ]
+  [ -L "$d/pw" ]
+  [ "$(readlink "$d/pw")" = /etc/passwd ]
   [ -L "$d/etc" ]
 }
 
@@ -150,15 +152,19 @@ EOF
   [ ! -e "$d/etc/os-release" ]
   [ "$(cat "$d/etc/passwd")" = "root:x:0:0" ]
   [ "$(cat "$d/etc/motd")" = hi ]
-  [ ! -e "$d/app/old1" ] && [ ! -e "$d/app/sub" ]
+  [ ! -e "$d/app/old1" ]
+  [ ! -e "$d/app/sub" ]
   [ "$(cat "$d/app/new")" = new ]
-  [ -d "$d/usr" ] && [ ! -L "$d/usr" ] && [ "$(cat "$d/usr/x")" = x ]
+  [ -d "$d/usr" ]
+  [ ! -L "$d/usr" ]
+  [ "$(cat "$d/usr/x")" = x ]
   [ "$(cat "$d/bin/sh")" = sh ]
   run find "$d" -name '.wh.*'
   assert_output ""
   run find "$d" -type c
   assert_output ""
-  [ ! -e "$d/manifest.json" ] && [ ! -e "$d/aaa" ]
+  [ ! -e "$d/manifest.json" ]
+  [ ! -e "$d/aaa" ]
   esbx_ok fsck img
 }
 

@@ -24,7 +24,8 @@ names() {
   mkdir "$out/x"
   tar -C "$out/x" -xf "$out/p.tar"
   diff -r --no-dereference "$src" "$out/x"
-  [ -L "$out/x/link" ] && [ "$(readlink "$out/x/link")" = README ]
+  [ -L "$out/x/link" ]
+  [ "$(readlink "$out/x/link")" = README ]
   # Nothing but the result next to it: the temp file was renamed.
   run ls -A "$out"
   assert_output "$(printf 'p.tar\nx')"
@@ -55,10 +56,12 @@ names() {
   mkdir "$out/x"
   tar -C "$out/x" -xf "$out/s1.tar"
   [ "$(cat "$out/x/README")" = changed ]
-  [ ! -e "$out/x/docs/guide.txt" ] && [ -d "$out/x/docs" ]
+  [ ! -e "$out/x/docs/guide.txt" ]
+  [ -d "$out/x/docs" ]
   [ "$(cat "$out/x/new/dir/file")" = n ]
   # A symlink to a host file is stored as a symlink, its target unread.
-  [ -L "$out/x/shadow" ] && [ "$(readlink "$out/x/shadow")" = /etc/shadow ]
+  [ -L "$out/x/shadow" ]
+  [ "$(readlink "$out/x/shadow")" = /etc/shadow ]
   run tar -xOf "$out/s1.tar" shadow
   refute_output --partial "root:"
 }

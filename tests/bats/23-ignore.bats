@@ -44,7 +44,9 @@ build_in() {
   make_sessions p s1 s2 s3
   for s in s1 s2 s3; do build_in "$s"; done
   m1=$(path_of s1) m2=$(path_of s2) m3=$(path_of s3)
-  [ -x "$m1/prog" ] && [ -f "$m2/main.o" ] && [ -f "$m3/util.o" ]
+  [ -x "$m1/prog" ]
+  [ -f "$m2/main.o" ]
+  [ -f "$m3/util.o" ]
   echo 'int extra1;' >"$m1/extra1.c"
   echo 'int extra2;' >"$m2/extra2.c"
   echo 'int extra3;' >"$m3/extra3.c"
@@ -135,7 +137,8 @@ build_in() {
   echo "esbx: $got" >&2
   [ "$want" = "$got" ]
   # Both sides are non-trivial: some paths are published, some not.
-  [[ $changed == *plain.c* ]] && [[ $got == *a.o* ]]
+  [[ $changed == *plain.c* ]]
+  [[ $got == *a.o* ]]
 }
 
 @test "ignored paths take no part in the conflict check; --include-ignored publishes them" {

@@ -114,7 +114,8 @@ base_of() { sed -n 's/^ *"base": *"\([0-9a-f]*\)".*/\1/p' "$ESBX_ROOT/sessions/$
   assert_output --partial "stopped the session's holder; a new one runs"
   local new
   new=$(holder_pid b)
-  [ -n "$new" ] && [ "$new" != "$old" ]
+  [ -n "$new" ]
+  [ "$new" != "$old" ]
   # The new holder sees the rebased files.
   esbx_ok exec b -- cat /workspace/x
   assert_output x

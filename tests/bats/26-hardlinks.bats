@@ -87,11 +87,13 @@ make_links() {
   sync
   esbx_ok --json session inspect s1
   bytes=$(jq -r .upper_bytes <<<"$output")
-  [ "$bytes" -ge 1048576 ] && [ "$bytes" -lt $((1048576 + 524288)) ]
+  [ "$bytes" -ge 1048576 ]
+  [ "$bytes" -lt $((1048576 + 524288)) ]
   esbx_ok discard s1
   esbx_ok --json trash list
   size=$(jq -r '.[0].size' <<<"$output")
-  [ "$size" -ge 1048576 ] && [ "$size" -lt $((1048576 + 524288)) ]
+  [ "$size" -ge 1048576 ]
+  [ "$size" -lt $((1048576 + 524288)) ]
 }
 
 @test "a link to a file the session did not change stays a copy" {

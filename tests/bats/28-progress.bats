@@ -80,9 +80,11 @@ setup() {
   grep -qE '^Collecting garbage: 100% \(1/1 projects\), .* s, done\.$' "$BATS_TEST_TMPDIR/log"
 
   run --separate-stderr "$ESBX" export s1 -o "$BATS_TEST_TMPDIR/s1.tar"
-  [ "$status" -eq 0 ] && [ -z "$stderr" ]
+  [ "$status" -eq 0 ]
+  [ -z "$stderr" ]
   run --separate-stderr "$ESBX" gc
-  [ "$status" -eq 0 ] && [ -z "$stderr" ]
+  [ "$status" -eq 0 ]
+  [ -z "$stderr" ]
   esbx_fails 2 gc extra
   esbx_fails 2 gc --bogus
 }

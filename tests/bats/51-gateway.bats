@@ -294,7 +294,7 @@ load ./gateway_helpers.bash
   grep -qx 'esbx_publishes_total{result="conflict"} 1' <<<"$output"
   kill -TERM "$ESBXD_PID"
   for _ in $(seq 50); do kill -0 "$ESBXD_PID" 2>/dev/null || break; sleep 0.1; done
-  ! kill -0 "$ESBXD_PID" 2>/dev/null
+  if kill -0 "$ESBXD_PID" 2>/dev/null; then fail "esbxd did not stop on SIGTERM"; fi
   start_gateway
   t=$(token manage)
   gw_expect 200 POST /v1/sessions/s1/publish "$t" '{}'

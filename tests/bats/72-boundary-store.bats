@@ -187,7 +187,8 @@ count_refusal() {
   done
   assert_equal "$(tail -n 1 "$ESBX_ROOT/projects/p/stack")" "$head"
   assert_equal "$(ls -A "$ESBX_ROOT/projects/p/tmp" "$ESBX_ROOT/tmp" | grep -v ':$' | grep -c .)" 0
-  [ ! -e "$BATS_TEST_TMPDIR/s1.tar" ] && [ ! -e "$BATS_TEST_TMPDIR/s1.oci" ]
+  [ ! -e "$BATS_TEST_TMPDIR/s1.tar" ]
+  [ ! -e "$BATS_TEST_TMPDIR/s1.oci" ]
 
   # 1,200 levels (2,400-byte paths) is within the rules: every walk works
   # with a bounded number of open files.

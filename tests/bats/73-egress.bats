@@ -188,7 +188,9 @@ fetch() {
   s1=$("$ESBX" session inspect s1 | jq -r .egress.address)
   gw1=$("$ESBX" session inspect s1 | jq -r .egress.resolver)
   s2=$("$ESBX" session inspect s2 | jq -r .egress.address)
-  [ -n "$s2" ] && [ "$s2" != null ] && [ "$s1" != "$s2" ]
+  [ -n "$s2" ]
+  [ "$s2" != null ]
+  [ "$s1" != "$s2" ]
   # Everything on the allow-list (0.0.0.0/0) is reachable...
   fetch s1 "http://$INET.3:8080/"
   assert_success

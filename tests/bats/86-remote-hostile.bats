@@ -332,7 +332,9 @@ body = json.dumps(created) + "\n" + json.dumps({"result": {"header": {"revision"
 json.dump({"head": body}, open(sys.argv[1], "w"))
 PY
   watch_attack "$BATS_TEST_TMPDIR/gen" 3 "the watch ended"
-  [ ! -e "$HOST_B/projects/x" ] && [ ! -e "$HOST_B/x" ] && [ ! -e "$HOST_B/projects/n1" ]
+  [ ! -e "$HOST_B/projects/x" ]
+  [ ! -e "$HOST_B/x" ]
+  [ ! -e "$HOST_B/projects/n1" ]
   assert_untouched_store
 }
 
