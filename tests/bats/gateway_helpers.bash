@@ -38,16 +38,7 @@ teardown_gateway() {
     echo "--- last lines of the esbxd log"
     tail -n 30 "$GW_LOG"
   fi
-  if [ -n "${ESBXD_PID:-}" ]; then
-    kill -TERM "$ESBXD_PID" 2>/dev/null || true
-    local i=0
-    while kill -0 "$ESBXD_PID" 2>/dev/null && [ $i -lt 50 ]; do
-      sleep 0.1
-      i=$((i + 1))
-    done
-    kill -KILL "$ESBXD_PID" 2>/dev/null || true
-    ESBXD_PID=
-  fi
+  esbxd_down
   [ -n "${GW_DIR:-}" ] && rm -rf "$GW_DIR"
   [ -n "${GW_PLUGIN_SOCK:-}" ] && rm -f "$GW_PLUGIN_SOCK"
   teardown_store

@@ -161,3 +161,17 @@ print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v)
 json_names() {
   python3 -c 'import json, sys; print(" ".join(o["name"] for o in json.load(sys.stdin)))'
 }
+
+# Stop the esbxd whose pid is $ESBXD_PID (if any): TERM, then KILL after
+# 5 s; clears ESBXD_PID.
+esbxd_down() {
+  [ -n "${ESBXD_PID:-}" ] || return 0
+  kill -TERM "$ESBXD_PID" 2>/dev/null || true
+  local i=0
+  while kill -0 "$ESBXD_PID" 2>/dev/null && [ $i -lt 50 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -KILL "$ESBXD_PID" 2>/dev/null || true
+  ESBXD_PID=
+}

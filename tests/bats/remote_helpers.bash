@@ -360,16 +360,3 @@ esbxd_up() {
     sleep 0.1
   done
 }
-
-# Stop the esbxd of esbxd_up: TERM, then KILL after 5 s.
-esbxd_down() {
-  [ -n "${ESBXD_PID:-}" ] || return 0
-  kill -TERM "$ESBXD_PID" 2>/dev/null || true
-  local i=0
-  while kill -0 "$ESBXD_PID" 2>/dev/null && [ $i -lt 50 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  kill -KILL "$ESBXD_PID" 2>/dev/null || true
-  ESBXD_PID=
-}
