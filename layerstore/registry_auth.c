@@ -462,7 +462,9 @@ refused_error (const struct esbx_registry *r, const struct challenge *c, long st
 {
   _cleanup_free_ char *realm = xstrndup (c->realm, strcspn (c->realm, "?#"));
   _cleanup_free_ char *shown = esbx_escape_line (realm);
-  _cleanup_free_ char *scope = esbx_escape_line (c->scope ? c->scope : "");
+  /* Its actions sorted: registries name them in either order.  */
+  _cleanup_free_ char *key = scope_key (c->scope ? c->scope : "");
+  _cleanup_free_ char *scope = esbx_escape_line (key);
   _cleanup_free_ char *as = NULL;
 
   if (r->auth.userpwd)
