@@ -112,7 +112,7 @@ esbx_session_discard (esbx_store_t *store, const char *name, unsigned int flags,
   /* Move it out of sessions/ first so that a crash half-way through the
      removal leaves something gc finds, not a broken session.  */
   hex = esbx_random_hex (6);
-  graveyard = xasprintf ("tmp/discard-%s-%s", name, hex);
+  graveyard = xasprintf ("tmp/" ESBX_DISCARD_PREFIX "%s-%s", name, hex);
   if (renameat (store->rootfd, rel, store->rootfd, graveyard) < 0)
     return esbx_make_error (err, errno, "discard `%s`", name);
   if (esbx_rm_rf_detached (store, graveyard) == 1)

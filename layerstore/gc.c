@@ -113,7 +113,7 @@ remove_unlocked (struct gc *g, int dirfd, const char *name, const char *path, co
   /* A discard's remover (remove_detached.c) holds its directory until it
      is gone and only deletes: wait for it.  Any other holder is alive and
      using its entry.  */
-  bool removing = esbx_has_prefix (name, "discard-");
+  bool removing = esbx_has_prefix (name, ESBX_DISCARD_PREFIX);
 
   if (fd < 0 && errno == ENOENT)
     return;

@@ -33,6 +33,9 @@ int esbx_store_tmpdir (esbx_store_t *store, const char *prefix, char **path, esb
 /* The store's creation lock: held shared while a temp directory is made and
    locked (esbx_mkdir_locked), exclusively by gc while it sweeps.  */
 int esbx_store_creation_lock (esbx_store_t *store, bool exclusive, esbx_error_t *err);
+/* A discarded session's directory in ROOT/tmp while it is removed:
+   PREFIX + NAME-RANDOM (discard.c; gc waits for its remover).  */
+#define ESBX_DISCARD_PREFIX "discard-"
 /* Remove REL (a directory of the store nobody else uses) in a process of
    its own when the store detaches removals and this process runs one
    thread: 1 when that process took it, 0 when the caller removes it

@@ -209,8 +209,10 @@ int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp
    ID-record that lists it: *DIGEST receives the record's digest.  */
 int esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text,
                              size_t len, unsigned flags, char **digest, esbx_error_t *err);
-/* That manifest's text (*MLEN bytes) for the record DIGEST of LEN bytes.  */
-char *esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen);
+/* That manifest's text (*MLEN bytes) for the record DIGEST of LEN bytes,
+   and its tag (ID-record) in *TAG.  */
+char *esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen,
+                                   char **tag);
 
 /* IN's bytes gzip-compressed into OUT, the same for the same input
    (gzip.c).  */

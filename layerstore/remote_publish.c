@@ -156,15 +156,28 @@ struct besides
   struct beside make, layer, rec, cfg;
   bool layer_pushed;
 };
+#define N_BESIDES 4
+
+/* The members of BS into EACH.  */
+static void
+besides_list (struct besides *bs, struct beside *each[N_BESIDES])
+{
+  each[0] = &bs->make;
+  each[1] = &bs->layer;
+  each[2] = &bs->rec;
+  each[3] = &bs->cfg;
+}
 
 /* No thread beside a sync, which forks the importer.  */
 static void
 besides_join (struct besides *bs)
 {
-  beside_join (&bs->make);
-  beside_join (&bs->layer);
-  beside_join (&bs->rec);
-  beside_join (&bs->cfg);
+  struct beside *each[N_BESIDES];
+  size_t j;
+
+  besides_list (bs, each);
+  for (j = 0; j < N_BESIDES; j++)
+    beside_join (each[j]);
 }
 
 /* What a publish needs from the remote before it can push, begun on a
@@ -188,11 +201,12 @@ struct esbx_remote_warm
 static void
 besides_init (struct besides *bs, const struct esbx_remote *rm, const char *project)
 {
-  struct beside *each[] = { &bs->make, &bs->layer, &bs->rec, &bs->cfg };
+  struct beside *each[N_BESIDES];
   size_t j;
 
   memset (bs, 0, sizeof *bs);
-  for (j = 0; j < sizeof each / sizeof *each; j++)
+  besides_list (bs, each);
+  for (j = 0; j < N_BESIDES; j++)
     {
       each[j]->rm = rm;
       each[j]->project = project;
@@ -203,10 +217,12 @@ besides_init (struct besides *bs, const struct esbx_remote *rm, const char *proj
 static void
 besides_close (struct besides *bs)
 {
-  beside_close (&bs->make);
-  beside_close (&bs->layer);
-  beside_close (&bs->rec);
-  beside_close (&bs->cfg);
+  struct beside *each[N_BESIDES];
+  size_t j;
+
+  besides_list (bs, each);
+  for (j = 0; j < N_BESIDES; j++)
+    beside_close (each[j]);
   if (bs->make.fd >= 0)
     close (bs->make.fd);
   bs->make.fd = -1;
@@ -358,8 +374,7 @@ push_layer (struct besides *bs, const char *id, const char *record, size_t len,
     return -1;
   /* The image manifest names the layer blob and the config, and the
      record in an annotation; the record's own manifest keeps it.  */
-  rtext = esbx_remote_record_manifest (id, mine->record, len, &rlen);
-  rtag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
+  rtext = esbx_remote_record_manifest (id, mine->record, len, &rlen, &rtag);
   bs->rec.tag = rtag;
   bs->rec.text = rtext;
   bs->rec.len = rlen;

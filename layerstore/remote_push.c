@@ -32,7 +32,8 @@ descriptor (const char *media_type, const char *digest, int64_t size)
 }
 
 char *
-esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen)
+esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen,
+                             char **tag)
 {
   _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
   json_t *annot = json_new (JSON_OBJECT);
@@ -46,6 +47,7 @@ esbx_remote_record_manifest (const char *id, const char *digest, size_t len, siz
   json_set (manifest, "layers", json_new (JSON_ARRAY));
   json_set_string (annot, ESBX_ANNOT_LAYER, id);
   json_set (manifest, "annotations", annot);
+  *tag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
   return json_serialize (manifest, false, mlen);
 }
 
@@ -61,8 +63,7 @@ esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *
   *digest = xasprintf ("sha256:%s", hex);
   if (esbx_registry_push_blob (reg, *digest, text, len, flags, err) < 0)
     return -1;
-  mtext = esbx_remote_record_manifest (id, *digest, len, &mlen);
-  tag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
+  mtext = esbx_remote_record_manifest (id, *digest, len, &mlen, &tag);
   return esbx_registry_put_manifest (reg, tag, mtext, mlen, err);
 }
 
