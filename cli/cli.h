@@ -46,12 +46,12 @@ int cli_read_env_file (const char *path, struct strv *out, esbx_error_t *err);
 /* Print a JSON document followed by a newline on stdout.  */
 void cli_print_json (const json_t *j);
 
-/* Conflicts of a publish or rebase (esbx_conflicts_json): stderr lines, or
-   JSON with --json.  */
-void cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts);
-/* A publish or rebase that failed: print its conflicts, if any, free R and
-   return -1.  */
+/* A publish or rebase that failed: print its conflicts and unmerged paths,
+   if any, free R and return -1.  */
 int cli_publish_failed (struct esbx_cli *cli, struct esbx_publish_result *r);
+/* What a refused publish or rebase says ({"conflicts", "unmerged"}, or a
+   rebase's whole view with "base"), from either mode.  */
+void cli_print_refused (struct esbx_cli *cli, const json_t *o);
 
 /* Printing from the JSON views (print.c), shared by embedded and remote mode.  */
 void cli_print_projects (struct esbx_cli *cli, const json_t *arr);

@@ -50,7 +50,10 @@ static const struct verb verbs[] = {
     "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },
   { "publish", cmd_publish,
     "publish S [-m|--message MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]..." },
-  { "rebase", cmd_rebase, "rebase S [--restart]" },
+  { "rebase", cmd_rebase,
+    "rebase S [--restart]\n"
+    "rebase --show S PATH --base|--ours|--theirs\n"
+    "rebase --resolved S PATH..." },
   { "discard", cmd_discard, "discard S [--force]" },
   { "export", cmd_export,
     "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer] [--progress | --quiet]" },

@@ -179,46 +179,104 @@ void
 cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
 {
   const char *layer = json_get_string (o, "layer");
-
-  if (cli->json)
-    cli_print_json (o);
-  else if (layer)
-    printf ("%s\n", layer);
-  else
-    fprintf (stderr, "esbx: publish `%s`: nothing to publish\n", session);
-}
-
-void
-cli_print_conflicts (struct esbx_cli *cli, const json_t *conflicts)
-{
-  const json_t *c;
+  const json_t *ign = json_get (o, "ignored"), *p;
   size_t i;
 
   if (cli->json)
     {
-      /* {"conflicts": CONFLICTS}, borrowing them: only serialised, and
-         taken back before the wrapper is freed.  */
-      _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
-
-      json_set (o, "conflicts", (json_t *)conflicts);
       cli_print_json (o);
-      json_take_at (o, 0);
       return;
     }
-  json_array_foreach (conflicts, i, c)
-    fprintf (stderr, "conflict: %s (layer %s, session %s)%s\n", str_or (c, "path", ""),
-             str_or (c, "layer", ""), str_or (c, "session", "-"),
-             json_get_bool (c, "markers", false) ? ": merged with conflict markers" : "");
+  if (layer)
+    printf ("%s\n", layer);
+  else
+    fprintf (stderr, "esbx: publish `%s`: nothing to publish\n", session);
+  if (ign)
+    {
+      int64_t n = int_of (ign, "count");
+
+      fprintf (stderr, "esbx: publish `%s`: %" PRId64 " ignored path%s left out (", session, n,
+               n == 1 ? "" : "s");
+      json_array_foreach (json_get (ign, "first"), i, p)
+        fprintf (stderr, "%s%s", i ? ", " : "", p->type == JSON_STRING ? p->text : "");
+      fprintf (stderr, "%s); --include-ignored publishes them\n",
+               (size_t)n > json_len (json_get (ign, "first")) ? ", ..." : "");
+    }
+}
+
+/* One conflict of a publish or rebase, on stderr.  */
+static void
+print_conflict (const json_t *c)
+{
+  const char *kind = str_or (c, "kind", "content");
+  const char *renamed = json_get_string (c, "renamed");
+
+  fprintf (stderr, "conflict: %s (layer %s, session %s)", str_or (c, "path", ""),
+           str_or (c, "layer", ""), str_or (c, "session", "-"));
+  if (json_get_bool (c, "markers", false))
+    fprintf (stderr, ": merged with conflict markers");
+  else if (renamed)
+    fprintf (stderr, ": renamed, %s %s",
+             json_get_bool (c, "blocking", false) ? "not merged into" : "merged into", renamed);
+  else if (json_get_bool (c, "blocking", false))
+    fprintf (stderr, ": %s, rebase cannot merge it", kind);
+  fputc ('\n', stderr);
+}
+
+/* One path a rebase left for a person, on stderr.  */
+static void
+print_unmerged (const json_t *u)
+{
+  static const char *const sides[] = { "base", "ours", "theirs" };
+  const char *kind = str_or (u, "kind", "content");
+  bool any = false;
+
+  fprintf (stderr, "unmerged: %s (%s", str_or (u, "path", ""),
+           strcmp (kind, "content") == 0 ? "conflict markers" : kind);
+  for (size_t i = 0; i < 3; i++)
+    if (json_get_string (u, sides[i]))
+      {
+        fprintf (stderr, "%s--%s", any ? "|" : "; versions: ", sides[i]);
+        any = true;
+      }
+  fprintf (stderr, ")\n");
+}
+
+void
+cli_print_refused (struct esbx_cli *cli, const json_t *o)
+{
+  const json_t *p;
+  size_t i;
+
+  if (json_get (o, "base"))
+    {
+      cli_print_rebased (cli, o);
+      return;
+    }
+  if (cli->json)
+    {
+      _cleanup_json_ json_t *view = json_new (JSON_OBJECT);
+
+      if (json_get (o, "conflicts"))
+        json_set (view, "conflicts", json_copy (json_get (o, "conflicts")));
+      if (json_get (o, "unmerged"))
+        json_set (view, "unmerged", json_copy (json_get (o, "unmerged")));
+      cli_print_json (view);
+      return;
+    }
+  json_array_foreach (json_get (o, "conflicts"), i, p)
+    print_conflict (p);
+  json_array_foreach (json_get (o, "unmerged"), i, p)
+    print_unmerged (p);
 }
 
 int
 cli_publish_failed (struct esbx_cli *cli, struct esbx_publish_result *r)
 {
-  if (r->n_conflicts)
-    {
-      _cleanup_json_ json_t *conflicts = esbx_conflicts_json (r);
-      cli_print_conflicts (cli, conflicts);
-    }
+  _cleanup_json_ json_t *o = esbx_refused_json (r);
+
+  if (o)
+    cli_print_refused (cli, o);
   esbx_publish_result_free (r);
   return -1;
 }
@@ -231,12 +289,25 @@ cli_print_rebased (struct esbx_cli *cli, const json_t *o)
 
   if (cli->json)
     {
-      cli_print_json (o);
+      /* The whole view, without an error answer's "error" and "code".  */
+      _cleanup_json_ json_t *view = json_copy (o);
+      json_remove (view, "error");
+      json_remove (view, "code");
+      cli_print_json (view);
       return;
     }
-  printf ("%s\n", str_or (o, "base", ""));
+  if (json_get_string (o, "base"))
+    printf ("%s\n", json_get_string (o, "base"));
   json_array_foreach (json_get (o, "merged"), i, p)
     fprintf (stderr, "merged: %s\n", p->type == JSON_STRING ? p->text : "");
+  json_array_foreach (json_get (o, "conflicts"), i, p)
+    if (json_get_string (p, "renamed") && !json_get_bool (p, "blocking", false))
+      fprintf (stderr, "renamed: %s -> %s\n", str_or (p, "path", ""), str_or (p, "renamed", ""));
+  json_array_foreach (json_get (o, "conflicts"), i, p)
+    if (json_get_bool (p, "blocking", false))
+      print_conflict (p);
+  json_array_foreach (json_get (o, "unmerged"), i, p)
+    print_unmerged (p);
 }
 
 void

@@ -186,13 +186,13 @@ gateway_error (esbx_error_t *err, int64_t code, const char *msg)
   return esbx_make_error_kind (err, esbx_error_kind_of_exit ((int)code), 0, "%s", msg);
 }
 
-/* An error answer: {"error": MSG, "code": N[, "conflicts": [...]]}.  */
+/* An error answer: {"error": MSG, "code": N[, "conflicts": [...]][,
+   "unmerged": [...]]}, or a refused rebase's whole view with them.  */
 static int
 answer_error (struct esbx_cli *cli, const struct response *r, esbx_error_t *err)
 {
   esbx_error_t perr = NULL;
   _cleanup_json_ json_t *j = json_parse (r->body ? r->body : "", r->len, &perr);
-  const json_t *conflicts;
   const char *msg;
   int64_t code = ESBX_EXIT_ERROR;
 
@@ -203,9 +203,9 @@ answer_error (struct esbx_cli *cli, const struct response *r, esbx_error_t *err)
     }
   msg = json_get_string (j, "error");
   json_get_int (j, "code", &code);
-  conflicts = json_get (j, "conflicts");
-  if (conflicts && conflicts->type == JSON_ARRAY && json_len (conflicts))
-    cli_print_conflicts (cli, conflicts);
+  if (json_len (json_get (j, "conflicts")) || json_len (json_get (j, "unmerged"))
+      || json_get (j, "base"))
+    cli_print_refused (cli, j);
   return gateway_error (err, code, msg ? msg : "the gateway refused the request");
 }
 

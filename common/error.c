@@ -12,6 +12,7 @@ static const char *const kind_names[] = {
   [ESBX_ERR_NOT_FOUND] = "not-found",
   [ESBX_ERR_EXISTS] = "exists",
   [ESBX_ERR_CONFLICT] = "conflict",
+  [ESBX_ERR_UNMERGED] = "unmerged",
   [ESBX_ERR_FORBIDDEN] = "forbidden",
   [ESBX_ERR_BUSY] = "busy",
   [ESBX_ERR_TOO_LARGE] = "too-large",
@@ -65,6 +66,8 @@ esbx_error_exit_status (const struct esbx_error *err)
       return ESBX_EXIT_USAGE;
     case ESBX_ERR_CONFLICT:
       return ESBX_EXIT_CONFLICT;
+    case ESBX_ERR_UNMERGED:
+      return ESBX_EXIT_UNMERGED;
     case ESBX_ERR_EXEC_FAILED:
       return 126;
     case ESBX_ERR_EXEC_NOT_FOUND:
@@ -83,6 +86,8 @@ esbx_error_kind_of_exit (int code)
       return ESBX_ERR_USAGE;
     case ESBX_EXIT_CONFLICT:
       return ESBX_ERR_CONFLICT;
+    case ESBX_EXIT_UNMERGED:
+      return ESBX_ERR_UNMERGED;
     case 126:
       return ESBX_ERR_EXEC_FAILED;
     case 127:

@@ -14,7 +14,8 @@ enum
   ESBX_EXIT_OK = 0,
   ESBX_EXIT_ERROR = 1,
   ESBX_EXIT_USAGE = 2,
-  ESBX_EXIT_CONFLICT = 3,
+  ESBX_EXIT_CONFLICT = 3, /* upstream changed a path: rebase, then publish again */
+  ESBX_EXIT_UNMERGED = 4, /* a path rebase could not merge waits for a person */
 };
 
 /* What went wrong, set where the error is made.  The exit status of the
@@ -32,6 +33,7 @@ enum esbx_error_kind
   ESBX_ERR_TOO_LARGE,      /* over a limit of size or count */
   ESBX_ERR_EXEC_FAILED,    /* the command of an exec could not be run (126) */
   ESBX_ERR_EXEC_NOT_FOUND, /* the command of an exec was not found (127) */
+  ESBX_ERR_UNMERGED,       /* paths a rebase left unmerged are not resolved (4) */
 };
 
 struct esbx_error
@@ -53,8 +55,8 @@ int esbx_make_error (esbx_error_t *err, int status, const char *fmt, ...)
 int esbx_make_error_kind (esbx_error_t *err, enum esbx_error_kind kind, int status, const char *fmt,
                           ...) __attribute__ ((format (printf, 4, 5)));
 
-/* The exit status of the CLI contract for ERR: 2 usage, 3 conflict, 126 and
-   127 for a command that could not run, 1 otherwise.  */
+/* The exit status of the CLI contract for ERR: 2 usage, 3 conflict, 4
+   unmerged, 126 and 127 for a command that could not run, 1 otherwise.  */
 int esbx_error_exit_status (const struct esbx_error *err);
 /* The kind an exit status stands for (an answer of the gateway).  */
 enum esbx_error_kind esbx_error_kind_of_exit (int code);

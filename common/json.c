@@ -41,6 +41,32 @@ json_new_bool (bool v)
   return j;
 }
 
+json_t *
+json_copy (const json_t *j)
+{
+  json_t *c;
+  size_t i;
+
+  if (j == NULL)
+    return NULL;
+  c = json_new (j->type);
+  c->boolean = j->boolean;
+  c->text = j->text ? xstrdup (j->text) : NULL;
+  if (j->n == 0)
+    return c;
+  c->n = c->cap = j->n;
+  c->items = xmalloc0 (j->n * sizeof *c->items);
+  if (j->keys)
+    c->keys = xmalloc0 (j->n * sizeof *c->keys);
+  for (i = 0; i < j->n; i++)
+    {
+      c->items[i] = json_copy (j->items[i]);
+      if (j->keys)
+        c->keys[i] = xstrdup (j->keys[i]);
+    }
+  return c;
+}
+
 void
 json_free (json_t *j)
 {

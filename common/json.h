@@ -54,6 +54,8 @@ json_t *json_new (enum json_type type);
 json_t *json_new_string (const char *s);
 json_t *json_new_int (int64_t v);
 json_t *json_new_bool (bool v);
+/* A deep copy of J (NULL for NULL).  */
+json_t *json_copy (const json_t *j);
 
 /* Object access.  json_get returns NULL when obj is not an object or has no
    such key.  */

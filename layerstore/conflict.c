@@ -94,8 +94,8 @@ esbx_upstream_load (esbx_store_t *store, const char *project, const char *base, 
   return 0;
 }
 
-static const struct esbx_upstream_entry *
-upstream_find (const struct esbx_upstream *u, const char *path)
+const struct esbx_upstream_entry *
+esbx_upstream_find (const struct esbx_upstream *u, const char *path)
 {
   struct esbx_change c = { .path = (char *)path };
   struct esbx_upstream_entry key = { .change = &c };
@@ -136,7 +136,7 @@ esbx_conflicts_find (const struct esbx_changeset *cs, const struct esbx_upstream
   for (i = 0; i < cs->n; i++)
     {
       const struct esbx_change *c = &cs->v[i];
-      const struct esbx_upstream_entry *e = upstream_find (u, c->path);
+      const struct esbx_upstream_entry *e = esbx_upstream_find (u, c->path);
       _cleanup_free_ char *prefix = xstrdup (c->path);
       char *slash;
       size_t plen = strlen (c->path);
@@ -147,7 +147,7 @@ esbx_conflicts_find (const struct esbx_changeset *cs, const struct esbx_upstream
       while ((slash = strrchr (prefix, '/')) != NULL && slash != prefix)
         {
           *slash = '\0';
-          e = upstream_find (u, prefix);
+          e = esbx_upstream_find (u, prefix);
           if (e && hides_below (e->change))
             add_conflict (r, c->path, e->layer);
         }

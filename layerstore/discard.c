@@ -13,24 +13,29 @@
 #include <inttypes.h>
 #include <unistd.h>
 
-/* The number of changes of session NAME (-1 when they cannot be counted)
-   and its record; NULL when even the record is unreadable.  */
+/* The number of changes of session NAME (-1 when they cannot be counted),
+   how many of them its ignore rules leave out of a publish (an ignored
+   directory counts once) and its record; NULL when even the record is
+   unreadable.  Ignored work is unpublished work too: a file a publish left
+   out because a rule matched it is not lost with the session.  */
 static struct esbx_session *
-count_changes (esbx_store_t *store, const char *name, int64_t *changes, char **why)
+count_changes (esbx_store_t *store, const char *name, int64_t *changes, int64_t *ignored_n,
+               char **why)
 {
-  struct esbx_changeset cs = { 0 };
+  struct esbx_changeset cs = { 0 }, ignored = { 0 };
   struct esbx_session *s = NULL;
   esbx_error_t e = NULL;
   int ufd;
 
   *changes = -1;
+  *ignored_n = 0;
   if (esbx_session_load (store, name, &s, &e) < 0)
     {
       *why = xstrdup (e->msg);
       esbx_error_free (&e);
       return NULL;
     }
-  ufd = esbx_session_scan (store, s, NULL, 0, &cs, NULL, NULL, &e);
+  ufd = esbx_session_scan (store, s, NULL, ESBX_CHANGES_IGNORED_TOP, &cs, NULL, &ignored, &e);
   if (ufd < 0)
     {
       *why = xstrdup (e->msg);
@@ -38,8 +43,10 @@ count_changes (esbx_store_t *store, const char *name, int64_t *changes, char **w
       return s;
     }
   close (ufd);
-  *changes = (int64_t)cs.n;
+  *ignored_n = (int64_t)ignored.n;
+  *changes = (int64_t)(cs.n + ignored.n);
   esbx_changeset_free (&cs);
+  esbx_changeset_free (&ignored);
   return s;
 }
 
@@ -51,17 +58,20 @@ keep_unpublished (esbx_store_t *store, const char *name, const char *rel, unsign
 {
   _cleanup_free_ char *why = NULL, *entry = NULL, *expires = NULL, *counted = NULL;
   struct esbx_session *s;
-  int64_t n;
+  int64_t n, n_ignored;
   int ret;
 
-  s = count_changes (store, name, &n, &why);
+  s = count_changes (store, name, &n, &n_ignored, &why);
   if (n == 0)
     {
       esbx_session_free (s);
       return 0;
     }
   counted = n < 0 ? xasprintf ("its changes could not be counted (%s);", why)
-                  : xasprintf ("%" PRId64 " unpublished change%s", n, n == 1 ? "" : "s");
+            : n_ignored > 0
+                ? xasprintf ("%" PRId64 " unpublished change%s (%" PRId64 " of them ignored)", n,
+                             n == 1 ? "" : "s", n_ignored)
+                : xasprintf ("%" PRId64 " unpublished change%s", n, n == 1 ? "" : "s");
   if (s == NULL || (flags & ESBX_DISCARD_FORCE) || ttl == 0)
     {
       const char *because = "the trash is off";

@@ -115,7 +115,7 @@ int esbx_session_save (esbx_store_t *store, const char *name, const json_t *reco
                        esbx_error_t *err);
 
 /* Change set of an upper directory against BASE (scan.c).  SAME, when not
-   NULL, receives the copy-ups identical to the base.  Unless FLAGS has
+   NULL, receives the copy-ups identical to the base (directories too).  Unless FLAGS has
    ESBX_CHANGES_INCLUDE_IGNORED, the ignore rules of the merged view
    (ignore.h) leave changes out; IGNORED, when not NULL, receives them.  */
 int esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsigned flags,
@@ -164,30 +164,76 @@ void esbx_upstream_free (struct esbx_upstream *u);
 void esbx_conflicts_find (const struct esbx_changeset *cs, const struct esbx_upstream *u,
                           struct esbx_publish_result *r);
 
-/* Three-way merges of text conflicts for rebase (merge.c).  */
-struct esbx_merge
-{
-  char *path;   /* "/a/b" */
-  char *tmp;    /* the result, in the session's directory, until applied */
-  bool markers; /* hunks overlapped: the result has conflict markers */
-};
-struct esbx_merges
-{
-  struct esbx_merge *v;
-  size_t n;
-};
-/* Merge every conflict of R (the session's file, its base's, the head's)
-   into files in the session directory SDFD: 0 with M filled, 1 when some
-   conflict is not a text file on every side (nothing is kept), -1.  */
-int esbx_merges_prepare (esbx_store_t *store, const struct esbx_session *s, int sdfd, int ufd,
-                         const char *head_id, const struct esbx_publish_result *r,
-                         struct esbx_merges *m, esbx_error_t *err);
-/* Move the results over the session's files in the unmounted upper UFD.  */
-int esbx_merges_apply (int sdfd, int ufd, struct esbx_merges *m, esbx_error_t *err);
-/* Free M, removing results not applied.  */
-void esbx_merges_free (struct esbx_merges *m, int sdfd);
-/* 1 when the session's file PATH has a line starting with `<<<<<<< `.  */
+/* The newest upstream entry of PATH, or NULL.  */
+const struct esbx_upstream_entry *esbx_upstream_find (const struct esbx_upstream *u,
+                                                      const char *path);
+
+/* Three-way merges of text files (merge.c).  */
+#define ESBX_MERGE_MAX_BYTES (64 * 1024 * 1024)
+/* A regular file of at most ESBX_MERGE_MAX_BYTES with no NUL byte in its
+   first 8 KiB: text, as git and diff(1) tell it.  */
+bool esbx_mergeable_fd (int fd);
+/* diff3 -m -E of OURS, BASE (-1: empty) and THEIRS into OUTFD, LABELS
+   naming them in the markers; *MARKERS when hunks overlapped.  */
+int esbx_merge_text (int ours, int base, int theirs, int outfd, const char *const labels[3],
+                     bool *markers, esbx_error_t *err);
+/* 1 when the session's file PATH has a line starting with a conflict marker
+   (`<<<<<<< ` or `>>>>>>> `).  */
 int esbx_has_conflict_markers (int ufd, const char *path);
+
+/* What rebase does with each conflict of R, the paths both the change
+   set CS of session S (its upper UFD, directory SDFD) and upstream UP
+   changed up to HEAD (rebase_plan.c): merged files are written beside the
+   session's entries, R's conflicts get their kind and whether they block,
+   unmerged entries are made with their versions kept.  */
+struct esbx_rebase_plan;
+int esbx_rebase_plan_make (esbx_store_t *store, const struct esbx_session *s, int sdfd, int ufd,
+                           const struct esbx_changeset *cs, const struct esbx_upstream *up,
+                           const char *head, struct esbx_publish_result *r,
+                           struct esbx_rebase_plan **out, esbx_error_t *err);
+/* Once the session is unmounted: drop the copy-ups of SAME, move the
+   merges into the upper directory.  */
+int esbx_rebase_plan_apply (struct esbx_rebase_plan *p, const struct esbx_changeset *same,
+                            esbx_error_t *err);
+/* The unmerged entries after the rebase (a new array), and the paths
+   merged cleanly (taken, NULL-terminated).  */
+json_t *esbx_rebase_plan_entries (struct esbx_rebase_plan *p);
+char **esbx_rebase_plan_merged (struct esbx_rebase_plan *p);
+/* Remove what was not applied and free P.  */
+void esbx_rebase_plan_free (struct esbx_rebase_plan *p);
+/* For publish: R's conflicts get their kind and whether rebase would leave
+   them for a person; nothing is merged or written.  */
+int esbx_rebase_classify (esbx_store_t *store, const struct esbx_session *s, int ufd,
+                          const struct esbx_changeset *cs, const struct esbx_upstream *up,
+                          const char *head, struct esbx_publish_result *r, esbx_error_t *err);
+
+/* Paths a rebase left for a person (unmerged.c): entries of the session's
+   record, with the three versions of each in sessions/S/unmerged/.  */
+#define ESBX_UNMERGED_DIR "unmerged"
+/* A new entry: {"path", "kind", "layer", "session", "id", "base", "ours",
+   "theirs"}, the sides null until kept.  */
+json_t *esbx_unmerged_new (const char *path, enum esbx_conflict_kind kind, const char *layer,
+                           const char *session, int64_t id);
+/* The entries of RECORD as a new array (a record's older string entries
+   become content entries without kept versions).  */
+json_t *esbx_unmerged_entries (const json_t *record);
+/* An id no entry of ENTRIES has.  */
+int64_t esbx_unmerged_next_id (const json_t *entries);
+/* Keep SIDE of ENTRY in the session directory SDFD: a regular file's
+   content read from FD, or a symlink's TARGET; TYPE ("file", "symlink",
+   "directory" or NULL: absent) goes into the entry.  */
+int esbx_unmerged_keep (int sdfd, json_t *entry, enum esbx_side side, int fd, const char *target,
+                        const char *type, esbx_error_t *err);
+/* Is ENTRY resolved in the upper UFD?  Content entries once the file has
+   no marker line; other kinds only by esbx_session_unmerged_resolve.  */
+bool esbx_unmerged_resolved (int ufd, const json_t *entry);
+/* Remove the kept versions of entries not in KEEP (and the directory once
+   KEEP is empty).  */
+void esbx_unmerged_prune (int sdfd, const json_t *keep);
+/* Refused (ESBX_ERR_UNMERGED, R->unmerged filled) while S has entries not
+   resolved in UFD.  */
+int esbx_unmerged_check (const struct esbx_session *s, int ufd, struct esbx_publish_result *r,
+                         esbx_error_t *err);
 
 /* A layer being written under projects/P/tmp (layerwrite.c).  */
 struct esbx_staged
@@ -201,6 +247,14 @@ struct esbx_staged
 int esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd,
                       struct esbx_changeset *cs, struct esbx_staged *out, esbx_error_t *err);
 void esbx_layer_unstage (esbx_store_t *store, struct esbx_staged *st);
+/* The directories of a staged layer that only hold its changes (no
+   change of their own) take the mode and owner they have at HEAD, the view
+   the layer lands on: the session's copies of them are as its base had
+   them, and the top layer's directory is what a view shows.  *CHANGED
+   (when not NULL) says whether one had to.  */
+int esbx_layer_adopt_parents (esbx_store_t *store, const char *project, struct esbx_staged *st,
+                              const struct esbx_changeset *cs, const char *head, bool *changed,
+                              esbx_error_t *err);
 /* Make a diff filled by other means than esbx_layer_stage (imports,
    squash) durable: one syncfs of the store's filesystem.  */
 int esbx_layer_sync (int diffd, esbx_error_t *err);

@@ -260,6 +260,9 @@ int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 /* Flags of a change set (diff, publish).  */
 /* Ignore rules do not apply: build outputs and the like count too.  */
 #define ESBX_CHANGES_INCLUDE_IGNORED 1u
+/* The ignored changes are wanted only to be named: an ignored directory
+   is one entry (not entered), an ignored file is not read.  */
+#define ESBX_CHANGES_IGNORED_TOP 2u
 
 /* The change set of a session against its base (and what it published),
    without the paths its ignore rules exclude (README, "Ignore rules"):
@@ -277,22 +280,57 @@ int esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_cha
    fails it with an error whose status is EPIPE.  */
 int esbx_session_patch (esbx_store_t *store, const char *name, FILE *out, esbx_error_t *err);
 
+/* What a path both the session and upstream changed is, for rebase.  */
+enum esbx_conflict_kind
+{
+  ESBX_CONFLICT_CONTENT,       /* text files both changed: merged three ways */
+  ESBX_CONFLICT_BINARY,        /* files both changed, not text on every side */
+  ESBX_CONFLICT_MODIFY_DELETE, /* changed in the session, deleted upstream */
+  ESBX_CONFLICT_DELETE_MODIFY, /* deleted in the session, changed upstream */
+  ESBX_CONFLICT_TYPE,          /* another type on each side, or a directory
+                                  above removed or replaced on one side */
+  ESBX_CONFLICT_SYMLINK,       /* a symlink both changed */
+  ESBX_CONFLICT_MODE,          /* a mode both changed, each its own way */
+  ESBX_CONFLICT_RENAME,        /* changed on one side, renamed on the other */
+};
+const char *esbx_conflict_kind_name (enum esbx_conflict_kind k);
+/* The three versions of a path a rebase could not merge, as git's index
+   stages 1, 2 and 3 hold them.  */
+enum esbx_side
+{
+  ESBX_SIDE_BASE,
+  ESBX_SIDE_OURS,
+  ESBX_SIDE_THEIRS,
+};
+const char *esbx_side_name (enum esbx_side side);
+
 struct esbx_conflict
 {
   char *path;
   char *layer;   /* upstream layer that touched the path */
   char *session; /* and the session it came from (may be NULL) */
+  enum esbx_conflict_kind kind;
+  /* Publish: rebase cannot merge this path by itself.  Rebase: it did not
+     (markers, or a kind it cannot merge): a person or an agent must look.  */
+  bool blocking;
   bool markers;  /* rebase: merged with conflict markers left in the session's file */
+  char *renamed; /* a rename followed: the path the change went to (rebase) or
+                    the rename that would be followed (publish) */
 };
 
 struct esbx_publish_result
 {
-  char *layer; /* new layer id; NULL when nothing changed or on conflict */
+  char *layer; /* new layer id; NULL when nothing changed or on conflict;
+                  rebase: the session's base afterwards, also on failure */
   struct esbx_conflict *conflicts;
   size_t n_conflicts;
   size_t n_changes;
-  bool published; /* the publish took place (a layer, or nothing to publish) */
-  char **merged;  /* rebase: text files merged without overlap (NULL-terminated) */
+  bool published;       /* the publish took place (a layer, or nothing to publish) */
+  char **merged;        /* rebase: paths merged cleanly (NULL-terminated) */
+  json_t *unmerged;     /* paths a rebase left for a person, not yet resolved
+                           (unmerged.c's entries), or NULL */
+  size_t n_ignored;     /* publish: changes the ignore rules left out */
+  char **ignored_first; /* the first of them (NULL-terminated), or NULL */
 };
 void esbx_publish_result_free (struct esbx_publish_result *r);
 
@@ -311,9 +349,23 @@ int esbx_session_publish_flags (esbx_store_t *store, const char *name, const cha
 int esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *message,
                                 unsigned flags, char *const *allow, struct esbx_publish_result *r,
                                 esbx_error_t *err);
-/* Move the session's base to the head (remounting it); conflicts as above.  */
+/* Move the session's base to the head (remounting it), merging what both
+   sides changed where it can (rebase.c): text three ways, renames followed,
+   a directory's mode, a file's mode or content changed on one side only.
+   What it cannot merge (overlapping hunks, binary files, a deletion against
+   a change, types, modes both changed) stays the session's and becomes an
+   unmerged entry with its three versions kept: then < 0 with kind
+   ESBX_ERR_UNMERGED, R->unmerged and R->conflicts filled and R->layer the
+   new base.  Publish refuses until each is resolved.  */
 int esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                          esbx_error_t *err);
+/* Write SIDE of the unmerged PATH of session NAME to OUTFD.  */
+int esbx_session_unmerged_show (esbx_store_t *store, const char *name, const char *path,
+                                enum esbx_side side, int outfd, esbx_error_t *err);
+/* Mark the unmerged PATHS (NULL-terminated) of session NAME resolved, as
+   they are now; an unknown path changes nothing.  */
+int esbx_session_unmerged_resolve (esbx_store_t *store, const char *name, char *const *paths,
+                                   esbx_error_t *err);
 
 /* ---- secrets (secret.c) ----------------------------------------------- */
 
@@ -663,11 +715,21 @@ json_t *esbx_project_json (esbx_store_t *store, const char *name, esbx_error_t *
 json_t *esbx_project_log_json (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* `diff --json`: one esbx_change_to_json per change.  */
 json_t *esbx_changeset_json (const struct esbx_changeset *cs);
-/* A publish that succeeded: {"layer" (null when nothing changed), "changes"}.  */
+/* A publish that succeeded: {"layer" (null when nothing changed), "changes"
+   [, "ignored": {"count", "first"}]}.  */
 json_t *esbx_publish_result_json (const struct esbx_publish_result *r);
-/* A rebase that succeeded: {"base"}.  */
+/* A rebase, whether it succeeded or left paths unmerged: {"base" (the
+   session's base afterwards), "merged", "conflicts", "unmerged"}.  */
 json_t *esbx_rebase_result_json (const struct esbx_publish_result *r);
-/* The conflicts of a publish or rebase: [{"path", "layer", "session"}].  */
+/* The conflicts of a publish or rebase: [{"path", "layer", "session",
+   "kind", "blocking"[, "renamed"][, "markers"]}].  */
 json_t *esbx_conflicts_json (const struct esbx_publish_result *r);
+/* The paths left unmerged: [{"path", "kind", "layer", "session",
+   ["renamed",] "base", "ours", "theirs"}], each side "file", "symlink",
+   "directory" or null (absent).  */
+json_t *esbx_unmerged_json (const struct esbx_publish_result *r);
+/* What a refused publish names: {["conflicts",] ["unmerged"]}, or NULL
+   when it names neither.  */
+json_t *esbx_refused_json (const struct esbx_publish_result *r);
 
 #endif

@@ -329,3 +329,80 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
     return r;
   }
 }
+
+/* Is PATH (a directory above a change of CS) in the layer only to hold
+   what is below it?  */
+static bool
+implicit_dir (const struct esbx_changeset *cs, const char *path)
+{
+  return esbx_changeset_find (cs, path) == NULL;
+}
+
+int
+esbx_layer_adopt_parents (esbx_store_t *store, const char *project, struct esbx_staged *st,
+                          const struct esbx_changeset *cs, const char *head, bool *changed,
+                          esbx_error_t *err)
+{
+  _cleanup_free_ char *diffrel = xasprintf ("%s/diff", st->rel);
+  _cleanup_free_ char *last = xstrdup ("");
+  _cleanup_close_ int diffd = -1;
+  struct esbx_stack view = { 0 };
+  size_t i;
+  int ret = -1;
+
+  if (changed)
+    *changed = false;
+  diffd = esbx_open_dir_at (store->rootfd, diffrel, err);
+  if (diffd < 0 || esbx_stack_open (store, project, head, NULL, &view, err) < 0)
+    return -1;
+  for (i = 0; i < cs->n; i++)
+    {
+      _cleanup_free_ char *dir = xstrdup (cs->v[i].path);
+      char *slash = strrchr (dir, '/');
+
+      if (slash == dir)
+        continue;
+      *slash = '\0';
+      /* Changes come in path order: a directory's changes follow it, so
+         the parents of the last one were done.  */
+      if (strcmp (dir, last) == 0)
+        continue;
+      free (last);
+      last = xstrdup (dir);
+      for (char *p = strchr (dir + 1, '/');; p = strchr (p + 1, '/'))
+        {
+          struct stat have, want;
+          _cleanup_close_ int fd = -1;
+          size_t layer;
+
+          if (p)
+            *p = '\0';
+          if (implicit_dir (cs, dir) && esbx_stack_lookup (&view, dir + 1, &layer, &want) == 1
+              && S_ISDIR (want.st_mode))
+            {
+              fd = esbx_open_beneath (diffd, dir + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, err);
+              if (fd < 0 || fstat (fd, &have) < 0)
+                goto out;
+              if ((have.st_mode & 07777) != (want.st_mode & 07777) || have.st_uid != want.st_uid
+                  || have.st_gid != want.st_gid)
+                {
+                  if (fchown (fd, want.st_uid, want.st_gid) < 0
+                      || fchmod (fd, want.st_mode & 07777) < 0)
+                    {
+                      esbx_make_error (err, errno, "staged layer: mode of `%s`", dir);
+                      goto out;
+                    }
+                  if (changed)
+                    *changed = true;
+                }
+            }
+          if (p == NULL)
+            break;
+          *p = '/';
+        }
+    }
+  ret = 0;
+out:
+  esbx_stack_close (&view);
+  return ret;
+}

@@ -1,5 +1,5 @@
-/* Publish and rebase (DESIGN.md, "Conflict-aware publish"); the conflict
- * rules themselves are in conflict.c.
+/* Publish (DESIGN.md, "Conflict-aware publish"); the conflict rules
+ * themselves are in conflict.c, rebase in rebase.c.
  * The change set is scanned and staged as a layer outside the project lock;
  * the lock covers only reading the head, the conflict check and the append.  */
 #include "internal.h"
@@ -23,10 +23,13 @@ esbx_publish_result_free (struct esbx_publish_result *r)
       free (r->conflicts[i].path);
       free (r->conflicts[i].layer);
       free (r->conflicts[i].session);
+      free (r->conflicts[i].renamed);
     }
   free (r->conflicts);
   free (r->layer);
   cleanup_strvp (&r->merged);
+  cleanup_strvp (&r->ignored_first);
+  json_free (r->unmerged);
   memset (r, 0, sizeof *r);
 }
 
@@ -49,21 +52,19 @@ esbx_session_publish (esbx_store_t *store, const char *name, const char *message
   return esbx_session_publish_flags (store, name, message, 0, r, err);
 }
 
-/* A file rebase merged with overlapping hunks is published only once its
-   conflict markers are gone.  */
-static int
-check_unmerged (const struct esbx_session *s, int ufd, esbx_error_t *err)
+/* What the ignore rules left out of the layer, named in R: how many and
+   the first few (an ignored directory is one).  */
+#define IGNORED_NAMED 5
+static void
+name_ignored (struct esbx_publish_result *r, const struct esbx_changeset *ignored)
 {
-  const json_t *unmerged = json_get (s->record, "unmerged"), *p;
-  size_t i;
+  struct strv first = { 0 };
 
-  json_array_foreach (unmerged, i, p)
-    if (p->type == JSON_STRING && esbx_has_conflict_markers (ufd, p->text))
-      return esbx_make_error_kind (err, ESBX_ERR_CONFLICT, 0,
-                                   "publish `%s`: `%s` still has the conflict markers rebase "
-                                   "left; resolve them first",
-                                   s->name, p->text);
-  return 0;
+  r->n_ignored = ignored->n;
+  for (size_t i = 0; i < ignored->n && i < IGNORED_NAMED; i++)
+    strv_push (&first, ignored->v[i].type == ESBX_TYPE_DIR ? xasprintf ("%s/", ignored->v[i].path)
+                                                           : xstrdup (ignored->v[i].path));
+  r->ignored_first = first.v ? first.v : xmalloc0 (sizeof (char *));
 }
 
 int
@@ -83,6 +84,7 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
   struct esbx_layer layer = { 0 };
   struct esbx_upstream up = { 0 };
   struct esbx_remote_warm *warm = NULL;
+  struct esbx_changeset ignored = { 0 };
   _cleanup_close_ int ufd = -1;
   _cleanup_close_ int slock = -1;
   _cleanup_close_ int plock = -1;
@@ -102,9 +104,11 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
     return esbx_error_wrap (err, "publish");
   if (esbx_project_is_shared (store, s->project))
     warm = esbx_remote_warm_start (store, s->project);
-  ufd = esbx_session_scan (store, s, NULL, flags, &layer.changes, NULL, NULL, err);
-  if (ufd < 0 || check_unmerged (s, ufd, err) < 0)
+  ufd = esbx_session_scan (store, s, NULL, flags | ESBX_CHANGES_IGNORED_TOP, &layer.changes, NULL,
+                           (flags & ESBX_CHANGES_INCLUDE_IGNORED) ? NULL : &ignored, err);
+  if (ufd < 0 || esbx_unmerged_check (s, ufd, r, err) < 0)
     goto out;
+  name_ignored (r, &ignored);
   r->n_changes = layer.changes.n;
   if (layer.changes.n == 0)
     {
@@ -135,6 +139,9 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
   if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
     goto out;
   esbx_conflicts_find (&layer.changes, &up, r);
+  if (r->n_conflicts > 0
+      && esbx_rebase_classify (store, s, ufd, &layer.changes, &up, ids[n - 1], r, err) < 0)
+    goto out;
 conflicts:
   if (r->n_conflicts > 0)
     {
@@ -142,6 +149,9 @@ conflicts:
       conflict_error (err, "publish", name, r);
       goto out;
     }
+  if (esbx_layer_adopt_parents (store, s->project, &staged, &layer.changes, ids[n - 1], NULL, err)
+      < 0)
+    goto out;
   layer.session = xstrdup (name);
   layer.message = xstrdup (message ? message : "");
   layer.labels = esbx_labels_copy (s->labels);
@@ -164,6 +174,12 @@ committed:
   json_set (s->record, "unmerged", json_new (JSON_ARRAY));
   if (esbx_session_save (store, name, s->record, err) < 0)
     goto out;
+  {
+    _cleanup_close_ int sdfd = esbx_session_open_dir (store, name, NULL);
+    _cleanup_json_ json_t *none = json_new (JSON_ARRAY);
+    if (sdfd >= 0)
+      esbx_unmerged_prune (sdfd, none);
+  }
   esbx_failpoint ("publish-done");
   r->published = true;
   esbx_counters_publish (store, false);
@@ -171,7 +187,8 @@ committed:
 
 out:
   /* The conflict message already names the session.  */
-  if (ret < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
+  if (ret < 0
+      && !(err && *err && ((*err)->kind == ESBX_ERR_CONFLICT || (*err)->kind == ESBX_ERR_UNMERGED)))
     esbx_error_wrap (err, "publish `%s`", name);
   esbx_layer_unstage (store, &staged);
   esbx_remote_warm_free (warm);
@@ -183,161 +200,7 @@ out:
   free (layer.message);
   json_free (layer.labels);
   esbx_changeset_free (&layer.changes);
-  esbx_session_free (s);
-  return ret;
-}
-
-/* The paths rebase left with conflict markers, in the record until a
-   publish finds them resolved.  */
-static void
-record_unmerged (json_t *record, const struct esbx_merges *m)
-{
-  json_t *arr = json_new (JSON_ARRAY);
-  size_t i;
-
-  for (i = 0; i < m->n; i++)
-    if (m->v[i].markers)
-      json_append (arr, json_new_string (m->v[i].path));
-  json_set (record, "unmerged", arr);
-}
-
-/* After the merges of rebase: R's conflicts become those with markers
-   (flagged), the clean ones R->merged.  Returns how many have markers.  */
-static size_t
-keep_marked (struct esbx_publish_result *r, const struct esbx_merges *m)
-{
-  struct strv merged = { 0 };
-  size_t i, kept = 0;
-
-  for (i = 0; i < r->n_conflicts && i < m->n; i++)
-    {
-      if (!m->v[i].markers)
-        {
-          strv_push (&merged, r->conflicts[i].path);
-          free (r->conflicts[i].layer);
-          free (r->conflicts[i].session);
-          continue;
-        }
-      r->conflicts[i].markers = true;
-      r->conflicts[kept++] = r->conflicts[i];
-    }
-  if (m->n > 0)
-    r->n_conflicts = kept;
-  r->merged = merged.v ? merged.v : xmalloc0 (sizeof (char *));
-  return kept;
-}
-
-static int
-merged_error (esbx_error_t *err, const char *name, const struct esbx_publish_result *r)
-{
-  return esbx_make_error_kind (err, ESBX_ERR_CONFLICT, 0,
-                               "rebase `%s`: %zu path%s merged with conflict markers (first: "
-                               "`%s`); the base moved: resolve them, then publish",
-                               name, r->n_conflicts, r->n_conflicts == 1 ? "" : "s",
-                               r->conflicts[0].path);
-}
-
-int
-esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
-                     esbx_error_t *err)
-{
-  struct esbx_session *s = NULL;
-  struct esbx_changeset cs = { 0 }, same = { 0 };
-  struct esbx_upstream up = { 0 };
-  _cleanup_close_ int ufd = -1;
-  _cleanup_close_ int slock = -1;
-  _cleanup_close_ int plock = -1;
-  _cleanup_strv_ char **ids = NULL;
-  _cleanup_close_ int sdfd = -1;
-  struct esbx_merges merges = { 0 };
-  size_t n, i;
-  int ret = -1, k;
-
-  memset (r, 0, sizeof *r);
-  slock = esbx_session_lock (store, name, err);
-  if (slock < 0)
-    return esbx_error_wrap (err, "rebase");
-  if (esbx_session_load (store, name, &s, err) < 0)
-    return esbx_error_wrap (err, "rebase");
-  /* Onto the head in etcd for a shared project.  */
-  if (esbx_project_is_shared (store, s->project)
-      && esbx_remote_sync (store, s->project, NULL, err) < 0)
-    goto out;
-  ufd = esbx_session_scan (store, s, NULL, 0, &cs, &same, NULL, err);
-  if (ufd < 0)
-    goto out;
-  r->n_changes = cs.n;
-
-  plock = esbx_project_lock (store, s->project, err);
-  if (plock < 0 || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
-    goto out;
-  if (strcmp (ids[n - 1], s->base) == 0)
-    {
-      r->layer = xstrdup (s->base);
-      ret = 0;
-      goto out;
-    }
-  if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
-    goto out;
-  esbx_conflicts_find (&cs, &up, r);
-  if (r->n_conflicts > 0)
-    {
-      /* Text files both sides changed are merged; anything else keeps the
-         whole rebase from happening.  */
-      sdfd = esbx_session_open_dir (store, name, err);
-      if (sdfd < 0)
-        goto out;
-      k = esbx_merges_prepare (store, s, sdfd, ufd, ids[n - 1], r, &merges, err);
-      if (k < 0)
-        goto out;
-      if (k > 0)
-        {
-          conflict_error (err, "rebase", name, r);
-          goto out;
-        }
-    }
-  if (esbx_session_unmount (store, name, err) < 0)
-    goto out;
-  /* A copy-up identical to the old base would hide what upstream did to
-     that path once the base moves: drop it.  */
-  for (i = 0; i < same.n; i++)
-    if (same.v[i].type != ESBX_TYPE_DIR)
-      {
-        _cleanup_free_ char *pbase = NULL;
-        _cleanup_close_ int pfd = esbx_open_parent_beneath (ufd, same.v[i].path + 1, &pbase, err);
-        if (pfd < 0 || unlinkat (pfd, pbase, 0) < 0)
-          {
-            if (pfd >= 0)
-              esbx_make_error (err, errno, "remove stale copy-up `%s`", same.v[i].path);
-            goto out;
-          }
-      }
-  if (esbx_merges_apply (sdfd, ufd, &merges, err) < 0)
-    goto out;
-  json_set_string (s->record, "base", ids[n - 1]);
-  json_set (s->record, "published", json_new (JSON_ARRAY));
-  record_unmerged (s->record, &merges);
-  if (esbx_session_save (store, name, s->record, err) < 0)
-    goto out;
-  close (plock);
-  plock = -1;
-  if (esbx_session_mount (store, name, err) < 0)
-    goto out;
-  r->layer = xstrdup (ids[n - 1]);
-  if (keep_marked (r, &merges) > 0)
-    {
-      merged_error (err, name, r);
-      goto out;
-    }
-  ret = 0;
-
-out:
-  if (ret < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
-    esbx_error_wrap (err, "rebase `%s`", name);
-  esbx_merges_free (&merges, sdfd);
-  esbx_upstream_free (&up);
-  esbx_changeset_free (&cs);
-  esbx_changeset_free (&same);
+  esbx_changeset_free (&ignored);
   esbx_session_free (s);
   return ret;
 }

@@ -24,6 +24,7 @@ struct scan
   struct esbx_changeset *same;    /* copy-ups identical to the base, or NULL */
   struct esbx_changeset *ignored; /* changes the ignore rules exclude, or NULL */
   struct esbx_ignore *ig;         /* NULL: every change counts */
+  bool ignored_top;               /* IGNORED gets names only (ESBX_CHANGES_IGNORED_TOP) */
   const char *session;
   struct esbx_inode_set linked;   /* files of OUT with more than one name */
   struct esbx_progress *progress; /* files hashed */
@@ -322,6 +323,11 @@ scan_subdir (struct scan *sc, int *dfd, const char *name, const char *rel, size_
      are asked for, the walk does not go there (nor does git).  */
   if (cs == NULL)
     return 0;
+  if (cs == sc->ignored && sc->ignored_top)
+    {
+      push (cs, rel, found ? ESBX_MODIFIED : ESBX_ADDED, ESBX_TYPE_DIR, st);
+      return 0;
+    }
   sub = TEMP_FAILURE_RETRY (openat (*dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (sub < 0)
     return esbx_make_error (err, errno, "session `%s`: open `/%s`", sc->session, rel);
@@ -330,6 +336,10 @@ scan_subdir (struct scan *sc, int *dfd, const char *name, const char *rel, size_
     push (cs, rel, ESBX_ADDED, ESBX_TYPE_DIR, st);
   else if (!S_ISDIR (bst->st_mode) || (bst->st_mode & 07777) != mode)
     push (cs, rel, ESBX_MODIFIED, ESBX_TYPE_DIR, st);
+  else if (sc->same && cs == sc->out && !opaque)
+    /* A directory copied up as it was: rebase gives it the head's mode,
+       as it drops files copied up unchanged.  */
+    push (sc->same, rel, ESBX_MODIFIED, ESBX_TYPE_DIR, st);
   if (found && S_ISDIR (bst->st_mode) && opaque && opaque_deletions (sc, sub, rel, ign, err) < 0)
     return -1;
   if (sc->ig && !ign
@@ -387,6 +397,15 @@ scan_entry (struct scan *sc, int *dfd, const char *name, const char *rel, size_t
   if (file_type (st.st_mode) == ESBX_TYPE_NONE)
     return esbx_make_error (err, 0, "session `%s`: `/%s` is a device node: refused", sc->session,
                             rel);
+  if (cs == sc->ignored && sc->ignored_top)
+    {
+      /* Named, not read: a copy-up of the same type, mode and size is
+         taken for unchanged.  */
+      if (!found || file_type (bst.st_mode) != file_type (st.st_mode)
+          || published_mode (&bst) != published_mode (&st) || bst.st_size != st.st_size)
+        push (cs, rel, found ? ESBX_MODIFIED : ESBX_ADDED, file_type (st.st_mode), &st);
+      return 0;
+    }
   return scan_leaf (sc, cs, *dfd, name, rel, &st, found, layer, &bst, err);
 }
 
@@ -431,8 +450,12 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsi
                  struct esbx_changeset *out, struct esbx_changeset *same,
                  struct esbx_changeset *ignored, esbx_error_t *err)
 {
-  struct scan sc
-      = { .base = base, .out = out, .same = same, .ignored = ignored, .session = session };
+  struct scan sc = { .base = base,
+                     .out = out,
+                     .same = same,
+                     .ignored = ignored,
+                     .session = session,
+                     .ignored_top = (flags & ESBX_CHANGES_IGNORED_TOP) != 0 };
   int fd = upperfd; /* depth 0: never given back */
   int r = -1;
 

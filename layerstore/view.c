@@ -125,6 +125,17 @@ esbx_publish_result_json (const struct esbx_publish_result *r)
 
   json_set (o, "layer", r->layer ? json_new_string (r->layer) : json_new (JSON_NULL));
   json_set_int (o, "changes", (int64_t)r->n_changes);
+  if (r->n_ignored > 0)
+    {
+      json_t *ign = json_new (JSON_OBJECT), *first = json_new (JSON_ARRAY);
+      char **p;
+
+      json_set_int (ign, "count", (int64_t)r->n_ignored);
+      for (p = r->ignored_first; p && *p; p++)
+        json_append (first, json_new_string (*p));
+      json_set (ign, "first", first);
+      json_set (o, "ignored", ign);
+    }
   return o;
 }
 
@@ -135,11 +146,48 @@ esbx_rebase_result_json (const struct esbx_publish_result *r)
   json_t *merged = json_new (JSON_ARRAY);
   char **p;
 
-  json_set_string (o, "base", r->layer);
+  json_set (o, "base", r->layer ? json_new_string (r->layer) : json_new (JSON_NULL));
   for (p = r->merged; p && *p; p++)
     json_append (merged, json_new_string (*p));
   json_set (o, "merged", merged);
+  json_set (o, "conflicts", esbx_conflicts_json (r));
+  json_set (o, "unmerged", esbx_unmerged_json (r));
   return o;
+}
+
+json_t *
+esbx_refused_json (const struct esbx_publish_result *r)
+{
+  json_t *o;
+
+  if (r->n_conflicts == 0 && json_len (r->unmerged) == 0)
+    return NULL;
+  o = json_new (JSON_OBJECT);
+  if (r->n_conflicts)
+    json_set (o, "conflicts", esbx_conflicts_json (r));
+  if (json_len (r->unmerged))
+    json_set (o, "unmerged", esbx_unmerged_json (r));
+  return o;
+}
+
+json_t *
+esbx_unmerged_json (const struct esbx_publish_result *r)
+{
+  json_t *arr = json_new (JSON_ARRAY);
+  static const char *const shown[]
+      = { "path", "kind", "layer", "session", "renamed", "base", "ours", "theirs" };
+
+  for (size_t i = 0; i < json_len (r->unmerged); i++)
+    {
+      const json_t *e = json_at (r->unmerged, i);
+      json_t *o = json_new (JSON_OBJECT);
+
+      for (size_t k = 0; k < sizeof shown / sizeof shown[0]; k++)
+        if (json_get (e, shown[k]))
+          json_set (o, shown[k], json_copy (json_get (e, shown[k])));
+      json_append (arr, o);
+    }
+  return arr;
 }
 
 json_t *
@@ -156,6 +204,10 @@ esbx_conflicts_json (const struct esbx_publish_result *r)
       json_set (c, "session",
                 r->conflicts[i].session ? json_new_string (r->conflicts[i].session)
                                         : json_new (JSON_NULL));
+      json_set_string (c, "kind", esbx_conflict_kind_name (r->conflicts[i].kind));
+      json_set (c, "blocking", json_new_bool (r->conflicts[i].blocking));
+      if (r->conflicts[i].renamed)
+        json_set_string (c, "renamed", r->conflicts[i].renamed);
       if (r->conflicts[i].markers)
         json_set (c, "markers", json_new_bool (true));
       json_append (arr, c);

@@ -721,6 +721,7 @@ esbx_http_status_of_error (const struct esbx_error *err)
     case ESBX_ERR_NOT_FOUND:
       return MHD_HTTP_NOT_FOUND;
     case ESBX_ERR_CONFLICT:
+    case ESBX_ERR_UNMERGED:
       return MHD_HTTP_CONFLICT;
     case ESBX_ERR_TOO_LARGE:
       return MHD_HTTP_CONTENT_TOO_LARGE;

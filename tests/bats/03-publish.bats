@@ -94,7 +94,7 @@ more"
   assert_file_exists "$(path_of check)/other"
 }
 
-@test "rebase moves the base to the head, or reports conflicts with exit 3" {
+@test "rebase moves the base to the head; what it cannot merge is left unmerged (exit 4)" {
   make_sessions p a b
   echo a >"$(path_of a)/a"
   echo same >"$(path_of b)/b"
@@ -109,8 +109,8 @@ more"
   esbx_ok session create p --name c
   echo c >"$(path_of c)/a"
   esbx_ok publish c
-  esbx_fails 3 rebase b
-  assert_output --partial "/a"
+  esbx_fails 4 rebase b
+  assert_output --partial "unmerged: /a"
 }
 
 @test "rebase drops stale identical copy-ups so upstream changes show through" {

@@ -110,11 +110,18 @@ remote() {
   assert_output --partial "conflict: /README (layer $layer, session a)"
   same --json publish b
   # Rebase merges /README, which both edited on the same line: markers,
-  # exit 3 and the base moved, reported as embedded mode reports it.
+  # exit 4 and the base moved, reported as embedded mode reports it.
   run remote rebase b
-  assert_equal "$status" 3
+  assert_equal "$status" 4
   assert_output --partial "conflict: /README (layer $layer, session a): merged with conflict markers"
   same rebase b
+  same --json rebase b
+  same --json publish b
+  run remote rebase --show b /README --ours
+  assert_success
+  remote_err=$output
+  run "$ESBX" rebase --show b /README --ours
+  assert_equal "$remote_err" "$output"
 
   same project log demo
   same blame demo /README

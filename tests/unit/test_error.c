@@ -27,6 +27,7 @@ test_exit_status (void **state)
     { ESBX_ERR_CONFLICT, 3 },      { ESBX_ERR_FORBIDDEN, 1 },
     { ESBX_ERR_BUSY, 1 },          { ESBX_ERR_TOO_LARGE, 1 },
     { ESBX_ERR_EXEC_FAILED, 126 }, { ESBX_ERR_EXEC_NOT_FOUND, 127 },
+    { ESBX_ERR_UNMERGED, 4 },
   };
   size_t i;
 
@@ -58,6 +59,7 @@ test_http_status (void **state)
     { ESBX_ERR_NOT_FOUND, ENOENT, 404 },
     { ESBX_ERR_EXISTS, EEXIST, 400 },
     { ESBX_ERR_CONFLICT, 0, 409 },
+    { ESBX_ERR_UNMERGED, 0, 409 },
     { ESBX_ERR_FORBIDDEN, ELOOP, 400 },
     { ESBX_ERR_BUSY, EBUSY, 400 },
     { ESBX_ERR_TOO_LARGE, 0, 413 },

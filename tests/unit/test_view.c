@@ -21,11 +21,22 @@ assert_json (const json_t *j, const char *want)
 static void
 test_publish_views (void **state)
 {
-  struct esbx_conflict c[]
-      = { { "/README", "aaaa", "s1", false }, { "/src/main.c", "bbbb", NULL, true } };
+  struct esbx_conflict c[] = {
+    { .path = "/README", .layer = "aaaa", .session = "s1" },
+    { .path = "/src/main.c",
+      .layer = "bbbb",
+      .kind = ESBX_CONFLICT_CONTENT,
+      .blocking = true,
+      .markers = true },
+    { .path = "/old.c",
+      .layer = "bbbb",
+      .session = "s2",
+      .kind = ESBX_CONFLICT_RENAME,
+      .renamed = "/new.c" },
+  };
   struct esbx_publish_result r = { .layer = "cccc", .n_changes = 2 };
   struct esbx_publish_result none = { 0 };
-  struct esbx_publish_result conflict = { .conflicts = c, .n_conflicts = 2 };
+  struct esbx_publish_result conflict = { .conflicts = c, .n_conflicts = 3 };
   _cleanup_json_ json_t *published = esbx_publish_result_json (&r);
   _cleanup_json_ json_t *nothing = esbx_publish_result_json (&none);
   _cleanup_json_ json_t *rebased = esbx_rebase_result_json (&r);
@@ -33,10 +44,13 @@ test_publish_views (void **state)
 
   assert_json (published, "{\"layer\":\"cccc\",\"changes\":2}");
   assert_json (nothing, "{\"layer\":null,\"changes\":0}");
-  assert_json (rebased, "{\"base\":\"cccc\",\"merged\":[]}");
-  assert_json (conflicts, "[{\"path\":\"/README\",\"layer\":\"aaaa\",\"session\":\"s1\"},"
+  assert_json (rebased, "{\"base\":\"cccc\",\"merged\":[],\"conflicts\":[],\"unmerged\":[]}");
+  assert_json (conflicts, "[{\"path\":\"/README\",\"layer\":\"aaaa\",\"session\":\"s1\","
+                          "\"kind\":\"content\",\"blocking\":false},"
                           "{\"path\":\"/src/main.c\",\"layer\":\"bbbb\",\"session\":null,"
-                          "\"markers\":true}]");
+                          "\"kind\":\"content\",\"blocking\":true,\"markers\":true},"
+                          "{\"path\":\"/old.c\",\"layer\":\"bbbb\",\"session\":\"s2\","
+                          "\"kind\":\"rename\",\"blocking\":false,\"renamed\":\"/new.c\"}]");
 }
 
 static void

@@ -113,29 +113,13 @@ esbx_volumes_unlock (struct esbx_volumes *vols, const char *name)
   pthread_mutex_unlock (&vols->table_mutex);
 }
 
-static json_t *
-json_dup (const json_t *j)
-{
-  _cleanup_free_ char *s = NULL;
-  esbx_error_t err = NULL;
-  size_t len;
-  json_t *copy;
-
-  s = json_serialize (j, false, &len);
-  copy = json_parse (s, len, &err);
-  /* What json_serialize wrote, json_parse reads.  */
-  if (copy == NULL)
-    abort ();
-  return copy;
-}
-
 struct esbx_volume *
 esbx_volume_new (const char *name, const json_t *opts, const char *created)
 {
   struct esbx_volume *vol = xmalloc0 (sizeof *vol);
 
   vol->name = xstrdup (name);
-  vol->opts = opts && opts->type == JSON_OBJECT ? json_dup (opts) : json_new (JSON_OBJECT);
+  vol->opts = opts && opts->type == JSON_OBJECT ? json_copy (opts) : json_new (JSON_OBJECT);
   vol->created = created ? xstrdup (created) : esbx_rfc3339_now ();
   vol->mounts = json_new (JSON_OBJECT);
   return vol;
@@ -184,7 +168,7 @@ esbx_volume_load (struct esbx_volumes *vols, const char *name, struct esbx_volum
 
   vol = esbx_volume_new (name, opts, created);
   json_free (vol->mounts);
-  vol->mounts = json_dup (mounts);
+  vol->mounts = json_copy (mounts);
   *out = vol;
   return 0;
 }
@@ -199,8 +183,8 @@ esbx_volume_save (struct esbx_volumes *vols, const struct esbx_volume *vol, esbx
 
   json_set_string (j, "name", vol->name);
   json_set_string (j, "created", vol->created);
-  json_set (j, "opts", json_dup (vol->opts));
-  json_set (j, "mounts", json_dup (vol->mounts));
+  json_set (j, "opts", json_copy (vol->opts));
+  json_set (j, "mounts", json_copy (vol->mounts));
   data = json_serialize (j, true, &len);
   if (esbx_write_file_atomic_at (vols->dirfd, file, data, len, 0600, err) < 0)
     return esbx_error_wrap (err, "save volume `%s`", vol->name);

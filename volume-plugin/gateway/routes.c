@@ -10,6 +10,7 @@
 #include "routes_sessions.h"
 #include "routes_snapshots.h"
 #include "routes_trash.h"
+#include "routes_unmerged.h"
 #include "utils.h"
 
 #define M ESBX_SCOPE_MANAGE
@@ -54,6 +55,10 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_session_publish, NULL },
   { "POST", "/v1/sessions/*/rebase", "session_rebase", M, GATEWAY_TARGET_SESSION, true,
     esbx_gateway_session_rebase, NULL },
+  { "GET", "/v1/sessions/*/unmerged", "session_unmerged", O, GATEWAY_TARGET_SESSION, false,
+    esbx_gateway_unmerged_show, NULL },
+  { "POST", "/v1/sessions/*/resolved", "session_resolved", M, GATEWAY_TARGET_SESSION, true,
+    esbx_gateway_unmerged_resolve, NULL },
   { "POST", "/v1/sessions/*/snapshot", "session_snapshot", M, GATEWAY_TARGET_SESSION, true,
     esbx_gateway_session_snapshot, NULL },
   { "POST", "/v1/sessions/*/fork", "session_fork", M, GATEWAY_TARGET_SESSION, true,

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "egress.h"
 #include "events.h"
+#include "http.h"
 #include "metrics.h"
 #include "ps.h"
 #include "routes_snapshots.h"
@@ -299,30 +300,22 @@ esbx_gateway_session_events (struct esbx_gateway_ctx *ctx)
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
 }
 
+/* A publish or rebase that failed: its error with VIEW (owned: what it
+   refused, "conflicts" and "unmerged", or a rebase's whole result), or
+   the error alone when VIEW is NULL.  */
 static void
-reply_conflict (struct esbx_gateway_ctx *ctx, esbx_error_t *err,
-                const struct esbx_publish_result *r)
+reply_failed (struct esbx_gateway_ctx *ctx, esbx_error_t *err, struct esbx_publish_result *r,
+              json_t *view)
 {
-  json_t *o = json_new (JSON_OBJECT);
-
-  json_set_string (o, "error", (*err)->msg);
-  json_set_int (o, "code", ESBX_EXIT_CONFLICT);
-  json_set (o, "conflicts", esbx_conflicts_json (r));
+  esbx_publish_result_free (r);
+  if (view == NULL)
+    return esbx_gateway_reply_err (ctx, err);
+  json_set_string (view, "error", (*err)->msg);
+  json_set_int (view, "code", esbx_error_exit_status (*err));
   free (ctx->reason);
   ctx->reason = xstrdup ((*err)->msg);
+  esbx_gateway_reply_json (ctx, esbx_http_status_of_error (*err), view);
   esbx_error_free (err);
-  esbx_gateway_reply_json (ctx, MHD_HTTP_CONFLICT, o);
-}
-
-/* A publish or rebase that failed: its conflicts, or its error.  */
-static void
-reply_failed (struct esbx_gateway_ctx *ctx, esbx_error_t *err, struct esbx_publish_result *r)
-{
-  if (r->n_conflicts)
-    reply_conflict (ctx, err, r);
-  else
-    esbx_gateway_reply_err (ctx, err);
-  esbx_publish_result_free (r);
 }
 
 void
@@ -345,7 +338,7 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
   if (esbx_sandbox_publish_allow (ctx->store, ctx->arg, json_get_string (ctx->json, "message"),
                                   flags, allow, &r, &err)
       < 0)
-    return reply_failed (ctx, &err, &r);
+    return reply_failed (ctx, &err, &r, esbx_refused_json (&r));
   o = esbx_publish_result_json (&r);
   esbx_publish_result_free (&r);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
@@ -366,7 +359,8 @@ esbx_gateway_session_rebase (struct esbx_gateway_ctx *ctx)
                            json_get_bool (ctx->json, "restart", false) ? ESBX_REBASE_RESTART : 0,
                            &r, &did, &err)
       < 0)
-    return reply_failed (ctx, &err, &r);
+    return reply_failed (ctx, &err, &r,
+                         r.layer ? esbx_sandbox_rebase_json (&r, did) : esbx_refused_json (&r));
   o = esbx_sandbox_rebase_json (&r, did);
   esbx_publish_result_free (&r);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
