@@ -139,6 +139,8 @@ int cmd_fsck (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_wait (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_token (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

@@ -55,6 +55,8 @@ static const struct verb verbs[] = {
     "rebase --show S PATH --base|--ours|--theirs\n"
     "rebase --resolved S PATH..." },
   { "discard", cmd_discard, "discard S [--force]" },
+  { "wait", cmd_wait, "wait PROJECT [--after LAYER] [--timeout DURATION] [--json]" },
+  { "show", cmd_show, "show PROJECT[@LAYER]:PATH" },
   { "export", cmd_export,
     "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer] [--progress | --quiet]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },

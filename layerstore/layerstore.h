@@ -125,6 +125,16 @@ int esbx_layer_load (esbx_store_t *store, const char *project, const char *id,
 /* Layer ids of PROJECT, bottom to top.  */
 int esbx_project_stack (esbx_store_t *store, const char *project, char ***ids, size_t *n,
                         esbx_error_t *err);
+/* Block until PROJECT's head is another layer than AFTER (a reference;
+   NULL: the head when called) and give its id in *HEAD; TIMEOUT_MS > 0
+   bounds the wait (then ESBX_ERR_BUSY) (head_wait.c).  */
+int esbx_project_wait (esbx_store_t *store, const char *project, const char *after,
+                       int64_t timeout_ms, char **head, esbx_error_t *err);
+/* Write what PATH is at layer REF (NULL or "head": the head) of PROJECT to
+   OUTFD: a file's content, a symlink's target, a directory's names one a
+   line (a directory's with a `/`) (show.c).  */
+int esbx_show (esbx_store_t *store, const char *project, const char *ref, const char *path,
+               int outfd, esbx_error_t *err);
 /* Resolve a layer reference: an id, a unique id prefix, or "head".  */
 int esbx_layer_resolve (esbx_store_t *store, const char *project, const char *ref, char **id,
                         esbx_error_t *err);

@@ -129,9 +129,15 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
       int k = esbx_remote_commit (store, s, message, &staged, &layer, warm, r, err);
       if (k < 0)
         goto out;
-      if (k > 0)
-        goto conflicts;
-      goto committed;
+      if (k == 0)
+        goto committed;
+      /* The attempt brought the local stack to the remote head: the
+         conflicts are told apart from it.  */
+      if (esbx_project_stack (store, s->project, &ids, &n, err) < 0
+          || esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0
+          || esbx_rebase_classify (store, s, ufd, &layer.changes, &up, ids[n - 1], r, err) < 0)
+        goto out;
+      goto conflicts;
     }
   plock = esbx_project_lock (store, s->project, err);
   if (plock < 0 || esbx_project_stack (store, s->project, &ids, &n, err) < 0)

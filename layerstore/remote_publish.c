@@ -385,6 +385,26 @@ push_layer (struct besides *bs, const char *id, const char *record, size_t len,
   return k;
 }
 
+/* Make the layer's blob again (its directories changed): the one made
+   goes, and so does its upload if it was pushed.  */
+static int
+remake (struct besides *bs, esbx_error_t *err)
+{
+  if (beside_wait (&bs->make, err) < 0)
+    return -1;
+  if (bs->make.fd >= 0)
+    close (bs->make.fd);
+  bs->make.fd = -1;
+  beside_start (&bs->make, BESIDE_MAKE);
+  if (bs->layer_pushed)
+    {
+      bs->layer_pushed = false;
+      beside_join (&bs->layer);
+      beside_start (&bs->layer, BESIDE_START);
+    }
+  return 0;
+}
+
 /* One attempt with the project lock held: 0 committed, 1 conflicts,
    2 lost the race, -1.  */
 static int
@@ -407,7 +427,7 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   _cleanup_strv_ char **ids = NULL;
   char **next = NULL;
   size_t n = 0, nd = 0, len;
-  bool won = false;
+  bool won = false, changed = false;
   int ret = -1, k;
 
   if (esbx_remote_head_read (rm, s->project, &h, err) < 0)
@@ -436,6 +456,12 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
       ret = 1;
       goto out;
     }
+  /* The layer's directories that only hold its changes were given the
+     local head's modes before its blob was made: a head that differs
+     there now needs the blob made again.  */
+  if (esbx_layer_adopt_parents (store, s->project, st, &l->changes, ids[n - 1], &changed, err) < 0
+      || (changed && remake (bs, err) < 0))
+    goto out;
   record = name_layer (l, ids, n, &len);
   id = xstrdup (l->id);
   /* The head's manifest, read ahead unless the head moved since.  */
@@ -524,6 +550,8 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   _cleanup_close_ int tmpfd = -1;
   _cleanup_close_ int diffd = -1;
   esbx_error_t ignored = NULL;
+  _cleanup_strv_ char **local = NULL;
+  size_t nlocal = 0;
   int i, k = -1;
 
   l->session = xstrdup (s->name);
@@ -545,8 +573,15 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   diffrel = xasprintf ("%s/diff", st->rel);
   if (tmpfd < 0 || (diffd = esbx_open_dir_at (store->rootfd, diffrel, err)) < 0)
     goto out;
-  /* The layer's content does not depend on its parent: its blob is made
-     once, beside the first attempt's etcd read and conflict check.  */
+  /* The layer's content depends on its parent only where a directory
+     holds its changes and nothing of its own (esbx_layer_adopt_parents):
+     given the local head's modes, its blob is made once, beside the first
+     attempt's etcd read and conflict check, and again only if the remote
+     head differs there.  */
+  if (esbx_project_stack (store, s->project, &local, &nlocal, err) < 0
+      || esbx_layer_adopt_parents (store, s->project, st, &l->changes, local[nlocal - 1], NULL, err)
+             < 0)
+    goto out;
   w->bs.make.diffd = diffd;
   w->bs.make.tmp = tmp;
   w->bs.make.desc = &mine;

@@ -314,3 +314,35 @@ edit_line() { sed -i "s/^line $2\$/line $2 $3/" "$(path_of "$1")/notes.txt"; }
     esbx_fails 4 publish "r$s"
   done
 }
+
+@test "show prints a path at a layer; wait blocks until the head moves" {
+  make_sessions p a
+  local first
+  first=$(tail -n1 "$ESBX_ROOT/projects/p/stack")
+  edit_line a 3 by-a
+  esbx_ok publish a
+  esbx_ok show p:/notes.txt
+  assert_line "line 3 by-a"
+  esbx_ok show "p@$first:notes.txt"
+  assert_line "line 3"
+  refute_line "line 3 by-a"
+  esbx_ok show p:/tests
+  assert_output "t1.c"
+  esbx_ok show p:/
+  assert_line "tests/"
+  esbx_fails 1 show p:/nosuch
+  assert_output --partial "no such path"
+  esbx_fails 2 show p
+  # wait: at once when the head is past --after, else when it moves.
+  esbx_ok wait p --after "$first"
+  assert_output "$(tail -n1 "$ESBX_ROOT/projects/p/stack")"
+  esbx_fails 1 wait p --timeout 1s
+  assert_output --partial "the head is still"
+  make_sessions p b
+  echo b >"$(path_of b)/b.txt"
+  (sleep 1 && "$ESBX" publish b >/dev/null 2>&1) &
+  esbx_ok wait p --timeout 30s
+  wait
+  assert_output "$(tail -n1 "$ESBX_ROOT/projects/p/stack")"
+  esbx_fails 1 wait p --after nosuchlayer
+}

@@ -4,6 +4,7 @@
 #include "routes.h"
 #include "routes_exec.h"
 #include "routes_files.h"
+#include "routes_layers.h"
 #include "routes_maintenance.h"
 #include "routes_projects.h"
 #include "routes_secrets.h"
@@ -31,6 +32,10 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_project_log, NULL },
   { "GET", "/v1/projects/*/blame", "project_blame", O, GATEWAY_TARGET_PROJECT, false,
     esbx_gateway_project_blame, NULL },
+  { "GET", "/v1/projects/*/show", "project_show", O, GATEWAY_TARGET_PROJECT, false,
+    esbx_gateway_project_show, NULL },
+  { "GET", "/v1/projects/*/wait", "project_wait", O, GATEWAY_TARGET_PROJECT, false,
+    esbx_gateway_project_wait, NULL },
   { "GET", "/v1/projects/*/network", "project_network", O, GATEWAY_TARGET_PROJECT, false,
     esbx_gateway_project_network, NULL },
   { "PUT", "/v1/projects/*/network", "project_network_set", M, GATEWAY_TARGET_PROJECT, true,
