@@ -126,6 +126,30 @@ static int session_create (esbx_store_t *store, const char *project,
                            const struct esbx_session_opts *opts, char **name_out,
                            esbx_error_t *err);
 
+/* A session made from a snapshot keeps the paths its source had left
+   unmerged (esbx_unmerged_entries): without their kept versions, which
+   stay with the source session.  */
+static int
+inherit_unmerged (esbx_store_t *store, const char *project, const char *snapshot, json_t *record,
+                  esbx_error_t *err)
+{
+  static const char *const sides[] = { "base", "ours", "theirs" };
+  _cleanup_json_ json_t *rec = esbx_snapshot_load_record (store, project, snapshot, err);
+  _cleanup_json_ json_t *entries = NULL;
+  size_t i, k;
+
+  if (rec == NULL)
+    return -1;
+  entries = esbx_unmerged_entries (rec);
+  if (json_len (entries) == 0)
+    return 0;
+  for (i = 0; i < json_len (entries); i++)
+    for (k = 0; k < 3; k++)
+      json_set (json_at (entries, i), sides[k], json_new (JSON_NULL));
+  json_set (record, "unmerged", steal_pointer (&entries));
+  return 0;
+}
+
 int
 esbx_session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
                      char **name_out, esbx_error_t *err)
@@ -230,6 +254,8 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
         }
     }
   record = session_record (name, project, base, opts, labels, steal_pointer (&env), rootfs);
+  if (opts->snapshot && inherit_unmerged (store, project, opts->snapshot, record, err) < 0)
+    goto fail;
   /* Names only: values stay in ROOT/secrets.  */
   if (secrets)
     json_set (record, "secrets", steal_pointer (&secrets));

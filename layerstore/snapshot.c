@@ -244,6 +244,15 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   json_set (rec, "parent", s->snapshot ? json_new_string (s->snapshot) : json_new (JSON_NULL));
   json_set_string (rec, "created", now);
   json_set_int (rec, "bytes", (int64_t)bytes);
+  /* Paths a rebase left unmerged are frozen with the files: a fork
+     publishes them only once resolved, as the session would.  */
+  {
+    json_t *unmerged = esbx_unmerged_entries (s->record);
+    if (json_len (unmerged) > 0)
+      json_set (rec, "unmerged", unmerged);
+    else
+      json_free (unmerged);
+  }
   text = json_serialize (rec, true, &len);
   if (esbx_write_file_atomic_at (tfd, "record.json", text, len, 0644, err) < 0)
     goto out;

@@ -346,3 +346,21 @@ edit_line() { sed -i "s/^line $2\$/line $2 $3/" "$(path_of "$1")/notes.txt"; }
   assert_output "$(tail -n1 "$ESBX_ROOT/projects/p/stack")"
   esbx_fails 1 wait p --after nosuchlayer
 }
+
+@test "a fork or a snapshot of a session with unmerged paths publishes them only once resolved" {
+  make_sessions p a b
+  edit_line a 5 by-a
+  edit_line b 5 by-b
+  esbx_ok publish a
+  esbx_fails 4 rebase b
+  esbx_ok session fork b --name f
+  esbx_fails 4 publish f
+  assert_output --partial "unmerged: /notes.txt"
+  esbx_ok session snapshot b --name snap
+  esbx_ok session create p --from-snapshot snap --name g
+  esbx_fails 4 publish g
+  no_markers_in_layers
+  sed -i '/^<<<<<<< /d; /^=======$/d; /^>>>>>>> /d; /^line 5 by-a$/d' "$(path_of f)/notes.txt"
+  esbx_ok publish f
+  no_markers_in_layers
+}
