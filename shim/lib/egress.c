@@ -437,6 +437,12 @@ set_forwarding (const char *veth, esbx_error_t *err)
   return 0;
 }
 
+/* Where the answers of an allowed name do not lead (RFC 1918, shared
+   address space RFC 6598, link-local, "this network"; Docker's bridge
+   172.17.0.0/16 is in 172.16.0.0/12) unless an entry names the address.  */
+#define PRIVATE_RANGES                                                                             \
+  "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16"
+
 /* The nftables name of the set for names allowed on PORT (0: any).  */
 static char *
 name_set (unsigned port)
@@ -480,6 +486,8 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
 
   ipv4_text (range, rng);
   append (&sets, "  set names { type ipv4_addr; }\n");
+  append (&sets,
+          "  set private { type ipv4_addr; flags interval; elements = { " PRIVATE_RANGES " }; }\n");
   json_array_foreach (allow, i, a)
     {
       struct esbx_egress_rule r;
@@ -496,7 +504,9 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           _cleanup_free_ char *set = name_set (r.port);
           if (r.port && (sets == NULL || strstr (sets, set) == NULL))
             append (&sets, "  set %s { type ipv4_addr; }\n", set);
-          append (&rules, "    ip daddr @%s", set);
+          /* DNS rebinding: a name's answer in a private range is no way
+             into it; only an address or CIDR entry opens one.  */
+          append (&rules, "    ip daddr != @private ip daddr @%s", set);
         }
       else
         {

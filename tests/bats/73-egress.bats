@@ -375,3 +375,24 @@ print(i)
   esbx_ok events s1 --json
   echo "$output" | jq -se 'any(.type == "egress.refused_name" and .name == "after.test")'
 }
+
+@test "egress: an allowed name that resolves into a private range is refused unless the range is allowed (DNS rebinding)" {
+  esbx_ok session create p --name s1 --network egress --allow rebind.test:8080
+  esbx_ok exec s1 -- getent hosts rebind.test
+  assert_output --partial 10.254.233.2
+  fetch s1 http://rebind.test:8080/
+  assert_failure
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.egress.refused | any(.destination == "10.254.233.2" and .port == 8080)'
+  # Named by the allow-list itself, the range is reachable, through the
+  # name too.
+  esbx_ok session create p --name s2 --network egress --allow rebind.test:8080 \
+    --allow 10.254.233.0/24:8080
+  fetch s2 http://rebind.test:8080/
+  assert_success
+  assert_output "hello from the test internet"
+  # A public answer is unaffected.
+  esbx_ok session create p --name s3 --network egress --allow a.test:8080
+  fetch s3 http://a.test:8080/
+  assert_success
+}
