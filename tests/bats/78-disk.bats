@@ -154,3 +154,64 @@ wait_session_gone() {
   assert_output --partial "retired session \`full\` (ttl): discarded after 5 failed attempts"
   esbx_fails 1 session inspect full
 }
+
+# Write $2 MiB of data that does not compress or dedupe into session $1.
+fill() { head -c $(($2 * 1024 * 1024)) /dev/urandom >"$(path_of "$1")/$3"; }
+
+@test "the trash does not keep a full store full: a large discard skips it" {
+  setup_small_store 256
+  setup_build_project
+  make_sessions p big other
+  fill big 180 blob
+  # The store's filesystem is nearly full: the other session cannot write.
+  run fill other 100 blob
+  assert_failure
+  rm -f "$(path_of other)/blob"
+  esbx_ok discard big
+  assert_output --partial "deleted without the trash"
+  # A quarter of the filesystem by default.
+  assert_output --regexp "180\.0 MiB, larger than the [0-9.]+ MiB the trash keeps"
+  esbx_ok --json trash list
+  assert_output "[]"
+  # Its space is free again (removed in the background: wait for it).
+  for _ in $(seq 50); do
+    [ "$(small_free)" -gt $((180 * 1024 * 1024)) ] && break
+    sleep 0.2
+  done
+  [ "$(small_free)" -gt $((180 * 1024 * 1024)) ]
+  fill other 100 blob
+}
+
+@test "the trash purges its oldest entries to stay above the free-space floor" {
+  setup_small_store 256
+  setup_build_project
+  export ESBX_TRASH_MAX_ENTRY=0 ESBX_TRASH_MIN_FREE=60M
+  make_sessions p a b c
+  fill a 60 blob
+  esbx_ok discard a
+  assert_output --partial "kept in the trash"
+  sleep 1
+  fill b 60 blob
+  esbx_ok discard b
+  assert_output --partial "kept in the trash"
+  sleep 1
+  fill c 60 blob
+  # c in the trash too would leave less than 60M free: a, the oldest, goes.
+  esbx_ok discard c
+  assert_output --regexp "trash: purged \`a\.[0-9TZ]+\` \(60\.[0-9] MiB\) early"
+  assert_output --partial "kept in the trash"
+  esbx_ok --json trash list
+  echo "$output" | jq -e 'map(.session) | sort == ["b", "c"]'
+  for _ in $(seq 50); do
+    [ "$(small_free)" -ge $((60 * 1024 * 1024)) ] && break
+    sleep 0.2
+  done
+  [ "$(small_free)" -ge $((60 * 1024 * 1024)) ]
+  # A bad setting is one line and changes nothing.
+  make_session p d
+  echo change >"$m/file"
+  ESBX_TRASH_MIN_FREE=lots run "$ESBX" discard d
+  assert_failure
+  assert_output --partial "ESBX_TRASH_MIN_FREE: invalid size \`lots\`"
+  esbx_ok session inspect d
+}
