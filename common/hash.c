@@ -1,4 +1,5 @@
 #include "hash.h"
+#include "copy.h"
 #include "fs.h"
 #include "utils.h"
 
@@ -21,7 +22,7 @@ to_hex (const unsigned char *md, char out[ESBX_SHA256_HEX_LEN + 1])
 }
 
 static int
-hash_stream (int in, int out, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *size, esbx_error_t *err)
+hash_stream (int in, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *size, esbx_error_t *err)
 {
   struct sha256_ctx ctx;
   unsigned char md[SHA256_DIGEST_SIZE];
@@ -38,8 +39,6 @@ hash_stream (int in, int out, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *size, es
       if (r == 0)
         break;
       sha256_update (&ctx, (size_t)r, (const uint8_t *)buf);
-      if (out >= 0 && esbx_write_all (out, buf, (size_t)r) < 0)
-        return esbx_make_error (err, errno, "write");
       total += r;
     }
   sha256_digest (&ctx, sizeof md, md);
@@ -52,14 +51,29 @@ hash_stream (int in, int out, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *size, es
 int
 esbx_sha256_fd (int fd, char out[ESBX_SHA256_HEX_LEN + 1], off_t *size, esbx_error_t *err)
 {
-  return hash_stream (fd, -1, out, size, err);
+  return hash_stream (fd, out, size, err);
+}
+
+static int
+hash_sink (void *ctx, const void *data, size_t len)
+{
+  sha256_update (ctx, len, data);
+  return 0;
 }
 
 int
 esbx_copy_hash_fd (int in, int out, char hex[ESBX_SHA256_HEX_LEN + 1], off_t *size,
                    esbx_error_t *err)
 {
-  return hash_stream (in, out, hex, size, err);
+  struct sha256_ctx ctx;
+  unsigned char md[SHA256_DIGEST_SIZE];
+
+  sha256_init (&ctx);
+  if (esbx_copy_file_data (in, out, hash_sink, &ctx, size, err) < 0)
+    return -1;
+  sha256_digest (&ctx, sizeof md, md);
+  to_hex (md, hex);
+  return 0;
 }
 
 void

@@ -41,6 +41,7 @@
   V (void, archive_entry_set_uid, (struct archive_entry * a, la_int64_t b), (a, b))                \
   F (la_int64_t, archive_entry_size, (struct archive_entry * a), (a))                              \
   F (int, archive_entry_size_is_set, (struct archive_entry * a), (a))                              \
+  F (int, archive_entry_sparse_count, (struct archive_entry * a), (a))                             \
   V (void, archive_entry_sparse_add_entry, (struct archive_entry * a, la_int64_t b, la_int64_t c), \
      (a, b, c))                                                                                    \
   F (const char *, archive_entry_symlink, (struct archive_entry * a), (a))                         \

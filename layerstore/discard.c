@@ -57,6 +57,7 @@ keep_unpublished (esbx_store_t *store, const char *name, const char *rel, unsign
                   int64_t ttl, esbx_error_t *err)
 {
   _cleanup_free_ char *why = NULL, *entry = NULL, *expires = NULL, *counted = NULL;
+  _cleanup_free_ char *skip = NULL;
   struct esbx_session *s;
   int64_t n, n_ignored;
   int ret;
@@ -81,6 +82,18 @@ keep_unpublished (esbx_store_t *store, const char *name, const char *rel, unsign
       else if (flags & ESBX_DISCARD_FORCE)
         because = "--force";
       esbx_warn ("discard `%s`: %s deleted (%s)", name, counted, because);
+      esbx_session_free (s);
+      return 0;
+    }
+  ret = esbx_trash_make_room (store, rel, &skip, err);
+  if (ret < 0)
+    {
+      esbx_session_free (s);
+      return esbx_error_wrap (err, "discard `%s`", name);
+    }
+  if (ret == 0)
+    {
+      esbx_warn ("discard `%s`: %s deleted without the trash: %s", name, counted, skip);
       esbx_session_free (s);
       return 0;
     }

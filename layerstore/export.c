@@ -31,6 +31,7 @@
  * FILE is written as a temp file next to it and renamed into place; "-"
  * streams to stdout.  */
 #include "archive_load.h"
+#include "copy.h"
 #include "fs.h"
 #include "inodes.h"
 #include "internal.h"
@@ -158,33 +159,97 @@ write_header (struct exporter *ex, struct archive_entry *e, const char *rel, esb
                           archive_error_string (ex->a));
 }
 
-static int
-write_file_data (struct exporter *ex, int fd, int64_t size, const char *rel, esbx_error_t *err)
+/* The data extents of a sparse file, for its archive entry.  */
+struct extents
 {
-  int64_t done = 0;
+  off_t (*v)[2];
+  size_t n, cap;
+};
+
+static int
+add_extent (void *ctx, off_t offset, off_t length)
+{
+  struct extents *x = ctx;
+
+  if (x->n == x->cap)
+    {
+      x->cap = x->cap ? 2 * x->cap : 16;
+      x->v = xrealloc (x->v, x->cap * sizeof *x->v);
+    }
+  x->v[x->n][0] = offset;
+  x->v[x->n][1] = length;
+  x->n++;
+  return 0;
+}
+
+/* Bytes at DONE .. TO of FD into the archive: read, or zeros in a hole
+   (which the archive writer does not store) and past the end of a file that
+   shrank since the header (padded to the size announced).  */
+static int
+write_span (struct exporter *ex, int fd, int64_t *done, int64_t to, bool hole, const char *rel,
+            esbx_error_t *err)
+{
   ssize_t n;
 
-  while (done < size)
+  while (*done < to)
     {
-      size_t want = (size_t)(size - done < COPY_BUF ? size - done : COPY_BUF);
+      size_t want = (size_t)(to - *done < COPY_BUF ? to - *done : COPY_BUF);
 
-      n = TEMP_FAILURE_RETRY (read (fd, ex->buf, want));
-      if (n < 0)
-        return esbx_make_error (err, errno, "read `/%s`", rel);
+      n = 0;
+      if (!hole)
+        {
+          n = TEMP_FAILURE_RETRY (pread (fd, ex->buf, want, (off_t)*done));
+          if (n < 0)
+            return esbx_make_error (err, errno, "read `/%s`", rel);
+        }
       if (n == 0)
         {
-          /* Shrunk since the header: pad to the size announced.  */
           memset (ex->buf, 0, want);
           n = (ssize_t)want;
         }
       if (archive_write_data (ex->a, ex->buf, (size_t)n) < 0)
         return esbx_make_error (err, archive_errno (ex->a), "write `/%s`: %s", rel,
                                 archive_error_string (ex->a));
-      done += n;
+      *done += n;
       if (ex->progress)
         ex->progress->bytes += (uint64_t)n;
     }
   return 0;
+}
+
+/* The data of FD, SIZE bytes; X: its data extents when the entry is sparse
+   (NULL: all of it is data).  */
+static int
+write_file_data (struct exporter *ex, int fd, int64_t size, const struct extents *x,
+                 const char *rel, esbx_error_t *err)
+{
+  int64_t done = 0;
+  size_t i;
+
+  for (i = 0; x && i < x->n; i++)
+    if (write_span (ex, fd, &done, x->v[i][0], true, rel, err) < 0
+        || write_span (ex, fd, &done, x->v[i][0] + x->v[i][1], false, rel, err) < 0)
+      return -1;
+  return write_span (ex, fd, &done, size, x != NULL, rel, err);
+}
+
+/* A regular file with holes (fewer blocks than its size) becomes a sparse
+   entry: its data extents in the entry, holes not stored (pax GNU.sparse
+   1.0, which GNU tar, bsdtar and Go's archive/tar read).  */
+static int
+sparse_map (struct archive_entry *e, int fd, const struct stat *st, struct extents *x,
+            const char *rel, esbx_error_t *err)
+{
+  size_t i;
+
+  if (st->st_size == 0 || (int64_t)st->st_blocks * 512 >= (int64_t)st->st_size)
+    return 0;
+  if (esbx_file_extents (fd, st->st_size, add_extent, x, err) < 0)
+    return esbx_error_wrap (err, "`/%s`", rel);
+  for (i = 0; i < x->n; i++)
+    archive_entry_sparse_add_entry (e, x->v[i][0], x->v[i][1]);
+  /* libarchive keeps no map of one extent covering the whole file.  */
+  return archive_entry_sparse_count (e) > 0 ? 1 : 0;
 }
 
 /* The archive path of an earlier name of the regular file ST, or NULL
@@ -210,8 +275,10 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
   _cleanup_free_ char *shown = esbx_quote_path (rel);
   _cleanup_close_ int fd = -1;
   struct archive_entry *e = NULL;
+  struct extents x = { 0 };
   const char *first = NULL;
   char target[4097];
+  int sparse = 0;
   struct stat st;
   mode_t mode;
   ssize_t n;
@@ -261,7 +328,12 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
       close (take_fd (&fd)); /* its data is the first name's */
     }
   else if (S_ISREG (st.st_mode))
-    archive_entry_set_size (e, st.st_size);
+    {
+      archive_entry_set_size (e, st.st_size);
+      sparse = sparse_map (e, fd, &st, &x, shown, err);
+      if (sparse < 0)
+        goto out;
+    }
   if (S_ISLNK (st.st_mode))
     {
       n = readlinkat (dfd, name, target, sizeof target - 1);
@@ -278,11 +350,12 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
     }
   if (write_header (ex, e, rel, err) < 0)
     goto out;
-  if (fd >= 0 && write_file_data (ex, fd, st.st_size, shown, err) < 0)
+  if (fd >= 0 && write_file_data (ex, fd, st.st_size, sparse ? &x : NULL, shown, err) < 0)
     goto out;
   ret = 1;
 
 out:
+  free (x.v);
   archive_entry_free (e);
   return ret;
 }

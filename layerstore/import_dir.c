@@ -1,5 +1,6 @@
 /* liblayerstore import: a source directory copied into the destination, its
  * metadata set on the copy by fd.  */
+#include "copy.h"
 #include "fs.h"
 #include "importer.h"
 #include "path.h"
@@ -10,38 +11,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Holes stay holes (copy.h).  The size was counted against the limit
+   before; what the copy took is what the file held when it started.  */
 static int
 copy_data_fd (struct importer *im, int in, int out, const char *rel, esbx_error_t *err)
 {
-  _cleanup_free_ char *buf = NULL;
-  bool plain = false;
-  ssize_t n;
+  off_t size = 0;
 
-  for (;;)
-    {
-      if (!plain)
-        {
-          n = TEMP_FAILURE_RETRY (copy_file_range (in, NULL, out, NULL, 1 << 20, 0));
-          if (n < 0
-              && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP))
-            {
-              plain = true;
-              buf = xmalloc (READ_BUF);
-              continue;
-            }
-        }
-      else
-        n = TEMP_FAILURE_RETRY (read (in, buf, READ_BUF));
-      if (n < 0)
-        return esbx_make_error (err, errno, "copy `%s`", rel);
-      if (n == 0)
-        return 0;
-      if (esbx_import_count_bytes (im, (uint64_t)n, err) < 0)
-        return -1;
-      im->bytes += (uint64_t)n;
-      if (plain && esbx_write_all (out, buf, (size_t)n) < 0)
-        return esbx_make_error (err, errno, "write `%s`", rel);
-    }
+  if (esbx_copy_file_data (in, out, NULL, NULL, &size, err) < 0)
+    return esbx_error_wrap (err, "copy `%s`", rel);
+  if (esbx_import_count_bytes (im, (uint64_t)size, err) < 0)
+    return -1;
+  im->bytes += (uint64_t)size;
+  return 0;
 }
 
 static int

@@ -97,6 +97,13 @@ char **esbx_stack_readdir (struct esbx_stack *st, const char *rel, esbx_error_t 
 int esbx_trash_put (esbx_store_t *store, const struct esbx_session *s, const char *rel,
                     int64_t changes, int64_t ttl, char **entry, char **expires, esbx_error_t *err);
 
+/* Whether the session directory REL may go to the trash (trash_floor.c):
+   1 when it may, after purging the oldest entries the free-space floor
+   asked for (each said in a warning); 0 with *WHY when it must be deleted
+   instead (larger than the trash's largest entry, or the floor out of
+   reach).  */
+int esbx_trash_make_room (esbx_store_t *store, const char *rel, char **why, esbx_error_t *err);
+
 /* Count one publish that took place, or one refused for conflicts, in
    ROOT/counters.json (counters.c).  A failure is only warned about: the
    publish itself stands.  */

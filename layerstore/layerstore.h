@@ -468,8 +468,23 @@ int64_t esbx_session_last_used (esbx_store_t *store, const struct esbx_session *
 /* When S expires (seconds since the epoch; 0: never) and *WHY ("ttl" or
    "idle-ttl").  */
 int64_t esbx_session_expires (esbx_store_t *store, const struct esbx_session *s, const char **why);
+/* Failed attempts to retire S at its expiry (ROOT/sessions/S/expiry.json):
+   how many, when the next may start (ms since the epoch) and the last
+   error.  A session that never failed has zeros and no error.  */
+struct esbx_expiry_state
+{
+  int64_t failures;
+  int64_t next_ms;
+  char *error;
+};
+/* Never fails: a missing or unreadable record is zeros.  */
+void esbx_expiry_state_load (esbx_store_t *store, const char *name, struct esbx_expiry_state *st);
+int esbx_expiry_state_save (esbx_store_t *store, const char *name,
+                            const struct esbx_expiry_state *st, esbx_error_t *err);
+void esbx_expiry_state_clear (struct esbx_expiry_state *st);
 /* {"age", "idle", "ttl", "idle_ttl", "expires", "expires_in", "expires_by",
-   "on_expiry"} for `session list` and inspect.  */
+   "on_expiry"[, "expiry_failures", "expiry_error"]} for `session list` and
+   inspect.  */
 json_t *esbx_session_lifetime_json (esbx_store_t *store, const struct esbx_session *s);
 
 /* ---- progress of long operations (progress.c) --------------------------- */

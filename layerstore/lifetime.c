@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define USED_FILE "used"
+#define USED_FILE   "used"
+#define EXPIRY_FILE "expiry.json"
 
 static int
 check_on_expiry (const char *v, esbx_error_t *err)
@@ -178,6 +179,57 @@ esbx_session_expires (esbx_store_t *store, const struct esbx_session *s, const c
   return at;
 }
 
+void
+esbx_expiry_state_load (esbx_store_t *store, const char *name, struct esbx_expiry_state *st)
+{
+  _cleanup_free_ char *rel = NULL;
+  _cleanup_json_ json_t *j = NULL;
+  const char *e;
+
+  memset (st, 0, sizeof *st);
+  if (!esbx_name_valid (name))
+    return;
+  rel = xasprintf ("sessions/%s/" EXPIRY_FILE, name);
+  if (!esbx_exists_at (store->rootfd, rel)
+      || (j = json_parse_file_at (store->rootfd, rel, NULL)) == NULL)
+    return;
+  json_get_int (j, "failures", &st->failures);
+  json_get_int (j, "next_ms", &st->next_ms);
+  if ((e = json_get_string (j, "error")) != NULL)
+    st->error = xstrdup (e);
+}
+
+int
+esbx_expiry_state_save (esbx_store_t *store, const char *name, const struct esbx_expiry_state *st,
+                        esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = xasprintf ("sessions/%s", name);
+  _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
+  _cleanup_free_ char *text = NULL;
+  _cleanup_close_ int dfd = -1;
+  size_t len;
+
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  json_set_int (j, "failures", st->failures);
+  json_set_int (j, "next_ms", st->next_ms);
+  if (st->error)
+    json_set_string (j, "error", st->error);
+  dfd = esbx_open_dir_at (store->rootfd, dir, err);
+  if (dfd < 0)
+    return -1;
+  text = json_serialize (j, true, &len);
+  /* Losing it in a crash only resets the count.  */
+  return esbx_replace_file_at (dfd, EXPIRY_FILE, text, len, 0644, err);
+}
+
+void
+esbx_expiry_state_clear (struct esbx_expiry_state *st)
+{
+  free (st->error);
+  st->error = NULL;
+}
+
 json_t *
 esbx_session_lifetime_json (esbx_store_t *store, const struct esbx_session *s)
 {
@@ -204,5 +256,17 @@ esbx_session_lifetime_json (esbx_store_t *store, const struct esbx_session *s)
                            ? json_get_string (s->record, "on_expiry")
                            : "discard");
     }
+  {
+    struct esbx_expiry_state st;
+
+    esbx_expiry_state_load (store, s->name, &st);
+    if (st.failures > 0)
+      {
+        json_set_int (o, "expiry_failures", st.failures);
+        if (st.error)
+          json_set_string (o, "expiry_error", st.error);
+      }
+    esbx_expiry_state_clear (&st);
+  }
   return o;
 }

@@ -23,19 +23,21 @@ expiry_main (void *arg)
   pthread_mutex_lock (&x->w.lock);
   while (!x->w.stop)
     {
-      size_t retired = 0;
+      struct esbx_expire_result r = { 0 };
       esbx_error_t e = NULL;
 
       pthread_mutex_unlock (&x->w.lock);
-      if (esbx_sandbox_expire (x->store, NULL, &retired, &e) < 0)
+      /* A failed session is tried again one interval later, then twice as
+         long each time (sandbox_expire.c); each failure is logged there.  */
+      if (esbx_sandbox_expire (x->store, x->interval_ms, NULL, &r, &e) < 0)
         {
           esbx_warn ("%s", e->msg);
           esbx_error_free (&e);
         }
-      if (retired)
-        esbx_info ("retired %zu session%s at the end of their lifetime", retired,
-                   retired == 1 ? "" : "s");
-      esbx_metrics_expired (x->metrics, retired);
+      if (r.retired)
+        esbx_info ("retired %zu session%s at the end of their lifetime", r.retired,
+                   r.retired == 1 ? "" : "s");
+      esbx_metrics_expired (x->metrics, r.retired, r.failed);
       pthread_mutex_lock (&x->w.lock);
       esbx_worker_pause_locked (&x->w, x->interval_ms);
     }

@@ -38,6 +38,7 @@ struct esbx_metrics
   size_t n_hists;
   uint64_t auth_failures;
   uint64_t expiries;
+  uint64_t expiry_failures;
   uint64_t prefetched;
   struct esbx_http_server *server;
 };
@@ -126,12 +127,13 @@ esbx_metrics_auth_failure (struct esbx_metrics *m)
 }
 
 void
-esbx_metrics_expired (struct esbx_metrics *m, size_t n)
+esbx_metrics_expired (struct esbx_metrics *m, size_t n, size_t failed)
 {
-  if (m == NULL || n == 0)
+  if (m == NULL || (n == 0 && failed == 0))
     return;
   pthread_mutex_lock (&m->lock);
   m->expiries += n;
+  m->expiry_failures += failed;
   pthread_mutex_unlock (&m->lock);
 }
 
@@ -208,8 +210,12 @@ render_store (struct esbx_metrics *m, struct buf *b)
            "# HELP esbx_session_expiries_total Sessions this esbxd retired at the end of "
            "their lifetime.\n"
            "# TYPE esbx_session_expiries_total counter\n"
-           "esbx_session_expiries_total %" PRIu64 "\n",
-           m->expiries);
+           "esbx_session_expiries_total %" PRIu64 "\n"
+           "# HELP esbx_session_expiry_failures_total Attempts of this esbxd to retire a "
+           "session that failed (each is tried again later).\n"
+           "# TYPE esbx_session_expiry_failures_total counter\n"
+           "esbx_session_expiry_failures_total %" PRIu64 "\n",
+           m->expiries, m->expiry_failures);
   bprintf (b,
            "# HELP esbx_remote_prefetched_layers_total Layers of shared projects this esbxd "
            "fetched when their head moved in etcd.\n"

@@ -20,8 +20,9 @@ void esbx_metrics_free (struct esbx_metrics *m);
 void esbx_metrics_request (struct esbx_metrics *m, const char *endpoint, const char *method,
                            unsigned status, double seconds);
 void esbx_metrics_auth_failure (struct esbx_metrics *m);
-/* N sessions retired at the end of their lifetime (expiry.c).  */
-void esbx_metrics_expired (struct esbx_metrics *m, size_t n);
+/* N sessions retired at the end of their lifetime, FAILED attempts that
+   failed (expiry.c).  */
+void esbx_metrics_expired (struct esbx_metrics *m, size_t n, size_t failed);
 /* N layers of shared projects fetched by the prefetch thread.  */
 void esbx_metrics_prefetched (struct esbx_metrics *m, size_t n);
 

@@ -437,6 +437,12 @@ set_forwarding (const char *veth, esbx_error_t *err)
   return 0;
 }
 
+/* Where the answers of an allowed name do not lead (RFC 1918, shared
+   address space RFC 6598, link-local, "this network"; Docker's bridge
+   172.17.0.0/16 is in 172.16.0.0/12) unless an entry names the address.  */
+#define PRIVATE_RANGES                                                                             \
+  "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16"
+
 /* The nftables name of the set for names allowed on PORT (0: any).  */
 static char *
 name_set (unsigned port)
@@ -480,6 +486,8 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
 
   ipv4_text (range, rng);
   append (&sets, "  set names { type ipv4_addr; }\n");
+  append (&sets,
+          "  set private { type ipv4_addr; flags interval; elements = { " PRIVATE_RANGES " }; }\n");
   json_array_foreach (allow, i, a)
     {
       struct esbx_egress_rule r;
@@ -496,7 +504,9 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           _cleanup_free_ char *set = name_set (r.port);
           if (r.port && (sets == NULL || strstr (sets, set) == NULL))
             append (&sets, "  set %s { type ipv4_addr; }\n", set);
-          append (&rules, "    ip daddr @%s", set);
+          /* DNS rebinding: a name's answer in a private range is no way
+             into it; only an address or CIDR entry opens one.  */
+          append (&rules, "    ip daddr != @private ip daddr @%s", set);
         }
       else
         {
@@ -514,6 +524,7 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           "size 4096; }\n"
           "  set refused_other { type ipv4_addr . inet_proto; flags dynamic; counter; "
           "size 1024; }\n"
+          "  counter dns_limited { }\n"
           "  chain refuse {\n"
           "    meta l4proto { tcp, udp } add @refused { ip daddr . meta l4proto . th dport }\n"
           "    meta l4proto != { tcp, udp } meta nfproto ipv4 add @refused_other "
@@ -537,6 +548,8 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           "  }\n"
           "  chain input {\n"
           "    type filter hook input priority filter - 10; policy accept;\n"
+          "    iifname \"%3$s\" ip daddr %7$s meta l4proto { tcp, udp } th dport 53 "
+          "limit rate over %8$u/second burst %9$u packets counter name dns_limited drop\n"
           "    iifname \"%3$s\" ip daddr %7$s meta l4proto { tcp, udp } th dport 53 accept\n"
           "    iifname \"%3$s\" ct state established,related accept\n"
           "    iifname \"%3$s\" meta nfproto ipv6 drop\n"
@@ -547,7 +560,8 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           "    iifname \"%3$s\" oifname != \"%3$s\" masquerade\n"
           "  }\n"
           "}\n",
-          n->table, sets ? sets : "", n->veth, rng, prefix, rules ? rules : "", n->gw);
+          n->table, sets ? sets : "", n->veth, rng, prefix, rules ? rules : "", n->gw,
+          ESBX_EGRESS_DNS_RATE, ESBX_EGRESS_DNS_BURST);
   return out;
 }
 
@@ -621,7 +635,8 @@ start_resolver (int slot, const struct slot_names *n, const json_t *allow, esbx_
   strv_push (&argv, xasprintf ("--listen-address=%s", n->gw));
   strv_push (&argv, xasprintf ("--pid-file=%s", pidf));
   /* Every query logged: the names it refuses are read from there
-     (egress_names.c).  */
+     (egress_names.c).  The log is bounded by the file size limit below, its
+     growth by the table's rate limit on queries.  */
   strv_push (&argv, xasprintf ("--log-facility=" EGRESS_RUN "/%d.log", slot));
   strv_push (&argv, xstrdup ("--log-queries"));
   strv_push (&argv, xstrdup ("--address=/#/"));
@@ -648,9 +663,28 @@ start_resolver (int slot, const struct slot_names *n, const json_t *allow, esbx_
       strv_push (&argv, xasprintf ("--nftset=/%s/4#inet#%s#%s", domain, n->table, set));
       esbx_egress_rule_clear (&r);
     }
-  ret = esbx_netcmd (argv.v, -1, NULL, NULL, err);
+  ret = esbx_netcmd_limited (argv.v, -1, NULL, NULL, ESBX_EGRESS_LOG_MAX, err);
   strv_free (&argv);
   return ret;
+}
+
+int
+esbx_egress_resolver_restart (const struct esbx_session *s, int slot, esbx_error_t *err)
+{
+  const json_t *allow = json_get (s->record, "allow");
+  _cleanup_json_ json_t *none = NULL;
+  _cleanup_close_ int dfd = -1;
+  struct slot_names n;
+
+  if (allow == NULL || allow->type != JSON_ARRAY)
+    allow = none = json_new (JSON_ARRAY);
+  dfd = run_dir (err);
+  if (dfd < 0 || slot_names (slot, &n, err) < 0)
+    return -1;
+  stop_resolver (dfd, slot);
+  if (start_resolver (slot, &n, allow, err) < 0)
+    return esbx_error_wrap (err, "resolver of session `%s`", s->name);
+  return 0;
 }
 
 int

@@ -60,6 +60,20 @@ int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *er
 #define ESBX_EGRESS_LINK_FMT  "esbxe%d"
 #define ESBX_EGRESS_TABLE_FMT "esbx_e%d"
 #define ESBX_EGRESS_RUN       "/run/esbx/egress"
+/* The resolver's log never grows past this (its RLIMIT_FSIZE); readers cut
+   it once read past ESBX_EGRESS_LOG_CUT.  */
+#define ESBX_EGRESS_LOG_MAX (2u << 20)
+#define ESBX_EGRESS_LOG_CUT (1u << 20)
+/* Queries a session may send its resolver: a rate per second and a burst;
+   the table drops the rest and counts them (counter dns_limited).  */
+#define ESBX_EGRESS_DNS_RATE  200
+#define ESBX_EGRESS_DNS_BURST 1000
+
+/* Stop the resolver of S's network in SLOT and start it again: dnsmasq
+   gives up its log for good once a write to it fails (it hit
+   ESBX_EGRESS_LOG_MAX) and, running as nobody, cannot open it again in
+   ESBX_EGRESS_RUN.  The addresses it learnt stay in the table.  */
+int esbx_egress_resolver_restart (const struct esbx_session *s, int slot, esbx_error_t *err);
 
 /* The policy and state of session S's network (inspect): its allow-list,
    addresses, and the refused attempts counted so far.  NULL when S is not
@@ -72,8 +86,10 @@ void esbx_egress_record_refused (esbx_store_t *store, const char *session);
 /* The names the resolver of SLOT refused from *OFFSET of its log
    (ESBX_EGRESS_RUN/SLOT.log, beneath DFD) on: an object NAME -> queries
    of at most MAX names, and in *OTHER_QUERIES the queries for names
-   beyond those.  *OFFSET is advanced past what was read (egress_names.c).  */
+   beyond those.  *OFFSET is advanced past what was read; *FULL tells
+   that the log had reached ESBX_EGRESS_LOG_MAX, so that queries after
+   that were not logged (egress_names.c).  */
 json_t *esbx_egress_refused_names (int dfd, int slot, int64_t *offset, size_t max,
-                                   int64_t *other_queries);
+                                   int64_t *other_queries, bool *full);
 
 #endif

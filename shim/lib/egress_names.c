@@ -3,9 +3,12 @@
  * writes "config NAME is NXDOMAIN" for every query that the allow-list
  * does not forward (its `--address=/#/`).  The log is read from where the
  * last reading stopped (whole lines only) and cut once read to its end and
- * larger than LOG_CUT_AT: dnsmasq appends (O_APPEND), so it goes on at
- * the new end.  NAME comes from the session: only printable ASCII is
- * kept.  */
+ * larger than ESBX_EGRESS_LOG_CUT: dnsmasq appends (O_APPEND), so it goes
+ * on at the new end.  It never grows past ESBX_EGRESS_LOG_MAX, dnsmasq's
+ * RLIMIT_FSIZE (a session flooding its resolver between two readings
+ * would otherwise fill the host's /run): past that, queries are answered
+ * but not logged until the next reading cuts the log.  NAME comes from the
+ * session: only printable ASCII is kept.  */
 #include "egress.h"
 #include "utils.h"
 
@@ -17,7 +20,6 @@
 #include <unistd.h>
 
 #define LOG_READ_MAX (4u << 20)
-#define LOG_CUT_AT   (1u << 20)
 #define NAME_MAX_LEN 255
 #define REFUSED_MARK ": config "
 #define REFUSED_TAIL " is NXDOMAIN"
@@ -60,7 +62,8 @@ count (json_t *names, const char *name, size_t max, int64_t *other_queries)
 }
 
 json_t *
-esbx_egress_refused_names (int dfd, int slot, int64_t *offset, size_t max, int64_t *other_queries)
+esbx_egress_refused_names (int dfd, int slot, int64_t *offset, size_t max, int64_t *other_queries,
+                           bool *full)
 {
   _cleanup_free_ char *name = xasprintf ("%d.log", slot), *buf = NULL;
   _cleanup_close_ int fd = -1;
@@ -69,9 +72,13 @@ esbx_egress_refused_names (int dfd, int slot, int64_t *offset, size_t max, int64
   struct stat st;
 
   *other_queries = 0;
+  *full = false;
   fd = TEMP_FAILURE_RETRY (openat (dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
     return names;
+  /* A line does not fit in what is left below the limit: nearly full is
+     full.  */
+  *full = st.st_size + 512 >= (off_t)ESBX_EGRESS_LOG_MAX;
   /* Cut by another reader, or a new log: from its start.  */
   if (*offset < 0 || *offset > st.st_size)
     *offset = 0;
@@ -99,7 +106,9 @@ esbx_egress_refused_names (int dfd, int slot, int64_t *offset, size_t max, int64
   if (start == 0 && got == LOG_READ_MAX)
     start = got;
   *offset += (int64_t)start;
-  if (*offset > LOG_CUT_AT && fstat (fd, &st) == 0 && st.st_size == *offset
+  /* A full log ends in the part of a line that did not fit: cut it with
+     the rest, or dnsmasq could never write again.  */
+  if (*offset > ESBX_EGRESS_LOG_CUT && fstat (fd, &st) == 0 && (st.st_size == *offset || *full)
       && ftruncate (fd, 0) == 0)
     *offset = 0;
   return names;

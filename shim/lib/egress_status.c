@@ -6,12 +6,16 @@
  * is removed, and each increase since the last reading becomes an
  * "egress.refused" event, so the event log keeps what the table loses.
  * Names the resolver refused come from its log (egress_names.c) at the
- * same moments, each an "egress.refused_name" event.  What was recorded
+ * same moments, each an "egress.refused_name" event.  Queries to the
+ * resolver past its rate limit are dropped by the table and counted in its
+ * counter `dns_limited`: an "egress.dns_limited" event.  What was recorded
  * is kept in /run/esbx/egress/N.seen: "ADDR PROTO PORT" -> packets, "name
- * NAME" -> queries (NAMES_MAX names at most) and "log offset".  */
+ * NAME" -> queries (NAMES_MAX names at most), "log offset" and "dns
+ * limited".  */
 #include "egress.h"
 #include "events.h"
 #include "fs.h"
+#include "log.h"
 #include "netcmd.h"
 #include "utils.h"
 
@@ -24,6 +28,7 @@
 #define NAMES_MAX   1024
 #define NAME_PREFIX "name "
 #define LOG_OFFSET  "log offset"
+#define DNS_LIMITED "dns limited"
 
 /* One entry of `nft -j list set`: {"elem": {"val": {"concat": [ADDR,
    PROTO, PORT]}, "counter": {"packets": N, ...}}}.  */
@@ -93,6 +98,34 @@ refused (int slot)
   read_set (table, "refused", arr);
   read_set (table, "refused_other", arr);
   return arr;
+}
+
+/* Packets of the counter dns_limited of SLOT's table: `nft -j list
+   counter` answers {"nftables": [..., {"counter": {"packets": N, ...}}]}.  */
+static int64_t
+dns_limited (int slot)
+{
+  _cleanup_free_ char *text = NULL;
+  _cleanup_json_ json_t *j = NULL;
+  char table[32];
+  char *argv[] = { (char *)"nft",  (char *)"-j",  (char *)"list",        (char *)"counter",
+                   (char *)"inet", (char *)table, (char *)"dns_limited", NULL };
+  const json_t *item, *c;
+  esbx_error_t err = NULL;
+  int64_t packets = 0;
+  size_t i;
+
+  snprintf (table, sizeof table, ESBX_EGRESS_TABLE_FMT, slot);
+  if (esbx_netcmd (argv, -1, NULL, &text, &err) < 0
+      || (j = json_parse (text, strlen (text), &err)) == NULL)
+    {
+      esbx_error_free (&err);
+      return 0;
+    }
+  json_array_foreach (json_get (j, "nftables"), i, item)
+    if ((c = json_get (item, "counter")) != NULL)
+      json_get_int (c, "packets", &packets);
+  return packets;
 }
 
 static json_t *
@@ -170,6 +203,7 @@ esbx_egress_json (esbx_store_t *store, const struct esbx_session *s)
   json_set_string (o, "link", link);
   json_set (o, "refused", refused (slot));
   json_set (o, "refused_names", refused_names (slot));
+  json_set_int (o, "dns_limited", dns_limited (slot));
   return o;
 }
 
@@ -206,9 +240,10 @@ record_names (esbx_store_t *store, const char *session, int dfd, int slot, json_
   size_t i, kept = names_kept (seen);
   const json_t *v;
   const char *k;
+  bool full;
 
   json_get_int (seen, LOG_OFFSET, &offset);
-  names = esbx_egress_refused_names (dfd, slot, &offset, NAMES_MAX, &other_queries);
+  names = esbx_egress_refused_names (dfd, slot, &offset, NAMES_MAX, &other_queries, &full);
   json_set_int (seen, LOG_OFFSET, offset);
   json_object_foreach (names, i, k, v)
     {
@@ -238,6 +273,42 @@ record_names (esbx_store_t *store, const char *session, int dfd, int slot, json_
       json_set_int (f, "queries", other_queries);
       esbx_event_append (store, session, "egress.refused_name", f, NULL);
     }
+  if (full)
+    {
+      /* Said once per filling: the reading cut the log, and the resolver,
+         which gave it up, starts again to write to it.  */
+      json_t *f = json_new (JSON_OBJECT);
+      struct esbx_session *s = NULL;
+      esbx_error_t e = NULL;
+
+      json_set_int (f, "log_bytes", ESBX_EGRESS_LOG_MAX);
+      esbx_event_append (store, session, "egress.resolver_log_full", f, NULL);
+      if (esbx_session_load (store, session, &s, &e) < 0
+          || esbx_egress_resolver_restart (s, slot, &e) < 0)
+        {
+          esbx_warn ("%s", e->msg);
+          esbx_error_free (&e);
+        }
+      esbx_session_free (s);
+    }
+}
+
+/* An "egress.dns_limited" event when the table dropped queries to the
+   resolver since the last reading.  */
+static void
+record_dns_limited (esbx_store_t *store, const char *session, int slot, json_t *seen)
+{
+  int64_t now = dns_limited (slot), before = 0;
+  json_t *f;
+
+  json_get_int (seen, DNS_LIMITED, &before);
+  if (now <= before)
+    return;
+  f = json_new (JSON_OBJECT);
+  json_set_int (f, "packets", now - before);
+  json_set_int (f, "total", now);
+  esbx_event_append (store, session, "egress.dns_limited", f, NULL);
+  json_set_int (seen, DNS_LIMITED, now);
 }
 
 void
@@ -293,6 +364,7 @@ esbx_egress_record_refused (esbx_store_t *store, const char *session)
       json_set_int (seen, key, packets);
     }
   record_names (store, session, dfd, slot, seen);
+  record_dns_limited (store, session, slot, seen);
   text = json_serialize (seen, false, &len);
   if (esbx_replace_file_at (dfd, name, text, len, 0600, &err) < 0)
     esbx_error_free (&err);

@@ -11,7 +11,9 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,14 +24,22 @@
 static const char *const search_dirs[] = { "/usr/sbin", "/sbin", "/usr/bin", "/bin" };
 
 /* Runs in the child: only async-signal-safe calls.  */
-static void __attribute__ ((noreturn))
-child (char *const *argv, char *const *paths, int netns_fd, int in, int out, int errfd)
+static void __attribute__ ((noreturn)) child (char *const *argv, char *const *paths, int netns_fd,
+                                              int in, int out, int errfd, unsigned long long fsize)
 {
   sigset_t none;
   size_t i;
 
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
+  if (fsize)
+    {
+      /* A write past the limit fails with EFBIG instead of killing the
+         program: SIGXFSZ ignored stays ignored across execve.  */
+      struct rlimit rl = { .rlim_cur = (rlim_t)fsize, .rlim_max = (rlim_t)fsize };
+      if (signal (SIGXFSZ, SIG_IGN) == SIG_ERR || setrlimit (RLIMIT_FSIZE, &rl) < 0)
+        _exit (126);
+    }
   if (netns_fd >= 0 && setns (netns_fd, CLONE_NEWNET) < 0)
     _exit (126);
   if (dup2 (in, 0) < 0 || dup2 (out, 1) < 0 || dup2 (errfd, 2) < 0)
@@ -76,6 +86,13 @@ new_memfd (const char *name, const char *data, esbx_error_t *err)
 int
 esbx_netcmd (char *const *argv, int netns_fd, const char *input, char **out, esbx_error_t *err)
 {
+  return esbx_netcmd_limited (argv, netns_fd, input, out, 0, err);
+}
+
+int
+esbx_netcmd_limited (char *const *argv, int netns_fd, const char *input, char **out,
+                     unsigned long long fsize, esbx_error_t *err)
+{
   _cleanup_close_ int in = -1, outfd = -1, errfd = -1;
   _cleanup_free_ char *stderr_text = NULL;
   char *paths[ARRAY_SIZE (search_dirs) + 1] = { NULL };
@@ -100,7 +117,7 @@ esbx_netcmd (char *const *argv, int netns_fd, const char *input, char **out, esb
       goto out;
     }
   if (pid == 0)
-    child (argv, paths, netns_fd, in, outfd, errfd);
+    child (argv, paths, netns_fd, in, outfd, errfd, fsize);
   if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
     {
       ret = esbx_make_error (err, errno, "wait for `%s`", argv[0]);

@@ -11,5 +11,10 @@
    other than 0 is an error naming the program and the first line of its
    stderr.  */
 int esbx_netcmd (char *const *argv, int netns_fd, const char *input, char **out, esbx_error_t *err);
+/* The same with RLIMIT_FSIZE at FSIZE bytes (0: none) for the program and
+   what it forks (a daemon): no file it writes grows past FSIZE; a write
+   past it fails with EFBIG (SIGXFSZ is ignored).  */
+int esbx_netcmd_limited (char *const *argv, int netns_fd, const char *input, char **out,
+                         unsigned long long fsize, esbx_error_t *err);
 
 #endif

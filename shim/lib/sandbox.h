@@ -105,8 +105,19 @@ void esbx_sandbox_thaw_abandoned (esbx_store_t *store, const char *session, FILE
 /* Retire every session past its time to live or idle time to live: holder
    and processes stopped, an "expired" event, then a snapshot first when
    its on_expiry says so, and the discard (to the trash when it has
-   unpublished work and no snapshot was made).  *RETIRED counts them.  */
-int esbx_sandbox_expire (esbx_store_t *store, FILE *report, size_t *retired, esbx_error_t *err);
+   unpublished work and no snapshot was made).  A session that fails is
+   reported (REPORT, else the log) and tried again RETRY_MS later, twice as
+   long after each failure (RETRY_MS 0: `esbx gc`, which tries at once);
+   after ESBX_EXPIRY_ATTEMPTS failures it is discarded without the
+   snapshot.  Fails only when the sessions cannot be listed; *RES counts
+   the sessions retired and the attempts that failed.  */
+#define ESBX_EXPIRY_ATTEMPTS 5
+struct esbx_expire_result
+{
+  size_t retired, failed;
+};
+int esbx_sandbox_expire (esbx_store_t *store, long retry_ms, FILE *report,
+                         struct esbx_expire_result *res, esbx_error_t *err);
 
 /* esbx_gc plus the sessions whose holder died or whose owner crashed.  */
 int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);

@@ -152,8 +152,18 @@ esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report, es
   clean_stray_cgroups (store, report);
   esbx_egress_gc (store, report);
   /* Without a daemon, gc is what ends sessions past their lifetime.  */
-  if (esbx_sandbox_expire (store, report, NULL, err) < 0)
-    ret = -1;
+  {
+    struct esbx_expire_result r;
+
+    if (esbx_sandbox_expire (store, 0, report, &r, err) < 0)
+      ret = -1;
+    else if (r.failed)
+      {
+        esbx_make_error (err, 0, "expiry: %zu session%s could not be retired", r.failed,
+                         r.failed == 1 ? "" : "s");
+        ret = -1;
+      }
+  }
   if (ret < 0 && err && *err)
     {
       if (report)

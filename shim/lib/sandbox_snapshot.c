@@ -3,7 +3,8 @@
  * frozen (cgroup freezer) while its upper is copied, then thawed.  The
  * freeze is taken under ROOT/sessions/S/snapshot.lock; a snapshot killed
  * while the session is frozen leaves the lock free, and the next snapshot
- * or gc thaws the session (esbx_sandbox_thaw_abandoned).  */
+ * or gc thaws the session (esbx_sandbox_thaw_abandoned).  Retiring
+ * sessions at their expiry is sandbox_expire.c.  */
 #include "sandbox.h"
 #include "cgroup.h"
 #include "events.h"
@@ -124,94 +125,5 @@ esbx_sandbox_fork (esbx_store_t *store, const char *session, const struct esbx_s
     }
   if (snapshot)
     *snapshot = steal_pointer (&snap);
-  return 0;
-}
-
-/* ---- expiry ------------------------------------------------------------- */
-
-/* Retire S: with on_expiry snapshot, a snapshot first (then nothing is
-   lost and the session goes without the trash); otherwise a discard, whose
-   trash keeps unpublished work.  */
-static int
-retire (esbx_store_t *store, const struct esbx_session *s, const char *why, FILE *report,
-        esbx_error_t *err)
-{
-  const char *on_expiry = json_get_string (s->record, "on_expiry");
-  _cleanup_free_ char *snap = NULL;
-  unsigned int flags = 0;
-  json_t *f = json_new (JSON_OBJECT);
-
-  json_set_string (f, "reason", why);
-  if (esbx_holder_stop (store, s->name, err) < 0)
-    {
-      json_free (f);
-      return -1;
-    }
-  if (on_expiry && strcmp (on_expiry, "snapshot") == 0)
-    {
-      _cleanup_free_ char *hex = esbx_random_hex (4);
-      _cleanup_free_ char *want = xasprintf ("%.100s-expired-%s", s->name, hex);
-      if (esbx_snapshot_create (store, s->name, want, &snap, err) < 0)
-        {
-          json_free (f);
-          return -1;
-        }
-      json_set_string (f, "snapshot", snap);
-      flags |= ESBX_DISCARD_FORCE;
-    }
-  esbx_event_append (store, s->name, "expired", f, NULL);
-  if (esbx_sandbox_discard (store, s->name, flags, err) < 0)
-    return -1;
-  if (report && snap)
-    fprintf (report, "retired session `%s` (%s): kept as snapshot `%s`\n", s->name, why, snap);
-  else if (report)
-    fprintf (report, "retired session `%s` (%s)\n", s->name, why);
-  return 0;
-}
-
-int
-esbx_sandbox_expire (esbx_store_t *store, FILE *report, size_t *retired, esbx_error_t *err)
-{
-  _cleanup_strv_ char **names = esbx_session_list (store, NULL, err);
-  int64_t now = (int64_t)time (NULL);
-  int ret = 0;
-  size_t i;
-
-  if (retired)
-    *retired = 0;
-  if (names == NULL)
-    return -1;
-  for (i = 0; names[i]; i++)
-    {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-      const char *why;
-      int64_t at;
-
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      at = esbx_session_expires (store, s, &why);
-      if (at > 0 && at <= now)
-        {
-          if (retire (store, s, why, report, &e) < 0)
-            {
-              if (esbx_session_exists (store, names[i]))
-                {
-                  if (report)
-                    fprintf (report, "session `%s`: %s\n", names[i], e->msg);
-                  ret = -1;
-                }
-              esbx_error_free (&e);
-            }
-          else if (retired)
-            (*retired)++;
-        }
-      esbx_session_free (s);
-    }
-  if (ret < 0)
-    return esbx_make_error (err, 0, "expiry: some sessions could not be retired");
   return 0;
 }

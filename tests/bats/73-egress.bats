@@ -3,9 +3,10 @@
 # nothing else.  The "internet" is a net namespace this suite makes: a veth
 # to the host with addresses of 198.19.233.0/24 (a benchmarking range), an
 # HTTP server on .2 (ports 8080 and 8081) and .3, and a DNS server answering
-# a.test (.2), b.test (.3) and x.wild.test (.2).  169.254.169.254 is routed
-# into it too, so that a packet the policy let through would land there,
-# never on a real network.
+# a.test (.2), b.test (.3), x.wild.test (.2) and rebind.test (10.254.233.2,
+# a private address of the namespace's loopback).  169.254.169.254 and
+# 10.254.233.2 are routed into it too, so that a packet the policy let
+# through would land there, never on a real network.
 
 load helpers
 
@@ -20,10 +21,12 @@ setup_file() {
   ip -n "$NS" addr add "$INET.2/24" dev inet0
   ip -n "$NS" addr add "$INET.3/24" dev inet0
   ip -n "$NS" addr add 169.254.169.254/32 dev lo
+  ip -n "$NS" addr add 10.254.233.2/32 dev lo
   ip -n "$NS" link set inet0 up
   ip -n "$NS" link set lo up
   ip -n "$NS" route add default via "$INET.1"
   ip route add 169.254.169.254/32 via "$INET.2" dev "$HOSTLINK"
+  ip route add 10.254.233.2/32 via "$INET.2" dev "$HOSTLINK"
   mkdir -p "$BATS_FILE_TMPDIR/www"
   echo "hello from the test internet" >"$BATS_FILE_TMPDIR/www/index.html"
   for port in 8080 8081; do
@@ -34,7 +37,7 @@ setup_file() {
   ip netns exec "$NS" dnsmasq --conf-file=/dev/null --no-hosts --no-resolv \
     --listen-address="$INET.2" --bind-interfaces \
     --address=/a.test/"$INET.2" --address=/b.test/"$INET.3" \
-    --address=/x.wild.test/"$INET.2" --pid-file="$BATS_FILE_TMPDIR/dns.pid"
+    --address=/x.wild.test/"$INET.2" --address=/rebind.test/10.254.233.2 --pid-file="$BATS_FILE_TMPDIR/dns.pid"
   # A service of the host itself, on every address and on loopback only.
   python3 -m http.server 18089 --bind 0.0.0.0 --directory "$BATS_FILE_TMPDIR/www" \
     >/dev/null 2>&1 3>&- &
@@ -54,6 +57,7 @@ teardown_file() {
   xargs -r kill <"$BATS_FILE_TMPDIR/pids" 2>/dev/null || true
   [ -f "$BATS_FILE_TMPDIR/dns.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/dns.pid")" 2>/dev/null
   ip route del 169.254.169.254/32 via "$INET.2" dev "$HOSTLINK" 2>/dev/null || true
+  ip route del 10.254.233.2/32 via "$INET.2" dev "$HOSTLINK" 2>/dev/null || true
   ip link del "$HOSTLINK" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
 }
@@ -79,6 +83,8 @@ fetch() {
   run curl -fsS -m 3 "http://$INET.3:8080/"
   assert_success
   run curl -fsS -m 3 "http://169.254.169.254:8080/"
+  assert_output "hello from the test internet"
+  run curl -fsS -m 3 "http://10.254.233.2:8080/"
   assert_output "hello from the test internet"
 }
 
@@ -302,4 +308,91 @@ fetch() {
   assert_success
   fetch v1 "http://$INET.3:8080/"
   assert_failure
+}
+
+# Send DNS queries for distinct names to the session's resolver for $2
+# seconds from inside session $1; prints how many were sent.
+dns_flood() {
+  "$ESBX" exec "$1" -- python3 -c '
+import socket, struct, sys, time
+ns = [l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver")][0]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setblocking(False)
+end, i = time.time() + float(sys.argv[1]), 0
+while time.time() < end:
+    q = struct.pack(">HHHHHH", i & 0xFFFF, 0x0100, 1, 0, 0, 0)
+    for label in (b"q%d" % i, b"flood", b"test"):
+        q += bytes([len(label)]) + label
+    q += b"\0" + struct.pack(">HH", 1, 1)
+    try:
+        s.sendto(q, (ns, 53))
+    except BlockingIOError:
+        time.sleep(0.001)
+        continue
+    i += 1
+print(i)
+' "$2"
+}
+
+@test "egress: a query flood is rate limited and the resolver's log stays bounded" {
+  esbx_ok session create p --name s1 --network egress --allow a.test:8080
+  esbx_ok exec s1 -- true
+  slot=$(egress_link s1)
+  slot=${slot#esbxe}
+  run dns_flood s1 4
+  assert_success
+  sent=$output
+  [ "$sent" -gt 10000 ]
+  log=/run/esbx/egress/$slot.log
+  size=$(stat -c %s "$log")
+  echo "$sent queries sent, the log holds $size bytes" >&3
+  # 4 s of flood at the limit (200 queries/s, 1000 at once) is ~2,000
+  # queries, ~200 KiB of log; the log can never pass 2 MiB anyway.
+  [ "$size" -le $((2 * 1024 * 1024)) ]
+  # What inspect shows is kept: the refused names, and the queries the
+  # limit dropped.
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.egress.refused_names | length > 100'
+  echo "$output" | jq -e '.egress.refused_names | all(.name | test("^q[0-9]+\\.flood\\.test$"))'
+  echo "$output" | jq -e --argjson n "$sent" '.egress.dns_limited > 0 and .egress.dns_limited < $n'
+  esbx_ok events s1 --json
+  echo "$output" | jq -se 'map(select(.type == "egress.dns_limited")) | length == 1 and .[0].packets > 0'
+  # Allowed names still resolve once the flood is over.
+  fetch s1 http://a.test:8080/
+  assert_success
+  # The resolver cannot write its log past 2 MiB, and a full log stops
+  # neither it nor the names refused after the next reading.
+  dns=$(cat "/run/esbx/egress/$slot.pid")
+  grep -E "^Max file size +2097152 +2097152" "/proc/$dns/limits"
+  head -c $((2 * 1024 * 1024 - $(stat -c %s "$log") - 100)) /dev/zero | tr '\0' x >>"$log"
+  esbx_fails 2 exec s1 -- getent hosts lost.test
+  [ "$(stat -c %s "$log")" -le $((2 * 1024 * 1024)) ]
+  kill -0 "$dns"
+  esbx_ok events s1 --json
+  echo "$output" | jq -se 'map(select(.type == "egress.resolver_log_full")) | length == 1'
+  esbx_fails 2 exec s1 -- getent hosts after.test
+  # (Past the 1024 names whose totals inspect keeps: an event still.)
+  esbx_ok events s1 --json
+  echo "$output" | jq -se 'any(.type == "egress.refused_name" and .name == "after.test")'
+}
+
+@test "egress: an allowed name that resolves into a private range is refused unless the range is allowed (DNS rebinding)" {
+  esbx_ok session create p --name s1 --network egress --allow rebind.test:8080
+  esbx_ok exec s1 -- getent hosts rebind.test
+  assert_output --partial 10.254.233.2
+  fetch s1 http://rebind.test:8080/
+  assert_failure
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.egress.refused | any(.destination == "10.254.233.2" and .port == 8080)'
+  # Named by the allow-list itself, the range is reachable, through the
+  # name too.
+  esbx_ok session create p --name s2 --network egress --allow rebind.test:8080 \
+    --allow 10.254.233.0/24:8080
+  fetch s2 http://rebind.test:8080/
+  assert_success
+  assert_output "hello from the test internet"
+  # A public answer is unaffected.
+  esbx_ok session create p --name s3 --network egress --allow a.test:8080
+  fetch s3 http://a.test:8080/
+  assert_success
 }

@@ -74,6 +74,7 @@ test_refused_names (void **state)
 {
   struct fixture *f = *state;
   int64_t offset = 0, other_queries;
+  bool full;
   json_t *names;
 
   append_log (
@@ -84,7 +85,7 @@ test_refused_names (void **state)
       "config Example.ORG is NXDOMAIN\n" LINE_PREFIX "config bad name is NXDOMAIN\n" LINE_PREFIX
       "forwarded a.test to 198.19.233.2\n" LINE_PREFIX "reply x.a.test is NXDOMAIN\n" LINE_PREFIX
       "config c.test is NX");
-  names = esbx_egress_refused_names (f->dfd, 7, &offset, 16, &other_queries);
+  names = esbx_egress_refused_names (f->dfd, 7, &offset, 16, &other_queries, &full);
   /* Lower-cased; no space in a name; only what the policy refused; the
      unfinished last line waits.  */
   assert_int_equal (json_len (names), 2);
@@ -94,13 +95,13 @@ test_refused_names (void **state)
   json_free (names);
 
   append_log (f, "DOMAIN\n");
-  names = esbx_egress_refused_names (f->dfd, 7, &offset, 16, &other_queries);
+  names = esbx_egress_refused_names (f->dfd, 7, &offset, 16, &other_queries, &full);
   assert_int_equal (json_len (names), 1);
   assert_int_equal (count_of (names, "c.test"), 1);
   json_free (names);
 
   /* Nothing new: nothing.  */
-  names = esbx_egress_refused_names (f->dfd, 7, &offset, 16, &other_queries);
+  names = esbx_egress_refused_names (f->dfd, 7, &offset, 16, &other_queries, &full);
   assert_int_equal (json_len (names), 0);
   json_free (names);
 }
@@ -112,6 +113,7 @@ test_refused_names_bounded_and_cut (void **state)
   int64_t offset = 0, other_queries;
   struct stat st;
   json_t *names;
+  bool full;
   int i;
 
   /* More than the cut size: read to its end, the log is emptied.  */
@@ -120,10 +122,11 @@ test_refused_names_bounded_and_cut (void **state)
       _cleanup_free_ char *line = xasprintf (LINE_PREFIX "config n%d.test is NXDOMAIN\n", i % 3);
       append_log (f, line);
     }
-  names = esbx_egress_refused_names (f->dfd, 7, &offset, 2, &other_queries);
+  names = esbx_egress_refused_names (f->dfd, 7, &offset, 2, &other_queries, &full);
   assert_int_equal (json_len (names), 2);
   assert_int_equal (count_of (names, "n0.test") + count_of (names, "n1.test"), 13334);
   assert_int_equal (other_queries, 6666);
+  assert_false (full);
   json_free (names);
   assert_int_equal (offset, 0);
   assert_int_equal (fstatat (f->dfd, "7.log", &st, 0), 0);
@@ -131,14 +134,27 @@ test_refused_names_bounded_and_cut (void **state)
 
   /* dnsmasq appends: it goes on at the start.  */
   append_log (f, LINE_PREFIX "config d.test is NXDOMAIN\n");
-  names = esbx_egress_refused_names (f->dfd, 7, &offset, 2, &other_queries);
+  names = esbx_egress_refused_names (f->dfd, 7, &offset, 2, &other_queries, &full);
   assert_int_equal (count_of (names, "d.test"), 1);
   json_free (names);
 
   /* No log: no names.  */
-  names = esbx_egress_refused_names (f->dfd, 8, &offset, 2, &other_queries);
+  names = esbx_egress_refused_names (f->dfd, 8, &offset, 2, &other_queries, &full);
   assert_int_equal (json_len (names), 0);
   json_free (names);
+
+  /* A log at its limit, its last line cut short, is said to be full, read
+     and cut.  */
+  offset = 0;
+  while (fstatat (f->dfd, "7.log", &st, 0) == 0 && st.st_size < (off_t)ESBX_EGRESS_LOG_MAX)
+    append_log (f, LINE_PREFIX "config full.test is NXDOMAIN\n");
+  append_log (f, LINE_PREFIX "config cut");
+  names = esbx_egress_refused_names (f->dfd, 7, &offset, 2, &other_queries, &full);
+  assert_true (full);
+  assert_true (count_of (names, "full.test") > 1000);
+  json_free (names);
+  assert_int_equal (fstatat (f->dfd, "7.log", &st, 0), 0);
+  assert_int_equal (st.st_size, 0);
 }
 
 int
