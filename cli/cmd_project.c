@@ -1,4 +1,4 @@
-/* esbx project create|list|log|rm|squash|lifetime|network (push|pull: cmd_remote.c) */
+/* esbx project create|list|log|rm|squash|lifetime|network|git-dir (push|pull: cmd_remote.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
@@ -10,6 +10,8 @@ struct create_opts
 {
   const char *name;
   const char *from;
+  const char *git; /* --from-git */
+  const char *ref; /* --ref */
 };
 
 static int
@@ -17,6 +19,8 @@ parse_create_opts (struct esbx_cli *cli, int argc, char **argv, struct create_op
                    esbx_error_t *err)
 {
   static const struct option opts[] = { { "from", required_argument, NULL, 'f' },
+                                        { "from-git", required_argument, NULL, 'g' },
+                                        { "ref", required_argument, NULL, 'r' },
                                         { "json", no_argument, NULL, 'J' },
                                         CLI_PROGRESS_OPTIONS,
                                         { NULL, 0, NULL, 0 } };
@@ -26,11 +30,19 @@ parse_create_opts (struct esbx_cli *cli, int argc, char **argv, struct create_op
     {
       if (c == 'f')
         o->from = optarg;
+      else if (c == 'g')
+        o->git = optarg;
+      else if (c == 'r')
+        o->ref = optarg;
       else if (c != 'J' && !cli_progress_option (cli, c))
         return cli_usage (err, "project create: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
     return cli_usage (err, "project create: expected NAME");
+  if (o->from && o->git)
+    return cli_usage (err, "project create: --from and --from-git exclude each other");
+  if (o->ref && !o->git)
+    return cli_usage (err, "project create: --ref goes with --from-git");
   o->name = argv[optind];
   return 0;
 }
@@ -40,10 +52,11 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
 {
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
 
-  if (o->from)
+  if (o->from || o->git)
     return esbx_make_error (err, 0,
-                            "project create --from: the gateway does not read host paths; "
-                            "create the project on the host");
+                            "project create --from%s: the gateway does not read host paths; "
+                            "create the project on the host",
+                            o->git ? "-git" : "");
   json_set_string (body, "name", o->name);
   return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/projects");
 }
@@ -60,7 +73,10 @@ project_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return create_remote (cli, &o, err);
   cli_progress_start (cli, false);
   store = cli_store (cli, err);
-  if (store == NULL || esbx_project_create (store, o.name, o.from, err) < 0)
+  if (store == NULL
+      || (o.git ? esbx_project_create_git (store, o.name, o.git, o.ref, err)
+                : esbx_project_create (store, o.name, o.from, err))
+             < 0)
     return -1;
   printf ("%s\n", o.name);
   return 0;
@@ -271,6 +287,31 @@ project_network (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   return ret;
 }
 
+/* The store's repository of a git project, for plain git (`git fetch
+   "$(esbx project git-dir P)" esbx/head`).  */
+static int
+project_git_dir (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  _cleanup_free_ char *dir = NULL;
+  esbx_store_t *store;
+
+  if (argc != 2)
+    return cli_usage (err, "project git-dir: expected NAME");
+  if (cli_remote_mode (cli))
+    return esbx_make_error (err, 0, "project git-dir: a path of the store's host; run it there");
+  store = cli_store (cli, err);
+  if (store == NULL)
+    return -1;
+  if (!esbx_project_exists (store, argv[1]))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                 argv[1]);
+  if (!esbx_project_is_git (store, argv[1]))
+    return esbx_make_error (err, 0, "project `%s` was not made from a git repository", argv[1]);
+  dir = esbx_project_git_dir (store, argv[1]);
+  printf ("%s\n", dir);
+  return 0;
+}
+
 int
 cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -298,5 +339,7 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cmd_project_push (cli, argv[2], err);
   if (strcmp (sub, "pull") == 0)
     return cmd_project_pull (cli, argv[2], err);
+  if (strcmp (sub, "git-dir") == 0)
+    return project_git_dir (cli, argc - 1, argv + 1, err);
   return cli_usage (err, "project: unknown subcommand `%s`", sub);
 }

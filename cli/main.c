@@ -19,7 +19,7 @@ struct verb
 /* USAGE: one line per form, each without the leading "esbx ".  */
 static const struct verb verbs[] = {
   { "project", cmd_project,
-    "project create NAME [--from SRC] [--progress | --quiet]\n"
+    "project create NAME [--from SRC | --from-git REPO [--ref REF]] [--progress | --quiet]\n"
     "project list\n"
     "project log NAME\n"
     "project rm NAME\n"
@@ -28,7 +28,8 @@ static const struct verb verbs[] = {
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "project squash NAME\n"
     "project push NAME\n"
-    "project pull NAME" },
+    "project pull NAME\n"
+    "project git-dir NAME" },
   { "remote", cmd_remote,
     "remote set --registry URL --etcd URL [--ca FILE] [--cert FILE --key FILE] [--token-file "
     "FILE] [--compression gzip|none]\nremote show" },

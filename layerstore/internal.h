@@ -265,6 +265,10 @@ int esbx_layer_adopt_parents (esbx_store_t *store, const char *project, struct e
 /* Make a diff filled by other means than esbx_layer_stage (imports,
    squash) durable: one syncfs of the store's filesystem.  */
 int esbx_layer_sync (int diffd, esbx_error_t *err);
+/* Name layer L for the stack IDS[0..N) it goes on (parent, index, the
+   creation time when it has none): its id, from the record without the id
+   and the git commit; returns the record as it is written (*LEN bytes).  */
+char *esbx_layer_name (struct esbx_layer *l, char *const *ids, size_t n, size_t *len);
 /* With the project lock held and IDS the current stack: name the layer,
    write its record, install it and move the head.  L->changes must be the
    staged change set.  */

@@ -17,6 +17,7 @@ esbx_layer_free (struct esbx_layer *l)
   free (l->created);
   free (l->session);
   free (l->message);
+  free (l->git_commit);
   json_free (l->labels);
   esbx_changeset_free (&l->changes);
   free (l);
@@ -57,6 +58,7 @@ esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *er
   l->session = xstrdup (json_get_string (j, "session"));
   l->message = xstrdup (json_get_string (j, "message"));
   l->labels = esbx_labels_copy (json_get (j, "labels"));
+  l->git_commit = xstrdup (json_get_string (j, "git_commit"));
   for (i = 0; i < json_len (changes); i++)
     {
       struct esbx_change c;
@@ -88,6 +90,8 @@ esbx_layer_to_json (const struct esbx_layer *l)
   for (i = 0; i < l->changes.n; i++)
     json_append (changes, esbx_change_to_json (&l->changes.v[i]));
   json_set (j, "changes", changes);
+  if (l->git_commit)
+    json_set_string (j, "git_commit", l->git_commit);
   return j;
 }
 

@@ -117,6 +117,8 @@ struct esbx_layer
   json_t *labels; /* object, may be empty */
   char *message;
   struct esbx_changeset changes; /* sorted by path */
+  char *git_commit;              /* a git project's layer: its commit (not part of the id,
+                                    which the commit's trailer names) */
 };
 
 void esbx_layer_free (struct esbx_layer *l);
@@ -143,6 +145,17 @@ char *esbx_layer_diff_path (esbx_store_t *store, const char *project, const char
 
 /* FROM: NULL (empty project), a directory, a tarball (tar, tar.gz, tar.zst,
    zip) or a `docker save` archive.  */
+/* A project whose first layer is commit REF (NULL: HEAD) of the git
+   repository REPO (a path, or a URL libgit2 can fetch): its tree, read from
+   the object database, and a repository every session gets (README, "Git
+   projects").  */
+int esbx_project_create_git (esbx_store_t *store, const char *name, const char *repo,
+                             const char *ref, esbx_error_t *err);
+/* Was PROJECT made from a git repository (ROOT/projects/P/git.json)?  */
+bool esbx_project_is_git (esbx_store_t *store, const char *project);
+/* ROOT/projects/P/git: a bare repository plain git reads (its objects are
+   the layers', refs/heads/esbx/head the head's commit).  */
+char *esbx_project_git_dir (esbx_store_t *store, const char *project);
 int esbx_project_create (esbx_store_t *store, const char *name, const char *from,
                          esbx_error_t *err);
 bool esbx_project_exists (esbx_store_t *store, const char *name);
@@ -273,6 +286,9 @@ int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 /* The ignored changes are wanted only to be named: an ignored directory
    is one entry (not entered), an ignored file is not read.  */
 #define ESBX_CHANGES_IGNORED_TOP 2u
+/* The root's `.git` is no change (a git project's sessions and layers:
+   git_repo.c).  */
+#define ESBX_CHANGES_NO_GIT 4u
 
 /* The change set of a session against its base (and what it published),
    without the paths its ignore rules exclude (README, "Ignore rules"):

@@ -271,6 +271,37 @@ esbx_project_lock (esbx_store_t *store, const char *project, esbx_error_t *err)
   return fd;
 }
 
+char *
+esbx_layer_name (struct esbx_layer *l, char *const *ids, size_t n, size_t *len)
+{
+  char sha[ESBX_SHA256_HEX_LEN + 1];
+  char *git_commit = l->git_commit, *text;
+  json_t *j;
+
+  free (l->parent);
+  l->parent = n ? xstrdup (ids[n - 1]) : NULL;
+  l->index = (int64_t)n;
+  if (l->created == NULL)
+    l->created = esbx_rfc3339_now ();
+  /* The id names the content: parent, time, provenance and changes; a git
+     commit is made after it (its trailer names the layer).  */
+  free (l->id);
+  l->id = xstrdup ("");
+  l->git_commit = NULL;
+  j = esbx_layer_to_json (l);
+  text = json_serialize (j, false, len);
+  json_free (j);
+  esbx_sha256_buf (text, *len, sha);
+  free (text);
+  free (l->id);
+  l->id = xstrndup (sha, 16);
+  l->git_commit = git_commit;
+  j = esbx_layer_to_json (l);
+  text = json_serialize (j, true, len);
+  json_free (j);
+  return text;
+}
+
 int
 esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
                    struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err)
@@ -278,28 +309,9 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
   _cleanup_free_ char *text = NULL, *dest = NULL, *layers = NULL;
   _cleanup_close_ int fd = -1;
   _cleanup_close_ int lfd = -1;
-  char sha[65];
-  json_t *j;
   size_t len;
 
-  l->parent = n ? xstrdup (ids[n - 1]) : NULL;
-  l->index = (int64_t)n;
-  if (l->created == NULL)
-    l->created = esbx_rfc3339_now ();
-  /* The id names the content: parent, time, provenance and changes.  */
-  free (l->id);
-  l->id = xstrdup ("");
-  j = esbx_layer_to_json (l);
-  text = json_serialize (j, false, &len);
-  json_free (j);
-  esbx_sha256_buf (text, len, sha);
-  free (l->id);
-  l->id = xstrndup (sha, 16);
-  free (text);
-
-  j = esbx_layer_to_json (l);
-  text = json_serialize (j, true, &len);
-  json_free (j);
+  text = esbx_layer_name (l, ids, n, &len);
   fd = esbx_open_dir_at (store->rootfd, st->rel, err);
   if (fd < 0)
     return -1;

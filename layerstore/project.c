@@ -1,5 +1,7 @@
-/* Projects: create (layer 0 from an import), list, rm, squash.  */
+/* Projects: create (layer 0 from an import, or from a git commit), list,
+   rm, squash.  */
 #include "internal.h"
+#include "git.h"
 #include "failpoint.h"
 #include "fs.h"
 #include "text.h"
@@ -9,13 +11,21 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Stage a layer whose diff is filled from FROM (a directory, an archive or a
-   mounted tree), scan it into its record, and append it: to a new stack when
-   IDS is NULL.  */
-static int
-import_layer (esbx_store_t *store, const char *project, const char *from, const char *message,
-              char **ids, size_t n, char **new_id, esbx_error_t *err)
+/* Where a project's first layer comes from.  */
+struct source
 {
+  const char *from;    /* a directory, an archive, a mounted tree, or NULL */
+  const char *git;     /* or a git repository (a path or a URL) */
+  const char *git_ref; /* and its ref (NULL: HEAD) */
+};
+
+/* Stage a layer whose diff is filled from SRC, scan it into its record, and
+   append it: to a new stack when IDS is NULL.  */
+static int
+import_layer (esbx_store_t *store, const char *project, const struct source *src,
+              const char *message, char **ids, size_t n, char **new_id, esbx_error_t *err)
+{
+  const char *from = src->from;
   struct esbx_staged staged = { .lockfd = -1 };
   struct esbx_layer layer = { 0 };
   struct esbx_stack empty = { .store = store };
@@ -32,6 +42,21 @@ import_layer (esbx_store_t *store, const char *project, const char *from, const 
     goto out;
   if (from && esbx_import_tree (from, diff, err) < 0)
     goto out;
+  if (src->git)
+    {
+      _cleanup_free_ char *tmp = NULL;
+      _cleanup_close_ int tmpfd = esbx_store_tmpdir (store, "git-import", &tmp, err);
+      esbx_error_t ignored = NULL;
+      int r;
+
+      if (tmpfd < 0)
+        goto out;
+      r = esbx_git_import (src->git, src->git_ref, tmp, diff, &layer.git_commit, err);
+      if (esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+        esbx_error_free (&ignored);
+      if (r < 0)
+        goto out;
+    }
   /* The extraction does not fsync: make the tree durable before the head
      can name it (the README's durability order).  */
   if (esbx_layer_sync (diff, err) < 0)
@@ -40,8 +65,9 @@ import_layer (esbx_store_t *store, const char *project, const char *from, const 
   /* The record lists everything of the base as added, with hashes: later
      scans take base hashes from it instead of reading the files again.
      An import is the tree as it is: ignore rules do not apply.  */
-  if (esbx_scan_upper (&empty, diff, project, ESBX_CHANGES_INCLUDE_IGNORED, &layer.changes, NULL,
-                       NULL, err)
+  if (esbx_scan_upper (&empty, diff, project,
+                       ESBX_CHANGES_INCLUDE_IGNORED | (src->git ? ESBX_CHANGES_NO_GIT : 0),
+                       &layer.changes, NULL, NULL, err)
       < 0)
     goto out;
   layer.message = xstrdup (message);
@@ -59,14 +85,50 @@ out:
   free (layer.parent);
   free (layer.created);
   free (layer.message);
+  free (layer.git_commit);
   json_free (layer.labels);
   esbx_changeset_free (&layer.changes);
   return ret;
 }
 
+/* ROOT/projects/P/git.json: where a git project came from.  */
+static int
+write_git_record (int pfd, const struct source *src, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
+  _cleanup_free_ char *text = NULL;
+  size_t len;
+
+  json_set_string (j, "source", src->git);
+  json_set_string (j, "ref", src->git_ref ? src->git_ref : "HEAD");
+  text = json_serialize (j, true, &len);
+  return esbx_write_file_atomic_at (pfd, "git.json", text, len, 0644, err);
+}
+
+static int create (esbx_store_t *store, const char *name, const struct source *src,
+                   esbx_error_t *err);
+
 int
 esbx_project_create (esbx_store_t *store, const char *name, const char *from, esbx_error_t *err)
 {
+  struct source src = { .from = from };
+
+  return create (store, name, &src, err);
+}
+
+int
+esbx_project_create_git (esbx_store_t *store, const char *name, const char *repo, const char *ref,
+                         esbx_error_t *err)
+{
+  struct source src = { .git = repo, .git_ref = ref };
+
+  return create (store, name, &src, err);
+}
+
+static int
+create (esbx_store_t *store, const char *name, const struct source *src, esbx_error_t *err)
+{
+  const char *from = src->from;
   static const char *const subdirs[] = { "layers", "tmp" };
   _cleanup_free_ char *rel = NULL, *message = NULL;
   _cleanup_close_ int lock = -1;
@@ -104,9 +166,15 @@ esbx_project_create (esbx_store_t *store, const char *name, const char *from, es
         esbx_make_error (err, errno, "project `%s`: mkdir `%s`", name, subdirs[i]);
         goto fail;
       }
-  message = from ? xasprintf ("import %s", from) : xstrdup ("empty project");
-  if (import_layer (store, name, from, message, NULL, 0, NULL, err) < 0)
+  message = from       ? xasprintf ("import %s", from)
+            : src->git ? xasprintf ("import %s %s", src->git, src->git_ref ? src->git_ref : "HEAD")
+                       : xstrdup ("empty project");
+  if (src->git && write_git_record (pfd, src, err) < 0)
     goto fail;
+  if (import_layer (store, name, src, message, NULL, 0, NULL, err) < 0)
+    goto fail;
+  if (src->git)
+    esbx_git_project_dir_update (store, name);
   return 0;
 
 fail:
@@ -178,6 +246,11 @@ esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_
      them: squash only a project nobody works on.  */
   if (refuse_if_sessions (store, name, "squash", err) < 0)
     return -1;
+  /* A git project's layers are its commits: one layer would be one commit
+     without the history the others hold.  */
+  if (esbx_project_is_git (store, name))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "squash `%s`: a git project keeps one layer per commit", name);
   if (esbx_project_stack (store, name, &ids, &count, err) < 0
       || esbx_stack_lowers (store, name, NULL, NULL, &lowers, &n, err) < 0)
     return -1;
@@ -196,8 +269,10 @@ esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_
     ret = esbx_mount_stack (lowers, n, NULL, NULL, merged, folded, err);
   if (ret == 0)
     {
+      struct source src = { .from = merged };
+
       message = xasprintf ("squash of %zu layers (%s..%s)", count, ids[0], ids[count - 1]);
-      ret = import_layer (store, name, merged, message, NULL, 0, new_id, err);
+      ret = import_layer (store, name, &src, message, NULL, 0, new_id, err);
     }
   if (esbx_unmount (merged, true, &ignored) < 0 || esbx_unmount (folded, true, &ignored) < 0)
     esbx_error_free (&ignored);

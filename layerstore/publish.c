@@ -3,6 +3,7 @@
  * The change set is scanned and staged as a layer outside the project lock;
  * the lock covers only reading the head, the conflict check and the append.  */
 #include "internal.h"
+#include "git.h"
 #include "failpoint.h"
 #include "fs.h"
 #include "path.h"
@@ -43,6 +44,63 @@ conflict_error (esbx_error_t *err, const char *verb, const char *name,
       "`%s`)",
       verb, name, r->n_conflicts, r->n_conflicts == 1 ? "" : "s", r->conflicts[0].path,
       r->conflicts[0].layer);
+}
+
+/* A git project's layer is a commit too (layerstore/git/git_layer.c): its
+   author is the session's last commit's if it committed since its base
+   (or its last publish), else its `agent` label, else "esbx"; its message
+   -m, else the messages of those commits, else a line naming the session.
+   The record remembers the commit the session was at, so that the next
+   publish takes only later ones.  */
+static int
+git_commit (esbx_store_t *store, struct esbx_session *s, int ufd, struct esbx_staged *staged,
+            struct esbx_layer *layer, char **ids, size_t n, const char *message, esbx_error_t *err)
+{
+  _cleanup_free_ char *base = NULL, *record = NULL, *text = NULL, *email = NULL;
+  struct esbx_git_log log = { 0 };
+  const char *agent = json_get_string (s->labels, "agent");
+  const char *mark = json_get_string (s->record, "git_published");
+  const char *kept = json_get_string (s->record, "git_messages");
+  _cleanup_free_ char *all = NULL;
+  size_t len;
+  int ret = -1;
+
+  record = esbx_layer_name (layer, ids, n, &len);
+  if (esbx_git_layer_commit (store, s->project, s->base, &base, err) < 0
+      || esbx_git_session_log (store, s, ufd, mark ? mark : base, &log, err) < 0)
+    goto out;
+  /* Messages a rebase kept come first.  */
+  if (kept && log.messages)
+    all = xasprintf ("%s\n\n%s", kept, log.messages);
+  else if (kept || log.messages)
+    all = xstrdup (kept ? kept : log.messages);
+  if (message == NULL || message[0] == '\0')
+    message = all;
+  if (message == NULL)
+    message = text = xasprintf ("esbx: publish of session %s", s->name);
+  if (log.author_name == NULL && json_get_string (s->record, "git_author"))
+    {
+      log.author_name = xstrdup (json_get_string (s->record, "git_author"));
+      log.author_email = xstrdup (json_get_string (s->record, "git_email"));
+    }
+  if (log.author_name == NULL)
+    email = xasprintf ("%s@esbx.invalid", agent ? agent : "esbx");
+  if (esbx_git_layer_make (store, s->project, staged->rel, layer, ids[n - 1],
+                           log.author_name ? log.author_name
+                           : agent         ? agent
+                                           : "esbx",
+                           log.author_email ? log.author_email : email, message, err)
+      < 0)
+    goto out;
+  if (log.head)
+    json_set_string (s->record, "git_published", log.head);
+  json_remove (s->record, "git_messages");
+  json_remove (s->record, "git_author");
+  json_remove (s->record, "git_email");
+  ret = 0;
+out:
+  esbx_git_log_free (&log);
+  return ret;
 }
 
 int
@@ -91,6 +149,7 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
   _cleanup_strv_ char **ids = NULL;
   json_t *pub;
   size_t n;
+  bool git;
   int ret = -1;
 
   memset (r, 0, sizeof *r);
@@ -102,6 +161,7 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
     return esbx_error_wrap (err, "publish");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "publish");
+  git = esbx_project_is_git (store, s->project);
   if (esbx_project_is_shared (store, s->project))
     warm = esbx_remote_warm_start (store, s->project);
   ufd = esbx_session_scan (store, s, NULL, flags | ESBX_CHANGES_IGNORED_TOP, &layer.changes, NULL,
@@ -124,6 +184,14 @@ esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *m
     goto out;
   esbx_failpoint ("publish-staged");
 
+  if (warm && git)
+    {
+      esbx_make_error (err, 0,
+                       "publish `%s`: a git project shared through a registry is not supported "
+                       "yet",
+                       name);
+      goto out;
+    }
   if (warm)
     {
       int k = esbx_remote_commit (store, s, message, &staged, &layer, warm, r, err);
@@ -161,9 +229,13 @@ conflicts:
   layer.session = xstrdup (name);
   layer.message = xstrdup (message ? message : "");
   layer.labels = esbx_labels_copy (s->labels);
+  if (git && git_commit (store, s, ufd, &staged, &layer, ids, n, message, err) < 0)
+    goto out;
   if (esbx_layer_commit (store, s->project, &staged, &layer, ids, n, err) < 0)
     goto out;
   esbx_failpoint ("publish-head-moved");
+  if (git)
+    esbx_git_project_dir_update (store, s->project);
   close (plock);
   plock = -1;
 committed:

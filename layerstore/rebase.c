@@ -5,7 +5,9 @@
  * versions, until the session resolves them, and publish refuses until
  * then.  */
 #include "internal.h"
+#include "git.h"
 #include "fs.h"
+#include "log.h"
 #include "utils.h"
 
 #include <string.h>
@@ -36,6 +38,50 @@ still_unmerged (const struct esbx_session *s, int ufd)
   return left;
 }
 
+/* A git session's commits since its base (or its last publish) are
+   replaced by the move of its branch: what they said is kept in the record
+   for the next publish (publish.c).  */
+static int
+keep_git_log (esbx_store_t *store, struct esbx_session *s, int ufd, esbx_error_t *err)
+{
+  _cleanup_free_ char *base = NULL, *all = NULL;
+  struct esbx_git_log log = { 0 };
+  const char *mark = json_get_string (s->record, "git_published");
+  const char *kept = json_get_string (s->record, "git_messages");
+  int ret = -1;
+
+  if (esbx_git_layer_commit (store, s->project, s->base, &base, err) < 0
+      || esbx_git_session_log (store, s, ufd, mark ? mark : base, &log, err) < 0)
+    goto out;
+  if (log.messages)
+    {
+      all = kept ? xasprintf ("%s\n\n%s", kept, log.messages) : xstrdup (log.messages);
+      json_set_string (s->record, "git_messages", all);
+    }
+  if (log.author_name)
+    {
+      json_set_string (s->record, "git_author", log.author_name);
+      json_set_string (s->record, "git_email", log.author_email);
+    }
+  json_remove (s->record, "git_published");
+  ret = 0;
+out:
+  esbx_git_log_free (&log);
+  return ret;
+}
+
+/* The session's branch onto the head's commit, its index the head's.  */
+static int
+move_branch (esbx_store_t *store, const struct esbx_session *s, int ufd, const char *head,
+             esbx_error_t *err)
+{
+  _cleanup_free_ char *commit = NULL;
+
+  if (esbx_git_layer_commit (store, s->project, head, &commit, err) < 0)
+    return -1;
+  return esbx_git_session_rebase (ufd, commit, err);
+}
+
 int
 esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                      esbx_error_t *err)
@@ -50,6 +96,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   _cleanup_close_ int sdfd = -1;
   _cleanup_strv_ char **ids = NULL;
   size_t n;
+  bool git;
   int ret = -1;
 
   memset (r, 0, sizeof *r);
@@ -58,6 +105,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
     return esbx_error_wrap (err, "rebase");
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "rebase");
+  git = esbx_project_is_git (store, s->project);
   /* Onto the head in etcd for a shared project.  */
   if (esbx_project_is_shared (store, s->project)
       && esbx_remote_sync (store, s->project, NULL, err) < 0)
@@ -91,6 +139,8 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   esbx_conflicts_find (&cs, &up, r);
   if (esbx_rebase_plan_make (store, s, sdfd, ufd, &cs, &up, ids[n - 1], r, &plan, err) < 0)
     goto out;
+  if (git && keep_git_log (store, s, ufd, err) < 0)
+    goto out;
   if (esbx_session_unmount (store, name, err) < 0 || esbx_rebase_plan_apply (plan, &same, err) < 0)
     goto out;
   r->unmerged = esbx_rebase_plan_entries (plan);
@@ -100,6 +150,17 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   json_set (s->record, "unmerged", json_copy (r->unmerged));
   if (esbx_session_save (store, name, s->record, err) < 0)
     goto out;
+  /* Once the base moved: the branch must not name a commit its layers do
+     not hold.  A session that broke its own .git keeps it broken.  */
+  if (git)
+    {
+      esbx_error_t e = NULL;
+      if (move_branch (store, s, ufd, ids[n - 1], &e) < 0)
+        {
+          esbx_warn ("rebase `%s`: the session's branch did not move: %s", name, e->msg);
+          esbx_error_free (&e);
+        }
+    }
   esbx_unmerged_prune (sdfd, r->unmerged);
   close (plock);
   plock = -1;

@@ -311,34 +311,6 @@ at_head (char *const *ids, size_t n, const struct esbx_remote_head *h)
   return true;
 }
 
-/* Name L on the stack IDS[0..N) and give its record's bytes: the same id
-   and bytes esbx_layer_commit writes (it names the layer the same way from
-   the same fields; the caller checks the ids agree).  */
-static char *
-name_layer (struct esbx_layer *l, char *const *ids, size_t n, size_t *len)
-{
-  char sha[ESBX_SHA256_HEX_LEN + 1];
-  char *text;
-  json_t *j;
-
-  free (l->parent);
-  l->parent = n ? xstrdup (ids[n - 1]) : NULL;
-  l->index = (int64_t)n;
-  free (l->id);
-  l->id = xstrdup ("");
-  j = esbx_layer_to_json (l);
-  text = json_serialize (j, false, len);
-  json_free (j);
-  esbx_sha256_buf (text, *len, sha);
-  free (text);
-  free (l->id);
-  l->id = xstrndup (sha, 16);
-  j = esbx_layer_to_json (l);
-  text = json_serialize (j, true, len);
-  json_free (j);
-  return text;
-}
-
 /* Push the layer's blob (once), its record and the config of the stack
    D[0..ND) beside each other; then the image manifest M (tag ID) and,
    beside it, the record's manifest.  */
@@ -462,7 +434,7 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   if (esbx_layer_adopt_parents (store, s->project, st, &l->changes, ids[n - 1], &changed, err) < 0
       || (changed && remake (bs, err) < 0))
     goto out;
-  record = name_layer (l, ids, n, &len);
+  record = esbx_layer_name (l, ids, n, &len);
   id = xstrdup (l->id);
   /* The head's manifest, read ahead unless the head moved since.  */
   manifest = w->manifest;

@@ -25,6 +25,7 @@ struct scan
   struct esbx_changeset *ignored; /* changes the ignore rules exclude, or NULL */
   struct esbx_ignore *ig;         /* NULL: every change counts */
   bool ignored_top;               /* IGNORED gets names only (ESBX_CHANGES_IGNORED_TOP) */
+  bool no_git;                    /* the root's .git is not looked at (ESBX_CHANGES_NO_GIT) */
   const char *session;
   struct esbx_inode_set linked;   /* files of OUT with more than one name */
   struct esbx_progress *progress; /* files hashed */
@@ -439,6 +440,8 @@ scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, bool ign, es
       _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i]) : xstrdup (names[i]);
       if (strlen (child) >= 4095)
         return path_too_long (sc, child, depth + 1, err);
+      if (depth == 0 && sc->no_git && strcmp (names[i], ".git") == 0)
+        continue;
       if (scan_entry (sc, dfd, names[i], child, depth, ign, err) < 0)
         return -1;
     }
@@ -455,7 +458,8 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsi
                      .same = same,
                      .ignored = ignored,
                      .session = session,
-                     .ignored_top = (flags & ESBX_CHANGES_IGNORED_TOP) != 0 };
+                     .ignored_top = (flags & ESBX_CHANGES_IGNORED_TOP) != 0,
+                     .no_git = (flags & ESBX_CHANGES_NO_GIT) != 0 };
   int fd = upperfd; /* depth 0: never given back */
   int r = -1;
 
@@ -505,6 +509,10 @@ esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esb
   _cleanup_close_ int ufd = -1;
 
   memset (out, 0, sizeof *out);
+  /* A git project's sessions keep their repository in `/.git`: never a
+     change (layerstore/git/git_repo.c).  */
+  if (esbx_project_is_git (store, s->project))
+    flags |= ESBX_CHANGES_NO_GIT;
   /* The base of the diff: the session's base plus what it already
      published, so that a second publish carries only what is new.  */
   if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)

@@ -3,6 +3,7 @@
    renamed into place, then mounted.  Above session.c: it needs snapshots,
    secrets, the remote and the project's defaults.  */
 #include "internal.h"
+#include "git.h"
 #include "fs.h"
 #include "hash.h"
 #include "text.h"
@@ -150,6 +151,19 @@ inherit_unmerged (esbx_store_t *store, const char *project, const char *snapshot
   return 0;
 }
 
+static int
+start_repository (esbx_store_t *store, const char *project, int sessionfd, const char *name,
+                  const char *base, esbx_error_t *err)
+{
+  _cleanup_free_ char *commit = NULL;
+  _cleanup_close_ int upper = esbx_open_dir_at (sessionfd, "upper", err);
+
+  if (upper < 0 || esbx_git_layer_commit (store, project, base, &commit, err) < 0
+      || esbx_git_session_init (upper, name, commit, err) < 0)
+    return esbx_error_wrap (err, "session `%s`: its git repository", name);
+  return 0;
+}
+
 int
 esbx_session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
                      char **name_out, esbx_error_t *err)
@@ -255,6 +269,11 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
     }
   record = session_record (name, project, base, opts, labels, steal_pointer (&env), rootfs);
   if (opts->snapshot && inherit_unmerged (store, project, opts->snapshot, record, err) < 0)
+    goto fail;
+  /* A session of a git project is on a branch of its own at its base's
+     commit; a fork's repository came with the snapshot.  */
+  if (!opts->snapshot && esbx_project_is_git (store, project)
+      && start_repository (store, project, tmpfd, name, base, err) < 0)
     goto fail;
   /* Names only: values stay in ROOT/secrets.  */
   if (secrets)

@@ -6,8 +6,8 @@
  * it starts with a marker, any other kind when the session says so
  * (esbx rebase --resolved).  Publish refuses while one is left.  */
 #include "internal.h"
+#include "copy.h"
 #include "fs.h"
-#include "hash.h"
 #include "path.h"
 #include "text.h"
 #include "utils.h"
@@ -132,9 +132,7 @@ esbx_unmerged_keep (int sdfd, json_t *entry, enum esbx_side side, int fd, const 
 {
   _cleanup_close_ int dfd = -1, out = -1;
   _cleanup_free_ char *name = NULL;
-  char sha[ESBX_SHA256_HEX_LEN + 1];
   int64_t id = 0;
-  off_t size;
 
   json_set (entry, side_names[side], type ? json_new_string (type) : json_new (JSON_NULL));
   if (fd < 0 && target == NULL)
@@ -153,9 +151,7 @@ esbx_unmerged_keep (int sdfd, json_t *entry, enum esbx_side side, int fd, const 
     return esbx_write_all (out, target, strlen (target)) < 0
                ? esbx_make_error (err, errno, "write `%s/%s`", ESBX_UNMERGED_DIR, name)
                : 0;
-  if (lseek (fd, 0, SEEK_SET) < 0)
-    return esbx_make_error (err, errno, "seek");
-  return esbx_copy_hash_fd (fd, out, sha, &size, err);
+  return esbx_copy_file_data (fd, out, NULL, NULL, NULL, err);
 }
 
 /* Does the file at PATH of the upper UFD still hold a line that starts

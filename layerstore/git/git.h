@@ -11,6 +11,7 @@
 #define ESBX_GIT_H
 
 #include "error.h"
+#include "layerstore.h"
 
 #include <stddef.h>
 
@@ -20,6 +21,53 @@ int esbx_git_load (esbx_error_t *err);
 
 /* The message of libgit2's last error in this thread, or "unknown".  */
 const char *esbx_git_error (void);
+
+/* Write the tree of REF (NULL: HEAD) of the repository SPEC (a local path,
+   or a URL libgit2 fetches into the empty directory TMP) into the layer
+   directory DIFFD, with the layer's `.git` (git_repo.c); *COMMIT gets the
+   commit's id.  */
+int esbx_git_import (const char *spec, const char *ref, const char *tmp, int diffd, char **commit,
+                     esbx_error_t *err);
+
+/* Write ROOT/projects/P/git again for the head (git_project.c); a failure
+   is only warned about: the project stands without it.  */
+void esbx_git_project_dir_update (esbx_store_t *store, const char *project);
+/* The git commit of layer ID of PROJECT.  */
+int esbx_git_layer_commit (esbx_store_t *store, const char *project, const char *id, char **commit,
+                           esbx_error_t *err);
+
+/* The branch a session's repository starts on: the session's name, made
+   a valid ref name where it is not (`..`, a trailing `.` or `.lock`).  */
+char *esbx_git_branch_of (const char *session);
+/* Give a new session's upper directory UPPERFD its own `.git/HEAD`, on its
+   branch at COMMIT (git_session.c).  */
+int esbx_git_session_init (int upperfd, const char *session, const char *commit, esbx_error_t *err);
+/* What a session's own commits since BASE_COMMIT say: the newest one's
+   author, every message (oldest first, a blank line between).  */
+struct esbx_git_log
+{
+  char *head; /* the commit the session's HEAD names, or NULL */
+  size_t n_commits;
+  char *author_name;
+  char *author_email;
+  char *messages;
+};
+int esbx_git_session_log (esbx_store_t *store, const struct esbx_session *s, int upperfd,
+                          const char *base_commit, struct esbx_git_log *out, esbx_error_t *err);
+void esbx_git_log_free (struct esbx_git_log *g);
+/* After a rebase onto COMMIT (the session unmounted): the branch HEAD names
+   is at COMMIT and the session's index is the layers' (its work shows as
+   changes against the new head, as after `git reset`).  */
+int esbx_git_session_rebase (int upperfd, const char *commit, esbx_error_t *err);
+
+/* Make the commit of the staged layer L (named, on HEAD of PROJECT):
+   blobs of its files, trees, the commit with AUTHOR/EMAIL and MESSAGE (the
+   trailers Esbx-Layer and Esbx-Session added), a pack of what is new and
+   the index of the new tree, in the staged layer's `.git` (git_layer.c);
+   L->git_commit gets the commit's id.  */
+int esbx_git_layer_make (esbx_store_t *store, const char *project, const char *staged_rel,
+                         struct esbx_layer *l, const char *head, const char *author,
+                         const char *email, const char *message, esbx_error_t *err);
 
 /* How similar two contents are, 0 to 100, with libgit2's similarity
    signatures (the measure git's rename detection uses, whitespace at line

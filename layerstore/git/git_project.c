@@ -1,0 +1,115 @@
+/* A git project in the store: its marker (ROOT/projects/P/git.json) and a
+   bare repository plain git can read (ROOT/projects/P/git), so that a
+   person fetches and reviews what the agents did with their own tools:
+   `git fetch "$(esbx project git-dir P)" esbx/head`.  Its objects are the
+   layers' (objects/info/alternates names each layer's `.git/objects`), its
+   refs/heads/esbx/head the head's commit; it is written again whenever the
+   head moves, and holds nothing a layer does not.  */
+#include "internal.h"
+#include "git.h"
+#include "fs.h"
+#include "log.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+bool
+esbx_project_is_git (esbx_store_t *store, const char *project)
+{
+  _cleanup_free_ char *rel = xasprintf ("projects/%s/git.json", project);
+
+  return esbx_exists_at (store->rootfd, rel);
+}
+
+char *
+esbx_project_git_dir (esbx_store_t *store, const char *project)
+{
+  return xasprintf ("%s/projects/%s/git", store->root, project);
+}
+
+int
+esbx_git_layer_commit (esbx_store_t *store, const char *project, const char *id, char **commit,
+                       esbx_error_t *err)
+{
+  struct esbx_layer *l = NULL;
+
+  *commit = NULL;
+  if (esbx_layer_load (store, project, id, &l, err) < 0)
+    return -1;
+  if (l->git_commit == NULL)
+    {
+      esbx_layer_free (l);
+      return esbx_make_error (err, 0, "project `%s`: layer `%s` has no git commit", project, id);
+    }
+  *commit = steal_pointer (&l->git_commit);
+  esbx_layer_free (l);
+  return 0;
+}
+
+static int
+update (esbx_store_t *store, const char *project, esbx_error_t *err)
+{
+  static const char *const dirs[] = { "",      "/objects",    "/objects/info",    "/objects/pack",
+                                      "/refs", "/refs/heads", "/refs/heads/esbx", "/refs/tags" };
+  static const char config[] = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
+  _cleanup_free_ char *rel = xasprintf ("projects/%s/git", project);
+  _cleanup_strv_ char **ids = NULL;
+  _cleanup_free_ char *commit = NULL, *line = NULL;
+  _cleanup_close_ int gfd = -1;
+  struct strv alt = { 0 };
+  _cleanup_free_ char *text = NULL;
+  size_t n, i, len = 0;
+  int ret = -1;
+
+  for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+    {
+      _cleanup_free_ char *d = xasprintf ("%s%s", rel, dirs[i]);
+      if (mkdirat (store->rootfd, d, 0755) < 0 && errno != EEXIST)
+        return esbx_make_error (err, errno, "mkdir `%s`", d);
+    }
+  gfd = esbx_open_dir_at (store->rootfd, rel, err);
+  if (gfd < 0 || esbx_project_stack (store, project, &ids, &n, err) < 0
+      || esbx_git_layer_commit (store, project, ids[n - 1], &commit, err) < 0)
+    return -1;
+  if (esbx_write_file_atomic_at (gfd, "HEAD", "ref: refs/heads/esbx/head\n", 26, 0644, err) < 0
+      || esbx_write_file_atomic_at (gfd, "config", config, strlen (config), 0644, err) < 0)
+    return -1;
+  for (i = 0; i < n; i++)
+    {
+      _cleanup_free_ char *objects
+          = xasprintf ("projects/%s/layers/%s/diff/.git/objects", project, ids[i]);
+      if (esbx_exists_at (store->rootfd, objects))
+        strv_push (&alt, xasprintf ("%s/%s\n", store->root, objects));
+    }
+  for (i = 0; i < alt.n; i++)
+    len += strlen (alt.v[i]);
+  text = xmalloc0 (len + 1);
+  for (i = 0; i < alt.n; i++)
+    strcat (text, alt.v[i]);
+  line = xasprintf ("%s\n", commit);
+  {
+    _cleanup_close_ int info = esbx_open_dir_at (gfd, "objects/info", err);
+    _cleanup_close_ int heads = info < 0 ? -1 : esbx_open_dir_at (gfd, "refs/heads/esbx", err);
+
+    if (heads >= 0 && esbx_write_file_atomic_at (info, "alternates", text, len, 0644, err) == 0
+        && esbx_write_file_atomic_at (heads, "head", line, strlen (line), 0644, err) == 0)
+      ret = 0;
+  }
+  strv_free (&alt);
+  return ret;
+}
+
+void
+esbx_git_project_dir_update (esbx_store_t *store, const char *project)
+{
+  esbx_error_t err = NULL;
+
+  if (update (store, project, &err) < 0)
+    {
+      esbx_warn ("project `%s`: the git directory for readers is not up to date: %s", project,
+                 err->msg);
+      esbx_error_free (&err);
+    }
+}
