@@ -75,8 +75,8 @@ static const struct verb verbs[] = {
 };
 
 static const char global_usage[]
-    = "esbx [--root DIR] [--host unix:///PATH|tcp://HOST:PORT] [--json] [--progress | --quiet]\n"
-      "     COMMAND ...";
+    = "esbx [--root DIR] [--host unix:///PATH|https://HOST:PORT|tcp://HOST:PORT] [--ca FILE]\n"
+      "     [--json] [--progress | --quiet] COMMAND ...";
 
 esbx_store_t *
 cli_store (struct esbx_cli *cli, esbx_error_t *err)
@@ -176,7 +176,8 @@ static void
 verb_help (const struct verb *verb)
 {
   print_forms (stdout, verb, "usage: ");
-  printf ("global options: --root DIR, --host URL (before COMMAND), --json (before or after it),\n"
+  printf ("global options: --root DIR, --host URL, --ca FILE (before COMMAND), --json (before or "
+          "after it),\n"
           "  --progress | --quiet (progress of long work on stderr: forced | never; by default\n"
           "  when stderr is a terminal)\n");
 }
@@ -191,6 +192,7 @@ main (int argc, char **argv)
   esbx_log_set_prog ("esbx");
   cli.root = getenv ("ESBX_ROOT");
   cli.host = getenv ("ESBX_HOST");
+  cli.ca = getenv ("ESBX_CA");
 
   /* Global options come before the verb.  */
   for (i = 1; i < argc && argv[i][0] == '-'; i++)
@@ -203,6 +205,10 @@ main (int argc, char **argv)
         cli.host = argv[++i];
       else if (strncmp (argv[i], "--host=", 7) == 0)
         cli.host = argv[i] + 7;
+      else if (strcmp (argv[i], "--ca") == 0 && i + 1 < argc)
+        cli.ca = argv[++i];
+      else if (strncmp (argv[i], "--ca=", 5) == 0)
+        cli.ca = argv[i] + 5;
       else if (strcmp (argv[i], "--json") == 0)
         cli.json = true;
       else if (strcmp (argv[i], "--progress") == 0)

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "egress.h"
 #include "events.h"
+#include "grants.h"
 #include "metrics.h"
 #include "ps.h"
 #include "routes_snapshots.h"
@@ -75,6 +76,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   _cleanup_free_ char *name = NULL;
   const char *project, *s;
   esbx_error_t err = NULL;
+  char *reason = NULL;
 
   if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaa") < 0)
     return;
@@ -88,6 +90,8 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   o.name = json_get_string (ctx->json, "name");
   o.base = json_get_string (ctx->json, "base");
   o.network = json_get_string (ctx->json, "network");
+  if (!esbx_grant_network (ctx, project, o.network, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   o.workspace = json_get_string (ctx->json, "workspace");
   o.cpus = json_get_string (ctx->json, "cpus");
   labels = esbx_gateway_strings (json_get (ctx->json, "labels"));

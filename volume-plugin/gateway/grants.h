@@ -1,0 +1,19 @@
+/* esbxd: what a token may give the sessions it makes (create, fork) and a
+   project's future sessions (network defaults), beyond the scope and the
+   target of the route (auth.c).  A token limited to a project or a session
+   acts for whoever may use that project: what reaches beyond it needs a
+   token without limits, as importing host paths (--from, --rootfs) is not
+   offered over the gateway at all.  Each check is true when allowed, and
+   otherwise sets *REASON (owned) for a 403.  */
+#ifndef ESBX_PLUGIN_GATEWAY_GRANTS_H
+#define ESBX_PLUGIN_GATEWAY_GRANTS_H
+
+#include "request.h"
+
+/* Whether the token of CTX may make a session of PROJECT on NETWORK (NULL:
+   the project's default network), or set NETWORK as PROJECT's default.
+   The host's network needs a token without limits.  */
+bool esbx_grant_network (struct esbx_gateway_ctx *ctx, const char *project, const char *network,
+                         char **reason);
+
+#endif
