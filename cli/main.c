@@ -65,9 +65,9 @@ static const struct verb verbs[] = {
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
   { "secret", cmd_secret,
-    "secret create NAME [--from-file PATH]   (the value on stdin otherwise)\n"
-    "secret list\n"
-    "secret rm NAME" },
+    "secret create NAME [--project P] [--from-file PATH]   (the value on stdin otherwise)\n"
+    "secret list [--project P]\n"
+    "secret rm NAME [--project P]" },
   { "token", cmd_token,
     "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION]\n"
     "token list\n"

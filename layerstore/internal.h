@@ -133,6 +133,17 @@ int esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct
 int esbx_secret_scan_changes (esbx_store_t *store, const struct esbx_session *s, int ufd,
                               const struct esbx_changeset *cs, char *const *allow,
                               esbx_error_t *err);
+/* A secret's owner (secret_owner.c), beneath the secrets directory DFD.
+   Write PROJECT (which must exist; NULL: the store's, the record goes) as
+   NAME's owner; remove it; read it (*OWNER NULL: the store's).  */
+int esbx_secret_owner_write (esbx_store_t *store, int dfd, const char *name, const char *project,
+                             esbx_error_t *err);
+void esbx_secret_owner_remove (int dfd, const char *name);
+int esbx_secret_owner_read (int dfd, const char *name, json_t **owner, esbx_error_t *err);
+/* Refused (ESBX_ERR_FORBIDDEN) unless a session of PROJECT may use secret
+   NAME of OWNER (esbx_secret_owner_read; NULL: the store's, any may).  */
+int esbx_secret_owner_check (esbx_store_t *store, const char *name, const json_t *owner,
+                             const char *project, esbx_error_t *err);
 /* Refuse names that are not UTF-8, hold control characters or look like
    whiteouts; REL is the path shown in the message.  */
 int esbx_check_entry_name (const char *session, const char *rel, const char *name,

@@ -332,11 +332,17 @@ struct esbx_secret
   size_t len;
 };
 /* Trailing newlines of VALUE are cut; refused (ESBX_ERR_EXISTS) when NAME
-   exists: a secret never changes, rm and create it again.  */
-int esbx_secret_create (esbx_store_t *store, const char *name, const char *value, size_t len,
-                        esbx_error_t *err);
-/* [{"name", "size", "created"}], never the values.  */
-json_t *esbx_secret_list (esbx_store_t *store, esbx_error_t *err);
+   exists: a secret never changes, rm and create it again.  PROJECT (which
+   must exist) owns it: only its sessions may name it; NULL: the store
+   owns it, any session may (secret_owner.c).  */
+int esbx_secret_create (esbx_store_t *store, const char *name, const char *project,
+                        const char *value, size_t len, esbx_error_t *err);
+/* [{"name", "size", "created", "project"}] (project null: the store's),
+   never the values; with PROJECT, only that project's.  */
+json_t *esbx_secret_list (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* The project that owns secret NAME in *PROJECT (owned), NULL when the
+   store does; not-found when there is no such secret.  */
+int esbx_secret_owner (esbx_store_t *store, const char *name, char **project, esbx_error_t *err);
 /* Refused (ESBX_ERR_BUSY) while a session names it.  */
 int esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 int esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_t *len,
@@ -344,9 +350,10 @@ int esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_
 /* ROOT/secrets/NAME, for the holder that copies it to the session's tmpfs.  */
 char *esbx_secret_path (esbx_store_t *store, const char *name);
 /* SPECS (session create --secret) as the record's "secrets" array (*OUT
-   NULL when there are none); every secret must exist.  */
-int esbx_secret_attach_parse (esbx_store_t *store, char *const *specs, json_t **out,
-                              esbx_error_t *err);
+   NULL when there are none); every secret must exist and be one a session
+   of PROJECT may use (ESBX_ERR_FORBIDDEN otherwise).  */
+int esbx_secret_attach_parse (esbx_store_t *store, const char *project, char *const *specs,
+                              json_t **out, esbx_error_t *err);
 /* A copy of a record's "secrets" (names, env, file: never values).  */
 json_t *esbx_secret_attach_json (const json_t *secrets);
 /* The secrets session S names, with their values.  */

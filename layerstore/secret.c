@@ -8,7 +8,8 @@
  * holder's private tmpfs (/run/secrets), an exec's environment and the
  * scanners that look for them (publish, exec output).  A secret is made
  * once and never changed: rm then create, refused while a session names
- * it.  */
+ * it.  Its owner, a project or the store, says which sessions may name it
+ * (secret_owner.c); create and rm hold ROOT/secrets/.lock.  */
 #include "internal.h"
 #include "fs.h"
 #include "text.h"
@@ -22,6 +23,7 @@
 
 #define SECRETS_DIR "secrets"
 #define FILE_DIR    "/run/secrets/"
+#define LOCK_FILE   ".lock"
 
 static int
 open_secrets_dir (esbx_store_t *store, bool create, esbx_error_t *err)
@@ -50,14 +52,18 @@ esbx_secret_path (esbx_store_t *store, const char *name)
 }
 
 int
-esbx_secret_create (esbx_store_t *store, const char *name, const char *value, size_t len,
-                    esbx_error_t *err)
+esbx_secret_create (esbx_store_t *store, const char *name, const char *project, const char *value,
+                    size_t len, esbx_error_t *err)
 {
   _cleanup_free_ char *tmp = NULL, *hex = esbx_random_hex (8);
-  _cleanup_close_ int dfd = -1, fd = -1;
+  _cleanup_close_ int dfd = -1, fd = -1, lock = -1;
 
-  if (esbx_check_name ("secret", name, err) < 0)
+  if (esbx_check_name ("secret", name, err) < 0
+      || (project && esbx_check_name ("project", project, err) < 0))
     return -1;
+  if (project && !esbx_project_exists (store, project))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
+                                 "secret `%s`: project `%s` does not exist", name, project);
   while (len > 0 && (value[len - 1] == '\n' || value[len - 1] == '\r'))
     len--;
   if (len == 0)
@@ -66,10 +72,13 @@ esbx_secret_create (esbx_store_t *store, const char *name, const char *value, si
     return esbx_make_error_kind (err, ESBX_ERR_TOO_LARGE, 0,
                                  "secret `%s`: the value exceeds %u bytes", name, ESBX_SECRET_MAX);
   dfd = open_secrets_dir (store, true, err);
-  if (dfd < 0)
+  if (dfd < 0 || (lock = esbx_lock_at (dfd, LOCK_FILE, true, true, err)) < 0)
     return esbx_error_wrap (err, "secret `%s`", name);
   if (esbx_exists_at (dfd, name))
     return esbx_make_error_kind (err, ESBX_ERR_EXISTS, 0, "secret `%s` exists already", name);
+  /* The owner first: the value never appears without it.  */
+  if (esbx_secret_owner_write (store, dfd, name, project, err) < 0)
+    return -1;
   /* A dot name: never a secret's (names start with a letter or digit).  */
   tmp = xasprintf (".tmp-%s", hex);
   fd = TEMP_FAILURE_RETRY (
@@ -113,8 +122,30 @@ esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_t *l
   return 0;
 }
 
+int
+esbx_secret_owner (esbx_store_t *store, const char *name, char **project, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *owner = NULL;
+  _cleanup_close_ int dfd = -1;
+
+  *project = NULL;
+  if (esbx_check_name ("secret", name, err) < 0)
+    return -1;
+  if (!esbx_exists_at (store->rootfd, SECRETS_DIR)
+      || (dfd = open_secrets_dir (store, false, err)) < 0 || !esbx_exists_at (dfd, name))
+    {
+      esbx_error_free (err);
+      return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "secret `%s` does not exist", name);
+    }
+  if (esbx_secret_owner_read (dfd, name, &owner, err) < 0)
+    return -1;
+  if (owner)
+    *project = xstrdup (json_get_string (owner, "project"));
+  return 0;
+}
+
 json_t *
-esbx_secret_list (esbx_store_t *store, esbx_error_t *err)
+esbx_secret_list (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
   json_t *arr = json_new (JSON_ARRAY);
   _cleanup_strv_ char **names = NULL;
@@ -132,17 +163,28 @@ esbx_secret_list (esbx_store_t *store, esbx_error_t *err)
   for (i = 0; names[i]; i++)
     {
       _cleanup_free_ char *created = NULL;
+      _cleanup_json_ json_t *owner = NULL;
+      const char *of;
       struct stat st;
       json_t *o;
 
       if (!esbx_name_valid (names[i]) || fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0
           || !S_ISREG (st.st_mode))
         continue;
+      if (esbx_secret_owner_read (dfd, names[i], &owner, err) < 0)
+        {
+          json_free (arr);
+          return NULL;
+        }
+      of = owner ? json_get_string (owner, "project") : NULL;
+      if (project && (of == NULL || strcmp (of, project) != 0))
+        continue;
       o = json_new (JSON_OBJECT);
       json_set_string (o, "name", names[i]);
       json_set_int (o, "size", (int64_t)st.st_size);
       created = esbx_rfc3339 (&st.st_mtim);
       json_set_string (o, "created", created);
+      json_set (o, "project", of ? json_new_string (of) : json_new (JSON_NULL));
       json_append (arr, o);
     }
   return arr;
@@ -186,7 +228,7 @@ int
 esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
   _cleanup_strv_ char **users = NULL;
-  _cleanup_close_ int dfd = -1;
+  _cleanup_close_ int dfd = -1, lock = -1;
 
   if (esbx_check_name ("secret", name, err) < 0)
     return -1;
@@ -196,6 +238,9 @@ esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
       esbx_error_free (err);
       return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "secret `%s` does not exist", name);
     }
+  lock = esbx_lock_at (dfd, LOCK_FILE, true, true, err);
+  if (lock < 0)
+    return esbx_error_wrap (err, "secret rm `%s`", name);
   users = sessions_using (store, name, err);
   if (users == NULL)
     return esbx_error_wrap (err, "secret rm `%s`", name);
@@ -205,14 +250,29 @@ esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
                                  users[0], users[1] ? " and others" : "");
   if (unlinkat (dfd, name, 0) < 0)
     return esbx_make_error (err, errno, "secret rm `%s`", name);
+  /* The value is gone: its owner goes after it.  */
+  esbx_secret_owner_remove (dfd, name);
   fsync (dfd);
   return 0;
 }
 
 /* NAME[,env=VAR][,file=/run/secrets/FILE] as {"name", "env"?, "file"?};
    without env= the file is the default.  */
+/* Refused unless a session of PROJECT may use secret NAME (its owner).  */
 static int
-parse_spec (esbx_store_t *store, const char *spec, json_t **out, esbx_error_t *err)
+check_use (esbx_store_t *store, const char *name, const char *project, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *owner = NULL;
+  _cleanup_close_ int dfd = open_secrets_dir (store, false, err);
+
+  if (dfd < 0 || esbx_secret_owner_read (dfd, name, &owner, err) < 0)
+    return esbx_error_wrap (err, "--secret `%s`", name);
+  return esbx_secret_owner_check (store, name, owner, project, err);
+}
+
+static int
+parse_spec (esbx_store_t *store, const char *project, const char *spec, json_t **out,
+            esbx_error_t *err)
 {
   _cleanup_free_ char *copy = xstrdup (spec);
   _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
@@ -263,6 +323,8 @@ parse_spec (esbx_store_t *store, const char *spec, json_t **out, esbx_error_t *e
 
     if (esbx_secret_read (store, name, &value, &len, err) < 0)
       return -1;
+    if (check_use (store, name, project, err) < 0)
+      return -1;
     if (json_get (o, "env") && memchr (value, '\0', len) != NULL)
       return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                    "--secret `%s`: the value holds a NUL byte and cannot be an "
@@ -275,7 +337,8 @@ parse_spec (esbx_store_t *store, const char *spec, json_t **out, esbx_error_t *e
 }
 
 int
-esbx_secret_attach_parse (esbx_store_t *store, char *const *specs, json_t **out, esbx_error_t *err)
+esbx_secret_attach_parse (esbx_store_t *store, const char *project, char *const *specs,
+                          json_t **out, esbx_error_t *err)
 {
   _cleanup_json_ json_t *arr = NULL;
   const json_t *a;
@@ -289,7 +352,7 @@ esbx_secret_attach_parse (esbx_store_t *store, char *const *specs, json_t **out,
     {
       json_t *o = NULL;
 
-      if (parse_spec (store, specs[i], &o, err) < 0)
+      if (parse_spec (store, project, specs[i], &o, err) < 0)
         return -1;
       json_array_foreach (arr, k, a)
         {

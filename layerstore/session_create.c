@@ -157,7 +157,7 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
   if (esbx_check_name ("project", project, err) < 0 || check_opts (opts, err) < 0
       || parse_labels (opts->labels, labels, err) < 0
       || esbx_session_env_parse (opts->env, &env, err) < 0
-      || esbx_secret_attach_parse (store, opts->secrets, &secrets, err) < 0)
+      || esbx_secret_attach_parse (store, project, opts->secrets, &secrets, err) < 0)
     {
       json_free (labels);
       return -1;

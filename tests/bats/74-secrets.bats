@@ -301,3 +301,47 @@ grep_value() {
   assert_line --index 0 "***tok***"
   assert_line --index 1 "***tok2***"
 }
+
+@test "secret create --project: only that project's sessions use it, Docker volumes included" {
+  start_esbxd
+  esbx_ok project create q
+  printf 'owned-by-p-value-31f0' | "$ESBX" secret create ofp --project p
+  esbx_fails 1 secret create x --project nosuch <<<"some-value-123"
+  assert_output --partial "project \`nosuch\` does not exist"
+  assert_file_not_exists "$ESBX_ROOT/secrets/x"
+  esbx_ok secret list
+  assert_line --regexp "^ofp	21	[0-9]{4}-.*	p$"
+  assert_line --regexp "^tok	${#VALUE}	[0-9]{4}-.*	-$"
+  esbx_ok secret list --project p
+  assert_equal "$(echo "$output" | tail -n +2 | cut -f1)" ofp
+  esbx_fails 1 session create q --name bad --secret ofp
+  assert_output --partial "secret \`ofp\` belongs to project \`p\`"
+  run "$ESBX" session inspect bad
+  assert_failure
+  make_session p s2 --secret ofp
+  esbx_ok exec s2 -- cat /run/secrets/ofp
+  assert_output "***ofp***"
+  # Through the plugin socket as dockerd would call it: a volume of q
+  # cannot name p's secret.
+  plugin() {
+    local out
+    out=$(curl -s --unix-socket "$GW_DIR/plugin.sock" -X POST --data-binary "$2" \
+      -w '\n%{http_code}' "http://plugin/$1")
+    http_code=${out##*$'\n'}
+    output=${out%$'\n'*}
+  }
+  plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "q", "secret": "ofp"}}'
+  assert_equal "$http_code" 400
+  assert_output --partial "belongs to project"
+  run "$ESBX" session inspect v1
+  assert_failure
+  plugin VolumeDriver.Create '{"Name": "v2", "Opts": {"project": "p", "secret.a": "ofp,env=O"}}'
+  assert_equal "$http_code" 200
+  # A project removed and made again is another project: the secret is
+  # not its.
+  printf 'owned-by-q-value-31f0' | "$ESBX" secret create ofq --project q
+  esbx_ok project rm q
+  esbx_ok project create q
+  esbx_fails 1 session create q --name bad --secret ofq
+  assert_output --partial "another one"
+}

@@ -170,3 +170,62 @@ sniff_stop() {
   assert_output --partial '"scopes":["observe"]'
 }
 
+@test "boundary 21: a project token attaches only its project's secrets, never another's or a store-wide one" {
+  setup_gateway
+  esbx_ok project create team-a
+  esbx_ok project create team-b
+  value=teamb-db-password-5c1e9a77
+  printf '%s' "$value" | "$ESBX" secret create teamb-db
+  TOKEN=$(token manage,runtime,observe --project team-a)
+  before=$(store_state)
+
+  # The attack: a store-wide secret (as every secret was) in a team-a
+  # session, read back reversed past the redaction.
+  gw_expect 403 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"a1","secrets":["teamb-db"]}'
+  assert_output --partial "teamb-db"
+  assert_equal "$(json_field error <<<"$output" | wc -l)" 1
+  gw POST /v1/sessions/a1/exec "$TOKEN" '{"argv":["rev","/run/secrets/teamb-db"]}'
+  refute_output --partial "$(rev <<<"$value")"
+  assert_equal "$(store_state)" "$before"
+
+  # A secret of team-b, and one that does not exist, look alike to it.
+  printf 'teamb-own-value-1d2f' | "$ESBX" secret create teamb-own --project team-b
+  gw_expect 403 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"a1","secrets":["teamb-own,env=X"]}'
+  gw_expect 403 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"a1","secrets":["nosuch"]}'
+  assert_output --partial "is not a secret of project \`team-a\`"
+  run "$ESBX" session inspect a1
+  assert_failure
+
+  # Its own project's secrets it may use, and make, list and remove.
+  printf 'teama-db-value-77e0a1' | "$ESBX" secret create teama-db --project team-a
+  gw_expect 201 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"a1","secrets":["teama-db"]}'
+  gw_expect 200 POST /v1/sessions/a1/exec "$TOKEN" '{"argv":["cat","/run/secrets/teama-db"]}'
+  assert_output --partial '***teama-db***'
+  gw_expect 201 POST /v1/secrets "$TOKEN" '{"name":"teama-2","value":"teama-2-value-0099","project":"team-a"}'
+  gw_expect 403 POST /v1/secrets "$TOKEN" '{"name":"wide","value":"wide-value-0099"}'
+  gw_expect 403 POST /v1/secrets "$TOKEN" '{"name":"teamb-3","value":"teamb-3-value","project":"team-b"}'
+  gw_expect 200 GET "/v1/secrets?project=team-a" "$TOKEN"
+  assert_equal "$(json_names <<<"$output")" "teama-2 teama-db"
+  gw_expect 403 GET /v1/secrets "$TOKEN"
+  gw_expect 403 GET "/v1/secrets?project=team-b" "$TOKEN"
+  gw_expect 403 DELETE "/v1/secrets/teamb-own?project=team-a" "$TOKEN"
+  gw_expect 403 DELETE /v1/secrets/teamb-db "$TOKEN"
+  gw_expect 200 DELETE "/v1/secrets/teama-2?project=team-a" "$TOKEN"
+  assert_file_not_exists "$ESBX_ROOT/secrets/teama-2"
+  assert_file_exists "$ESBX_ROOT/secrets/teamb-own"
+  # The remote CLI, the same way.
+  run env ESBX_HOST="unix://$GW_SOCK" ESBX_TOKEN="$TOKEN" "$ESBX" secret list --project team-a
+  assert_success
+  assert_line --regexp "^teama-db	21	.*	team-a$"
+  refute_output --partial teamb
+
+  # A token without limits may use a store-wide secret anywhere, a
+  # project's only in that project's sessions.
+  ALL=$(token manage,runtime,observe)
+  gw_expect 201 POST /v1/sessions "$ALL" '{"project":"team-a","name":"a2","secrets":["teamb-db"]}'
+  gw_expect 400 POST /v1/sessions "$ALL" '{"project":"team-a","name":"a3","secrets":["teamb-own"]}'
+  assert_output --partial "belongs to project \`team-b\`"
+  gw_expect 201 POST /v1/sessions "$ALL" '{"project":"team-b","name":"b1","secrets":["teamb-own"]}'
+  gw_expect 200 GET /v1/secrets "$ALL"
+  assert_equal "$(json_names <<<"$output")" "teama-db teamb-db teamb-own"
+}

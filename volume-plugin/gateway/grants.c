@@ -50,3 +50,28 @@ esbx_grant_network (struct esbx_gateway_ctx *ctx, const char *project, const cha
                        ctx->token->id, limit);
   return false;
 }
+
+bool
+esbx_grant_secrets (struct esbx_gateway_ctx *ctx, const char *project, char *const *specs,
+                    char **reason)
+{
+  _cleanup_free_ char *limit = limit_of (ctx->token);
+  size_t i;
+
+  if (limit == NULL)
+    return true;
+  for (i = 0; specs && specs[i]; i++)
+    {
+      _cleanup_free_ char *name = xstrndup (specs[i], strcspn (specs[i], ",")), *owner = NULL;
+      esbx_error_t err = NULL;
+
+      if (esbx_secret_owner (ctx->store, name, &owner, &err) < 0)
+        esbx_error_free (&err);
+      if (owner && project && strcmp (owner, project) == 0)
+        continue;
+      *reason = xasprintf ("token `%s` is limited to %s: `%s` is not a secret of project `%s`",
+                           ctx->token->id, limit, name, project ? project : "-");
+      return false;
+    }
+  return true;
+}

@@ -16,4 +16,14 @@
 bool esbx_grant_network (struct esbx_gateway_ctx *ctx, const char *project, const char *network,
                          char **reason);
 
+/* Whether the token of CTX may attach the secrets of SPECS
+   ("NAME[,env=...]", NULL-terminated) to a session of PROJECT: a limited
+   token only secrets of PROJECT; one without limits any (the store then
+   checks that a project's secret goes to that project's sessions).  A
+   secret that is not PROJECT's, and one that does not exist, are refused
+   alike, so that the answer tells a limited token nothing of the store's
+   or another project's secrets.  */
+bool esbx_grant_secrets (struct esbx_gateway_ctx *ctx, const char *project, char *const *specs,
+                         char **reason);
+
 #endif

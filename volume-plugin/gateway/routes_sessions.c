@@ -98,6 +98,8 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   o.labels = labels;
   secrets = esbx_gateway_strings (json_get (ctx->json, "secrets"));
   o.secrets = secrets;
+  if (!esbx_grant_secrets (ctx, project, secrets, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   /* Checked by the store as the CLI's --allow: a bad entry is a 400.  */
   allow = esbx_gateway_strings (json_get (ctx->json, "allow"));
   o.allow = allow;
