@@ -345,3 +345,25 @@ grep_value() {
   esbx_fails 1 session create q --name bad --secret ofq
   assert_output --partial "another one"
 }
+
+@test "ps and the gateway's ps show command lines redacted, as logs and events are" {
+  start_esbxd
+  make_session p s2 --secret tok,env=T
+  "$ESBX" exec s2 -- sh -c 'exec sh -c "sleep 60" "$T"' >/dev/null 2>&1 &
+  bg=$!
+  for _ in $(seq 50); do
+    "$ESBX" ps s2 2>/dev/null | grep -q "sleep 60" && break
+    sleep 0.1
+  done
+  esbx_ok ps s2
+  assert_output --partial 'sh -c sleep 60 ***tok***'
+  refute_output --partial "$VALUE"
+  esbx_ok --json ps s2
+  refute_output --partial "$VALUE"
+  observe=$(token observe)
+  gw_expect 200 GET /v1/sessions/s2/ps "$observe"
+  assert_output --partial '***tok***'
+  refute_output --partial "$VALUE"
+  esbx_ok session stop s2
+  wait "$bg" || true
+}
