@@ -113,6 +113,11 @@ int esbx_session_unmount_views (esbx_store_t *store, const char *name, bool lazy
                                 esbx_error_t *err);
 int esbx_session_save (esbx_store_t *store, const char *name, const json_t *record,
                        esbx_error_t *err);
+/* The names of every secret S holds or keeps (an array of strings, owned):
+   those it was given ("secrets") and those its snapshot's session had
+   ("kept_secrets": a fork, or a session made from a snapshot, keeps the
+   names so that publish looks for their values, and gets no value).  */
+json_t *esbx_session_secret_names (const struct esbx_session *s);
 
 /* Change set of an upper directory against BASE (scan.c).  SAME, when not
    NULL, receives the copy-ups identical to the base.  Unless FLAGS has

@@ -190,36 +190,70 @@ esbx_secret_list (esbx_store_t *store, const char *project, esbx_error_t *err)
   return arr;
 }
 
-/* The sessions whose record names secret NAME.  */
-static char **
-sessions_using (esbx_store_t *store, const char *name, esbx_error_t *err)
+static bool
+names_hold (const json_t *names, const char *name)
 {
-  _cleanup_strv_ char **sessions = esbx_session_list (store, NULL, err);
+  const json_t *v;
+  size_t i;
+
+  json_array_foreach (names, i, v)
+    if (v->type == JSON_STRING && strcmp (v->text, name) == 0)
+      return true;
+  return false;
+}
+
+/* The sessions whose record names secret NAME (given or kept), then
+   "snapshot `SNAP`" for each snapshot that keeps it.  */
+static char **
+users_of (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_strv_ char **sessions = esbx_session_list (store, NULL, err), **projects = NULL;
   struct strv out = { 0 };
   size_t i, k;
 
-  if (sessions == NULL)
+  if (sessions == NULL || (projects = esbx_project_list (store, err)) == NULL)
     return NULL;
   for (i = 0; sessions[i]; i++)
     {
+      _cleanup_json_ json_t *names = NULL;
       struct esbx_session *s = NULL;
       esbx_error_t ignored = NULL;
-      const json_t *a, *secrets;
 
       if (esbx_session_load (store, sessions[i], &s, &ignored) < 0)
         {
           esbx_error_free (&ignored);
           continue;
         }
-      secrets = json_get (s->record, "secrets");
-      json_array_foreach (secrets, k, a)
-        if (a->type == JSON_OBJECT && json_get_string (a, "name")
-            && strcmp (json_get_string (a, "name"), name) == 0)
-          {
-            strv_push (&out, xstrdup (sessions[i]));
-            break;
-          }
+      names = esbx_session_secret_names (s);
+      if (names_hold (names, name))
+        strv_push (&out, xasprintf ("session `%s`", sessions[i]));
       esbx_session_free (s);
+    }
+  for (i = 0; projects[i]; i++)
+    {
+      _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+      _cleanup_strv_ char **snaps = NULL;
+      esbx_error_t ignored = NULL;
+
+      if (!esbx_exists_at (store->rootfd, dir)
+          || (snaps = esbx_list_dir_at (store->rootfd, dir, &ignored)) == NULL)
+        {
+          esbx_error_free (&ignored);
+          continue;
+        }
+      for (k = 0; snaps[k]; k++)
+        {
+          _cleanup_json_ json_t *rec = NULL;
+
+          if (!esbx_name_valid (snaps[k])
+              || (rec = esbx_snapshot_load_record (store, projects[i], snaps[k], &ignored)) == NULL)
+            {
+              esbx_error_free (&ignored);
+              continue;
+            }
+          if (names_hold (json_get (rec, "secrets"), name))
+            strv_push (&out, xasprintf ("snapshot `%s`", snaps[k]));
+        }
     }
   return out.v ? out.v : xmalloc0 (sizeof (char *));
 }
@@ -241,13 +275,15 @@ esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
   lock = esbx_lock_at (dfd, LOCK_FILE, true, true, err);
   if (lock < 0)
     return esbx_error_wrap (err, "secret rm `%s`", name);
-  users = sessions_using (store, name, err);
+  /* A snapshot, and what is made from it, keeps the name so that publish
+     looks for the value: it must stay to be looked for.  */
+  users = users_of (store, name, err);
   if (users == NULL)
     return esbx_error_wrap (err, "secret rm `%s`", name);
   if (users[0])
     return esbx_make_error_kind (err, ESBX_ERR_BUSY, 0,
-                                 "secret `%s` is used by session `%s`%s; discard it first", name,
-                                 users[0], users[1] ? " and others" : "");
+                                 "secret `%s` is used by %s%s; discard or remove %s first", name,
+                                 users[0], users[1] ? " and others" : "", users[1] ? "them" : "it");
   if (unlinkat (dfd, name, 0) < 0)
     return esbx_make_error (err, errno, "secret rm `%s`", name);
   /* The value is gone: its owner goes after it.  */
@@ -409,37 +445,51 @@ esbx_secrets_free (struct esbx_secret *v, size_t n)
   free (v);
 }
 
+/* The attachment of secret NAME in a record's "secrets", or NULL: a name
+   the session only keeps.  */
+static const json_t *
+attachment (const json_t *secrets, const char *name)
+{
+  const json_t *a;
+  size_t i;
+
+  json_array_foreach (secrets, i, a)
+    if (a->type == JSON_OBJECT && json_get_string (a, "name")
+        && strcmp (json_get_string (a, "name"), name) == 0)
+      return a;
+  return NULL;
+}
+
 int
 esbx_session_secrets (esbx_store_t *store, const struct esbx_session *s, struct esbx_secret **out,
                       size_t *n, esbx_error_t *err)
 {
-  const json_t *secrets = json_get (s->record, "secrets"), *a;
-  struct esbx_secret *v = NULL;
-  size_t i, count = 0;
+  const json_t *secrets = json_get (s->record, "secrets"), *v;
+  _cleanup_json_ json_t *names = esbx_session_secret_names (s);
+  struct esbx_secret *out_v;
+  size_t i;
 
   *out = NULL;
   *n = 0;
-  if (secrets == NULL || secrets->type != JSON_ARRAY)
+  if (json_len (names) == 0)
     return 0;
-  v = xmalloc0 (sizeof *v * (secrets->n + 1));
-  json_array_foreach (secrets, i, a)
+  out_v = xmalloc0 (sizeof *out_v * (json_len (names) + 1));
+  json_array_foreach (names, i, v)
     {
-      const char *name = a->type == JSON_OBJECT ? json_get_string (a, "name") : NULL;
-      struct esbx_secret *x = &v[count];
+      const json_t *a = attachment (secrets, v->text);
+      struct esbx_secret *x = &out_v[i];
 
-      if (name == NULL)
-        continue;
-      if (esbx_secret_read (store, name, &x->value, &x->len, err) < 0)
+      if (esbx_secret_read (store, v->text, &x->value, &x->len, err) < 0)
         {
-          esbx_secrets_free (v, count + 1);
+          esbx_secrets_free (out_v, i + 1);
           return esbx_error_wrap (err, "session `%s`", s->name);
         }
-      x->name = xstrdup (name);
-      x->env = json_get_string (a, "env") ? xstrdup (json_get_string (a, "env")) : NULL;
-      x->file = json_get_string (a, "file") ? xstrdup (json_get_string (a, "file")) : NULL;
-      count++;
+      x->name = xstrdup (v->text);
+      /* A kept name is looked for and redacted, never given.  */
+      x->env = a && json_get_string (a, "env") ? xstrdup (json_get_string (a, "env")) : NULL;
+      x->file = a && json_get_string (a, "file") ? xstrdup (json_get_string (a, "file")) : NULL;
     }
-  *out = v;
-  *n = count;
+  *out = out_v;
+  *n = json_len (names);
   return 0;
 }

@@ -367,3 +367,53 @@ grep_value() {
   esbx_ok session stop s2
   wait "$bg" || true
 }
+
+@test "forks, snapshots and the sessions made from them keep their secrets' names for publish, never the values" {
+  make_session p s2 --secret tok,env=T
+  esbx_ok exec s2 -- sh -c 'printf "%s\n" "$T" >/workspace/leak.txt'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "secret \`tok\`"
+
+  # A fork: its own state is the snapshot's, and so is the value.
+  esbx_ok session fork s2 --name f1
+  esbx_fails 1 publish f1 -m leak
+  assert_output --partial "/leak.txt"
+  assert_output --partial "secret \`tok\`"
+  # The name only: the fork's commands get no value, and print none.
+  esbx_ok exec f1 -- sh -c 'echo "[$T]"; ls /run/secrets 2>&1 || true'
+  assert_line --index 0 "[]"
+  assert_line --index 1 --partial "No such file"
+  esbx_ok exec f1 -- cat /workspace/leak.txt
+  assert_output "***tok***"
+  # A fork of the fork, and a session made from a snapshot.
+  esbx_ok session fork f1 --name f2
+  esbx_fails 1 publish f2 -m leak
+  esbx_ok session snapshot s2 --name snap1
+  esbx_ok session create p --name r1 --from-snapshot snap1
+  esbx_fails 1 publish r1 -m leak
+  assert_output --partial "secret \`tok\`"
+  esbx_ok --json session inspect r1
+  assert_equal "$(json_field kept_secrets <<<"$output")" '["tok"]'
+  esbx_ok --json snapshot inspect snap1
+  assert_equal "$(json_field secrets <<<"$output")" '["tok"]'
+
+  # The snapshot taken when a session's lifetime ends.
+  make_session p e1 --secret tok,env=T --ttl 1s --on-expiry snapshot
+  esbx_ok exec e1 -- sh -c 'printf "%s\n" "$T" >/workspace/leak.txt'
+  sleep 1.5
+  esbx_ok gc
+  snap=$("$ESBX" --json snapshot list | python3 -c 'import json, sys; print([s["name"] for s in json.load(sys.stdin) if s["name"].startswith("e1-expired-")][0])')
+  esbx_ok session create p --name r2 --from-snapshot "$snap"
+  esbx_fails 1 publish r2 -m leak
+  assert_output --partial "secret \`tok\`"
+
+  # While a snapshot or a session keeps the name, the secret stays: the
+  # scan needs its value.
+  for s in s2 f1 f2 r1 r2; do esbx_ok discard "$s" --force; done
+  esbx_fails 1 secret rm tok
+  assert_output --partial "snapshot"
+  # --allow-secret lets it through, as for the session itself.
+  make_session p r3 --from-snapshot snap1
+  esbx_ok publish r3 -m leak --allow-secret tok
+}
+
