@@ -5,7 +5,7 @@
 #include "cgroup.h"
 #include "holder.h"
 #include "proc.h"
-#include "redact.h"
+#include "secret_redact.h"
 #include "utils.h"
 
 #include <stdlib.h>

@@ -417,3 +417,38 @@ grep_value() {
   esbx_ok publish r3 -m leak --allow-secret tok
 }
 
+@test "publish refuses a secret's value in a file name or a symlink target; diff shows them redacted" {
+  start_esbxd
+  make_session p s2 --secret tok,env=T
+  esbx_ok exec s2 -- sh -c 'mkdir -p /workspace/d && touch "/workspace/d/x-$T.txt"'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "/d/x-***tok***.txt"
+  assert_output --partial "secret \`tok\`"
+  refute_output --partial "$VALUE"
+  esbx_ok diff s2
+  assert_output --partial "A /d/x-***tok***.txt"
+  refute_output --partial "$VALUE"
+  esbx_ok --json diff s2
+  refute_output --partial "$VALUE"
+  observe=$(token observe)
+  gw_expect 200 GET /v1/sessions/s2/diff "$observe"
+  assert_output --partial '***tok***'
+  refute_output --partial "$VALUE"
+
+  esbx_ok exec s2 -- sh -c 'rm -r /workspace/d && ln -s "/etc/$T" /workspace/l2 && mkdir "/workspace/dir-$T"'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "secret \`tok\`"
+  refute_output --partial "$VALUE"
+  gw_expect 200 GET /v1/sessions/s2/diff "$observe"
+  assert_output --partial '"target":"/etc/***tok***"'
+  assert_output --partial '/dir-***tok***'
+  refute_output --partial "$VALUE"
+  esbx_ok exec s2 -- sh -c 'rmdir "/workspace/dir-$T"'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "\`/l2\` points at"
+  # Nothing reached a layer; allowed, it goes as it is.
+  run grep -rlaF "$VALUE" "$ESBX_ROOT/projects"
+  assert_output ""
+  esbx_ok publish s2 -m leak --allow-secret tok
+  [ -n "$(find "$ESBX_ROOT/projects/p/layers" -lname "/etc/$VALUE")" ]
+}

@@ -10,6 +10,7 @@
 #include "ps.h"
 #include "routes_snapshots.h"
 #include "sandbox.h"
+#include "secret_redact.h"
 #include "text.h"
 #include "utils.h"
 
@@ -169,8 +170,13 @@ esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
           ctx->store, ctx->arg,
           esbx_gateway_query_flag (ctx->conn, "include_ignored") ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
           &cs, want_ignored ? &ignored : NULL, &err)
-      < 0)
-    return esbx_gateway_reply_err (ctx, &err);
+          < 0
+      || esbx_redact_changes (ctx->store, ctx->arg, want_ignored ? &ignored : &cs, &err) < 0)
+    {
+      esbx_changeset_free (&cs);
+      esbx_changeset_free (&ignored);
+      return esbx_gateway_reply_err (ctx, &err);
+    }
   arr = esbx_changeset_json (want_ignored ? &ignored : &cs);
   esbx_changeset_free (&cs);
   esbx_changeset_free (&ignored);
