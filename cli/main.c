@@ -70,6 +70,7 @@ static const struct verb verbs[] = {
     "secret rm NAME [--project P]" },
   { "token", cmd_token,
     "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION]\n"
+    "             [--max-sessions N] [--max-egress N]\n"
     "token list\n"
     "token revoke ID" },
 };

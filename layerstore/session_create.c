@@ -64,6 +64,9 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
     json_set_string (j, "snapshot", o->snapshot);
+  /* The gateway token that made it: what counts against its caps.  */
+  if (o->token)
+    json_set_string (j, "token", o->token);
   if (o->network && strcmp (o->network, "egress") == 0)
     {
       json_t *allow = NULL;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# The boundary between gateway tokens (docs/SECURITY.md, items 19-22 and
-# "What a token can do"): what a token limited to a project or a session
-# may give the sessions it makes, and what travels between a client and
-# the gateway's TCP listener.  Each test makes the attack for real against
-# its own esbxd (own store, sockets and ports) and checks what the
-# attacker got.
+# The boundary between gateway tokens (docs/SECURITY.md, items 19-21 and
+# 25, and the table of what a token can do): what a token limited to a
+# project or a session may give the sessions it makes, how many it may
+# hold, and what travels between a client and the gateway's TCP listener.
+# Each test makes the attack for real against its own esbxd (own store,
+# sockets and ports) and checks what the attacker got.
 
 bats_require_minimum_version 1.5.0
 load ./gateway_helpers.bash
@@ -228,4 +228,55 @@ sniff_stop() {
   gw_expect 201 POST /v1/sessions "$ALL" '{"project":"team-b","name":"b1","secrets":["teamb-own"]}'
   gw_expect 200 GET /v1/secrets "$ALL"
   assert_equal "$(json_names <<<"$output")" "teama-db teamb-db teamb-own"
+}
+
+@test "boundary 25: a limited token holds at most its caps of sessions and egress sessions" {
+  setup_gateway
+  esbx_ok project create team-a
+  TOKEN=$(token manage,runtime,observe --project team-a)
+  # The default of a limited token: 8 egress sessions, each one of the
+  # host's 64 slots while it runs, and 32 sessions.
+  for i in $(seq 8); do
+    gw_expect 201 POST /v1/sessions "$TOKEN" "{\"project\":\"team-a\",\"name\":\"e$i\",\"network\":\"egress\",\"allow\":[\"192.0.2.1\"]}"
+  done
+  gw_expect 403 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"e9","network":"egress","allow":["192.0.2.1"]}'
+  assert_output --partial "egress"
+  assert_output --partial "--max-egress"
+  run "$ESBX" session inspect e9
+  assert_failure
+  # A project default of egress counts the same.
+  gw_expect 200 PUT /v1/projects/team-a/network "$TOKEN" '{"allow":["192.0.2.1"]}'
+  gw_expect 403 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"e9"}'
+  gw_expect 403 POST /v1/sessions/e1/fork "$TOKEN" '{"name":"e9"}'
+  gw_expect 201 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"n0","network":"none"}'
+  # Discarding one gives its place back.
+  gw_expect 200 DELETE /v1/sessions/e8 "$TOKEN"
+  gw_expect 201 POST /v1/sessions "$TOKEN" '{"project":"team-a","name":"e9"}'
+  gw_expect 200 GET /v1/whoami "$TOKEN"
+  assert_equal "$(json_field max_sessions <<<"$output")" 32
+  assert_equal "$(json_field max_egress <<<"$output")" 8
+
+  # Caps of its own, for sessions and forks alike.
+  SMALL=$(token manage,observe --project team-a --max-sessions 2 --max-egress 1)
+  gw_expect 201 POST /v1/sessions "$SMALL" '{"project":"team-a","name":"s1","network":"none"}'
+  gw_expect 201 POST /v1/sessions/s1/fork "$SMALL" '{"name":"s2"}'
+  gw_expect 403 POST /v1/sessions "$SMALL" '{"project":"team-a","name":"s3","network":"none"}'
+  assert_output --partial "2 sessions"
+  assert_output --partial "--max-sessions"
+  esbx_ok --json token list
+  assert_output --partial '"max_sessions": 2'
+  # Sessions of other tokens, the CLI's or Docker's are not its own.
+  esbx_ok session create team-a --name cli1
+  gw_expect 200 DELETE /v1/sessions/s2 "$SMALL"
+  gw_expect 201 POST /v1/sessions "$SMALL" '{"project":"team-a","name":"s3","network":"none"}'
+  esbx_fails 2 token create --scope manage --project team-a --max-sessions 0
+  esbx_fails 2 token create --scope manage --max-egress lots
+
+  # A token without limits has no cap unless given one.
+  ALL=$(token manage,observe)
+  gw_expect 200 GET /v1/whoami "$ALL"
+  assert_equal "$(json_field max_sessions <<<"$output")" ""
+  for i in $(seq 9); do
+    gw_expect 201 POST /v1/sessions "$ALL" "{\"project\":\"team-a\",\"name\":\"u$i\",\"network\":\"egress\",\"allow\":[\"192.0.2.1\"]}"
+  done
 }

@@ -26,4 +26,13 @@ bool esbx_grant_network (struct esbx_gateway_ctx *ctx, const char *project, cons
 bool esbx_grant_secrets (struct esbx_gateway_ctx *ctx, const char *project, char *const *specs,
                          char **reason);
 
+/* Whether the token of CTX has room for one more session of PROJECT on
+   NETWORK (NULL: the project's default): fewer sessions than its
+   max_sessions, and when the session is on the egress network, fewer of
+   those than its max_egress (struct esbx_token).  On success *LOCK, when
+   not -1, is the token's lock (esbx_token_lock), to close once the
+   session is made.  */
+bool esbx_grant_room (struct esbx_gateway_ctx *ctx, const char *project, const char *network,
+                      int *lock, char **reason);
+
 #endif

@@ -75,6 +75,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   _cleanup_free_ char **labels = NULL, **secrets = NULL, **allow = NULL;
   _cleanup_strv_ char **env = NULL;
   _cleanup_free_ char *name = NULL;
+  _cleanup_close_ int lock = -1;
   const char *project, *s;
   esbx_error_t err = NULL;
   char *reason = NULL;
@@ -108,8 +109,14 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
     return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
-  if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0
-      || esbx_sandbox_create (ctx->store, project, &o, &name, &err) < 0)
+  if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  /* Counted and made under the token's lock: the last place is taken
+     once.  */
+  if (!esbx_grant_room (ctx, project, o.network, &lock, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
+  o.token = ctx->token->id;
+  if (esbx_sandbox_create (ctx->store, project, &o, &name, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
