@@ -321,6 +321,13 @@ grep_value() {
   make_session p s2 --secret ofp
   esbx_ok exec s2 -- cat /run/secrets/ofp
   assert_output "***ofp***"
+  # A fork is a new session of its project: the same rule.
+  make_session q q1
+  esbx_fails 1 session fork q1 --name bad --secret ofp
+  assert_output --partial "belongs to project \`p\`"
+  run "$ESBX" session inspect bad
+  assert_failure
+  esbx_ok session fork s2 --name f1 --secret ofp
   # Through the plugin socket as dockerd would call it: a volume of q
   # cannot name p's secret.
   plugin() {
@@ -340,6 +347,7 @@ grep_value() {
   # A project removed and made again is another project: the secret is
   # not its.
   printf 'owned-by-q-value-31f0' | "$ESBX" secret create ofq --project q
+  esbx_ok discard q1
   esbx_ok project rm q
   esbx_ok project create q
   esbx_fails 1 session create q --name bad --secret ofq
