@@ -21,6 +21,7 @@ struct esbx_cli
 {
   const char *root; /* --root or $ESBX_ROOT */
   const char *host; /* --host or $ESBX_HOST: gateway mode */
+  const char *ca;   /* --ca or $ESBX_CA: the CA of an https:// gateway */
   bool json;        /* --json */
   enum cli_progress_mode progress;
   esbx_store_t *store;

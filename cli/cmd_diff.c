@@ -1,5 +1,6 @@
 /* esbx diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet] */
 #include "cli.h"
+#include "secret_redact.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -109,8 +110,13 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (esbx_session_diff (store, o.session, o.include_ignored ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
                          &cs, o.ignored ? &ignored : NULL, err)
-      < 0)
-    return -1;
+          < 0
+      || esbx_redact_changes (store, o.session, o.ignored ? &ignored : &cs, err) < 0)
+    {
+      esbx_changeset_free (&cs);
+      esbx_changeset_free (&ignored);
+      return -1;
+    }
   {
     _cleanup_json_ json_t *arr = esbx_changeset_json (o.ignored ? &ignored : &cs);
     cli_print_changes (cli, arr);

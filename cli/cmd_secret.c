@@ -1,4 +1,5 @@
-/* esbx secret create NAME [--from-file PATH] | list | rm NAME */
+/* esbx secret create NAME [--project P] [--from-file PATH] | list [--project P]
+   | rm NAME [--project P] */
 #include "cli.h"
 #include "fs.h"
 #include "text.h"
@@ -35,8 +36,8 @@ read_stdin (char **value, size_t *len, esbx_error_t *err)
 }
 
 static int
-create_remote (struct esbx_cli *cli, const char *name, const char *value, size_t len,
-               esbx_error_t *err)
+create_remote (struct esbx_cli *cli, const char *name, const char *project, const char *value,
+               size_t len, esbx_error_t *err)
 {
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = xstrndup (value, len);
@@ -48,6 +49,8 @@ create_remote (struct esbx_cli *cli, const char *name, const char *value, size_t
                                  "the gateway",
                                  name);
   json_set_string (body, "name", name);
+  if (project)
+    json_set_string (body, "project", project);
   json_set_string (body, "value", text);
   explicit_bzero (text, len);
   return cli_remote_print (cli, "POST", body, NULL, NULL, err, "/v1/secrets");
@@ -57,10 +60,11 @@ static int
 secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   static const struct option opts[] = { { "from-file", required_argument, NULL, 'f' },
+                                        { "project", required_argument, NULL, 'p' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   _cleanup_free_ char *value = NULL;
-  const char *from = NULL, *name;
+  const char *from = NULL, *project = NULL, *name;
   size_t len = 0;
   int c, ret;
 
@@ -68,13 +72,16 @@ secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     {
       if (c == 'f')
         from = optarg;
+      else if (c == 'p')
+        project = optarg;
       else if (c != 'J')
         return cli_usage (err, "secret create: unknown option `%s`", argv[optind - 1]);
     }
   if (optind + 1 != argc)
     return cli_usage (err, "secret create: expected a secret name");
   name = argv[optind];
-  if (esbx_check_name ("secret", name, err) < 0)
+  if (esbx_check_name ("secret", name, err) < 0
+      || (project && esbx_check_name ("project", project, err) < 0))
     return -1;
   if (from)
     {
@@ -91,10 +98,11 @@ secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   else if (read_stdin (&value, &len, err) < 0)
     return -1;
   if (cli_remote_mode (cli))
-    ret = create_remote (cli, name, value, len, err);
+    ret = create_remote (cli, name, project, value, len, err);
   else
-    ret = cli_store (cli, err) == NULL ? -1
-                                       : esbx_secret_create (cli->store, name, value, len, err);
+    ret = cli_store (cli, err) == NULL
+              ? -1
+              : esbx_secret_create (cli->store, name, project, value, len, err);
   explicit_bzero (value, len);
   return ret;
 }
@@ -110,30 +118,96 @@ print_secrets (struct esbx_cli *cli, const json_t *arr)
       cli_print_json (arr);
       return;
     }
-  printf ("NAME\tBYTES\tCREATED\n");
+  /* PROJECT last: the columns before it read as they always did.  */
+  printf ("NAME\tBYTES\tCREATED\tPROJECT\n");
   json_array_foreach (arr, i, t)
     {
       int64_t size = 0;
       json_get_int (t, "size", &size);
-      printf ("%s\t%" PRId64 "\t%s\n", json_get_string (t, "name") ?: "", size,
-              json_get_string (t, "created") ?: "");
+      printf ("%s\t%" PRId64 "\t%s\t%s\n", json_get_string (t, "name") ?: "", size,
+              json_get_string (t, "created") ?: "", json_get_string (t, "project") ?: "-");
     }
+}
+
+/* [--project P] [--json], the options of list and rm; *REST: the first
+   other argument's index.  */
+static int
+parse_project (int argc, char **argv, const char *verb, const char **project, int *rest,
+               esbx_error_t *err)
+{
+  static const struct option opts[] = { { "project", required_argument, NULL, 'p' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  int c;
+
+  *project = NULL;
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    {
+      if (c == 'p')
+        *project = optarg;
+      else if (c != 'J')
+        return cli_usage (err, "secret %s: unknown option `%s`", verb, argv[optind - 1]);
+    }
+  if (*project && esbx_check_name ("project", *project, err) < 0)
+    return -1;
+  *rest = optind;
+  return 0;
 }
 
 static int
 secret_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   _cleanup_json_ json_t *arr = NULL;
+  const char *project;
+  int rest;
 
-  for (int k = 1; k < argc; k++)
-    if (strcmp (argv[k], "--json") != 0)
-      return cli_usage (err, "secret list: unexpected argument `%s`", argv[k]);
+  if (parse_project (argc, argv, "list", &project, &rest, err) < 0)
+    return -1;
+  if (rest != argc)
+    return cli_usage (err, "secret list: unexpected argument `%s`", argv[rest]);
+  if (cli_remote_mode (cli) && project)
+    return cli_remote_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets?project=%s",
+                             project);
   if (cli_remote_mode (cli))
     return cli_remote_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets");
-  if (cli_store (cli, err) == NULL || (arr = esbx_secret_list (cli->store, err)) == NULL)
+  if (cli_store (cli, err) == NULL || (arr = esbx_secret_list (cli->store, project, err)) == NULL)
     return -1;
   print_secrets (cli, arr);
   return 0;
+}
+
+/* secret rm NAME [--project P]: with P, only when P owns it.  */
+static int
+secret_rm (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  _cleanup_free_ char *owner = NULL;
+  const char *project, *name;
+  int rest;
+
+  if (parse_project (argc, argv, "rm", &project, &rest, err) < 0)
+    return -1;
+  if (rest + 1 != argc)
+    return cli_usage (err, "secret rm: expected one secret name");
+  name = argv[rest];
+  if (esbx_check_name ("secret", name, err) < 0)
+    return -1;
+  if (cli_remote_mode (cli) && project)
+    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s?project=%s",
+                             name, project);
+  if (cli_remote_mode (cli))
+    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s", name);
+  if (cli_store (cli, err) == NULL)
+    return -1;
+  if (project
+      && (esbx_secret_owner (cli->store, name, &owner, err) < 0 || owner == NULL
+          || strcmp (owner, project) != 0))
+    {
+      if (err && *err)
+        return -1;
+      return esbx_make_error_kind (err, ESBX_ERR_FORBIDDEN, 0,
+                                   "secret `%s` is not a secret of project `%s`", name, project);
+    }
+  return esbx_secret_rm (cli->store, name, err);
 }
 
 int
@@ -149,13 +223,5 @@ cmd_secret (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return secret_list (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "rm") != 0)
     return cli_usage (err, "secret: unknown subcommand `%s`", sub);
-  if (argc != 3 || argv[2][0] == '-')
-    return cli_usage (err, "secret rm: expected one secret name");
-  if (esbx_check_name ("secret", argv[2], err) < 0)
-    return -1;
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s", argv[2]);
-  if (cli_store (cli, err) == NULL || esbx_secret_rm (cli->store, argv[2], err) < 0)
-    return -1;
-  return 0;
+  return secret_rm (cli, argc - 1, argv + 1, err);
 }

@@ -1,4 +1,5 @@
 /* esbx token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION]
+                     [--max-sessions N] [--max-egress N]
    esbx token list | revoke ID
 
    Tokens are managed on the host only: whoever can write the store is root
@@ -7,16 +8,39 @@
 #include "text.h"
 #include "utils.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* A cap for option OPT: a count from 1 to ESBX_TOKEN_MAX_CAP.  */
+static int
+parse_cap (const char *opt, const char *s, unsigned *out, esbx_error_t *err)
+{
+  unsigned long v;
+  char *end;
+
+  errno = 0;
+  v = strtoul (s, &end, 10);
+  if (*s < '0' || *s > '9' || *end != '\0' || errno || v == 0 || v > ESBX_TOKEN_MAX_CAP)
+    return cli_usage (err, "token create: %s `%s`: expected a number from 1 to %d", opt, s,
+                      ESBX_TOKEN_MAX_CAP);
+  *out = (unsigned)v;
+  return 0;
+}
 
 static int
 token_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
-  static const struct option opts[]
-      = { { "scope", required_argument, NULL, 's' },   { "project", required_argument, NULL, 'p' },
-          { "session", required_argument, NULL, 'S' }, { "ttl", required_argument, NULL, 't' },
-          { "json", no_argument, NULL, 'J' },          { NULL, 0, NULL, 0 } };
+  static const struct option opts[] = { { "scope", required_argument, NULL, 's' },
+                                        { "project", required_argument, NULL, 'p' },
+                                        { "session", required_argument, NULL, 'S' },
+                                        { "ttl", required_argument, NULL, 't' },
+                                        { "max-sessions", required_argument, NULL, 'M' },
+                                        { "max-egress", required_argument, NULL, 'E' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  struct esbx_token_caps caps = { 0 };
   const char *project = NULL, *session = NULL;
   _cleanup_free_ char *secret = NULL;
   struct esbx_token *t = NULL;
@@ -44,6 +68,14 @@ token_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
         if (ttl == 0)
           return cli_usage (err, "token create: --ttl must be positive");
         break;
+      case 'M':
+        if (parse_cap ("--max-sessions", optarg, &caps.max_sessions, err) < 0)
+          return -1;
+        break;
+      case 'E':
+        if (parse_cap ("--max-egress", optarg, &caps.max_egress, err) < 0)
+          return -1;
+        break;
       case 'J':
         break;
       default:
@@ -55,7 +87,7 @@ token_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "token create: --scope is required");
   store = cli_store (cli, err);
   if (store == NULL
-      || esbx_token_create (store, scopes, project, session, ttl, &secret, &t, err) < 0)
+      || esbx_token_create (store, scopes, project, session, ttl, &caps, &secret, &t, err) < 0)
     return -1;
   if (cli->json)
     {

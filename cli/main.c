@@ -71,18 +71,19 @@ static const struct verb verbs[] = {
   { "ps", cmd_ps, "ps S" },
   { "events", cmd_events, "events S [--json] [--follow]" },
   { "secret", cmd_secret,
-    "secret create NAME [--from-file PATH]   (the value on stdin otherwise)\n"
-    "secret list\n"
-    "secret rm NAME" },
+    "secret create NAME [--project P] [--from-file PATH]   (the value on stdin otherwise)\n"
+    "secret list [--project P]\n"
+    "secret rm NAME [--project P]" },
   { "token", cmd_token,
     "token create --scope SCOPE[,SCOPE] [--project P] [--session S] [--ttl DURATION]\n"
+    "             [--max-sessions N] [--max-egress N]\n"
     "token list\n"
     "token revoke ID" },
 };
 
 static const char global_usage[]
-    = "esbx [--root DIR] [--host unix:///PATH|tcp://HOST:PORT] [--json] [--progress | --quiet]\n"
-      "     COMMAND ...";
+    = "esbx [--root DIR] [--host unix:///PATH|https://HOST:PORT|tcp://HOST:PORT] [--ca FILE]\n"
+      "     [--json] [--progress | --quiet] COMMAND ...";
 
 esbx_store_t *
 cli_store (struct esbx_cli *cli, esbx_error_t *err)
@@ -182,7 +183,8 @@ static void
 verb_help (const struct verb *verb)
 {
   print_forms (stdout, verb, "usage: ");
-  printf ("global options: --root DIR, --host URL (before COMMAND), --json (before or after it),\n"
+  printf ("global options: --root DIR, --host URL, --ca FILE (before COMMAND), --json (before or "
+          "after it),\n"
           "  --progress | --quiet (progress of long work on stderr: forced | never; by default\n"
           "  when stderr is a terminal)\n");
 }
@@ -197,6 +199,7 @@ main (int argc, char **argv)
   esbx_log_set_prog ("esbx");
   cli.root = getenv ("ESBX_ROOT");
   cli.host = getenv ("ESBX_HOST");
+  cli.ca = getenv ("ESBX_CA");
 
   /* Global options come before the verb.  */
   for (i = 1; i < argc && argv[i][0] == '-'; i++)
@@ -209,6 +212,10 @@ main (int argc, char **argv)
         cli.host = argv[++i];
       else if (strncmp (argv[i], "--host=", 7) == 0)
         cli.host = argv[i] + 7;
+      else if (strcmp (argv[i], "--ca") == 0 && i + 1 < argc)
+        cli.ca = argv[++i];
+      else if (strncmp (argv[i], "--ca=", 5) == 0)
+        cli.ca = argv[i] + 5;
       else if (strcmp (argv[i], "--json") == 0)
         cli.json = true;
       else if (strcmp (argv[i], "--progress") == 0)

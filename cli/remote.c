@@ -67,8 +67,9 @@ url_of (const char *fmt, va_list ap)
   return next;
 }
 
-/* unix:///PATH talks to a socket; tcp://H:P and http://H:P to a loopback
-   listener of the gateway.  */
+/* unix:///PATH talks to a socket; https://H:P to the gateway's TCP
+   listener with TLS, tcp://H:P and http://H:P to one in clear
+   (--gateway-tcp-insecure).  */
 static int
 host_target (const char *host, char **socket_path, char **base, esbx_error_t *err)
 {
@@ -87,14 +88,16 @@ host_target (const char *host, char **socket_path, char **base, esbx_error_t *er
       *base = xasprintf ("http://%s", host + 6);
       return 0;
     }
-  if (esbx_has_prefix (host, "http://"))
+  if (esbx_has_prefix (host, "http://") || esbx_has_prefix (host, "https://"))
     {
       *socket_path = NULL;
       *base = xstrdup (host);
       return 0;
     }
   return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                               "--host `%s`: expected unix:///PATH or tcp://HOST:PORT", host);
+                               "--host `%s`: expected unix:///PATH, https://HOST:PORT or "
+                               "tcp://HOST:PORT",
+                               host);
 }
 
 /* Where an answer's body goes: SINK (curl's write callback) with DATA.
@@ -147,7 +150,16 @@ call_into (struct esbx_cli *cli, const char *method, const char *path, const cha
     *sink->curlp = curl;
   esbx_curl.easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
   esbx_curl.easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
-  esbx_curl.easy_setopt (curl, CURLOPT_PROTOCOLS_STR, "http");
+  /* The scheme of --host, and only that: an https gateway is never
+     spoken to in clear.  */
+  if (esbx_has_prefix (base, "https://"))
+    {
+      esbx_curl.easy_setopt (curl, CURLOPT_PROTOCOLS_STR, "https");
+      if (cli->ca)
+        esbx_curl.easy_setopt (curl, CURLOPT_CAINFO, cli->ca);
+    }
+  else
+    esbx_curl.easy_setopt (curl, CURLOPT_PROTOCOLS_STR, "http");
   if (body)
     {
       esbx_curl.easy_setopt (curl, CURLOPT_POSTFIELDS, body);

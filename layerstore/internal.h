@@ -120,6 +120,11 @@ int esbx_session_unmount_views (esbx_store_t *store, const char *name, bool lazy
                                 esbx_error_t *err);
 int esbx_session_save (esbx_store_t *store, const char *name, const json_t *record,
                        esbx_error_t *err);
+/* The names of every secret S holds or keeps (an array of strings, owned):
+   those it was given ("secrets") and those its snapshot's session had
+   ("kept_secrets": a fork, or a session made from a snapshot, keeps the
+   names so that publish looks for their values, and gets no value).  */
+json_t *esbx_session_secret_names (const struct esbx_session *s);
 
 /* Change set of an upper directory against BASE (scan.c).  SAME, when not
    NULL, receives the copy-ups identical to the base (directories too).  Unless FLAGS has
@@ -140,6 +145,17 @@ int esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct
 int esbx_secret_scan_changes (esbx_store_t *store, const struct esbx_session *s, int ufd,
                               const struct esbx_changeset *cs, char *const *allow,
                               esbx_error_t *err);
+/* A secret's owner (secret_owner.c), beneath the secrets directory DFD.
+   Write PROJECT (which must exist; NULL: the store's, the record goes) as
+   NAME's owner; remove it; read it (*OWNER NULL: the store's).  */
+int esbx_secret_owner_write (esbx_store_t *store, int dfd, const char *name, const char *project,
+                             esbx_error_t *err);
+void esbx_secret_owner_remove (int dfd, const char *name);
+int esbx_secret_owner_read (int dfd, const char *name, json_t **owner, esbx_error_t *err);
+/* Refused (ESBX_ERR_FORBIDDEN) unless a session of PROJECT may use secret
+   NAME of OWNER (esbx_secret_owner_read; NULL: the store's, any may).  */
+int esbx_secret_owner_check (esbx_store_t *store, const char *name, const json_t *owner,
+                             const char *project, esbx_error_t *err);
 /* Refuse names that are not UTF-8, hold control characters or look like
    whiteouts; REL is the path shown in the message.  */
 int esbx_check_entry_name (const char *session, const char *rel, const char *name,

@@ -189,6 +189,7 @@ struct esbx_session_opts
   const char *on_expiry; /* "discard" (default) or "snapshot" */
   char **allow;          /* NULL-terminated egress allow-list (network "egress" only) */
   char **secrets;        /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
+  const char *token;     /* the gateway token that makes it (its caps count it), or NULL */
 };
 
 struct esbx_session
@@ -410,11 +411,17 @@ struct esbx_secret
   size_t len;
 };
 /* Trailing newlines of VALUE are cut; refused (ESBX_ERR_EXISTS) when NAME
-   exists: a secret never changes, rm and create it again.  */
-int esbx_secret_create (esbx_store_t *store, const char *name, const char *value, size_t len,
-                        esbx_error_t *err);
-/* [{"name", "size", "created"}], never the values.  */
-json_t *esbx_secret_list (esbx_store_t *store, esbx_error_t *err);
+   exists: a secret never changes, rm and create it again.  PROJECT (which
+   must exist) owns it: only its sessions may name it; NULL: the store
+   owns it, any session may (secret_owner.c).  */
+int esbx_secret_create (esbx_store_t *store, const char *name, const char *project,
+                        const char *value, size_t len, esbx_error_t *err);
+/* [{"name", "size", "created", "project"}] (project null: the store's),
+   never the values; with PROJECT, only that project's.  */
+json_t *esbx_secret_list (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* The project that owns secret NAME in *PROJECT (owned), NULL when the
+   store does; not-found when there is no such secret.  */
+int esbx_secret_owner (esbx_store_t *store, const char *name, char **project, esbx_error_t *err);
 /* Refused (ESBX_ERR_BUSY) while a session names it.  */
 int esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 int esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_t *len,
@@ -422,9 +429,10 @@ int esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_
 /* ROOT/secrets/NAME, for the holder that copies it to the session's tmpfs.  */
 char *esbx_secret_path (esbx_store_t *store, const char *name);
 /* SPECS (session create --secret) as the record's "secrets" array (*OUT
-   NULL when there are none); every secret must exist.  */
-int esbx_secret_attach_parse (esbx_store_t *store, char *const *specs, json_t **out,
-                              esbx_error_t *err);
+   NULL when there are none); every secret must exist and be one a session
+   of PROJECT may use (ESBX_ERR_FORBIDDEN otherwise).  */
+int esbx_secret_attach_parse (esbx_store_t *store, const char *project, char *const *specs,
+                              json_t **out, esbx_error_t *err);
 /* A copy of a record's "secrets" (names, env, file: never values).  */
 json_t *esbx_secret_attach_json (const json_t *secrets);
 /* The secrets session S names, with their values.  */
@@ -711,6 +719,27 @@ struct esbx_token
   char *session_id; /* SESSION's id (esbx_session.id) */
   char *created;    /* RFC 3339 */
   int64_t expires;  /* seconds since the epoch, 0: never */
+  /* At most this many sessions it made through the gateway at once, and of
+     them egress sessions; 0: no cap (esbx_token_create sets the defaults
+     below for a token with a limit).  */
+  unsigned max_sessions;
+  unsigned max_egress;
+};
+
+/* The caps of a token with a project or session limit that names none of
+   its own: one project's token cannot take a host's 64 egress slots
+   (ESBX_EGRESS_MAX; each egress session holds one while its holder
+   runs), nor make sessions without end.  */
+#define ESBX_TOKEN_DEFAULT_MAX_SESSIONS 32
+#define ESBX_TOKEN_DEFAULT_MAX_EGRESS   8
+#define ESBX_TOKEN_MAX_CAP              100000
+
+/* Caps asked for at creation (token create --max-sessions, --max-egress);
+   0: the default of the token's limit.  */
+struct esbx_token_caps
+{
+  unsigned max_sessions;
+  unsigned max_egress;
 };
 
 void esbx_token_free (struct esbx_token *t);
@@ -723,10 +752,11 @@ json_t *esbx_token_to_json (const struct esbx_token *t);
 /* TTL_SECONDS 0: never expires.  *secret receives the bearer secret, which
    is shown once and never stored.  SESSION must exist; PROJECT may not exist
    yet (the token may create it) and is then bound at its first use after
-   the project exists (esbx_token_bind_project).  */
+   the project exists (esbx_token_bind_project).  CAPS may be NULL: the
+   defaults.  */
 int esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project,
-                       const char *session, int64_t ttl_seconds, char **secret,
-                       struct esbx_token **out, esbx_error_t *err);
+                       const char *session, int64_t ttl_seconds, const struct esbx_token_caps *caps,
+                       char **secret, struct esbx_token **out, esbx_error_t *err);
 /* Every token, sorted by id.  */
 int esbx_token_list (esbx_store_t *store, struct esbx_token ***out, size_t *n, esbx_error_t *err);
 int esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err);
@@ -738,6 +768,15 @@ int esbx_project_id (esbx_store_t *store, const char *project, char **id, esbx_e
    is now; a revoked token stays revoked.  Nothing to do for other tokens or
    while the project does not exist.  */
 int esbx_token_bind_project (esbx_store_t *store, struct esbx_token *t, esbx_error_t *err);
+/* The sessions token ID made through the gateway that exist now (session
+   records naming it, esbx_session_opts.token), and how many of them are on
+   the egress network.  */
+int esbx_token_holdings (esbx_store_t *store, const char *id, size_t *sessions, size_t *egress,
+                         esbx_error_t *err);
+/* Token ID's own lock (ROOT/tokens/ID.lock), held while it counts its
+   holdings and makes a session, so that two requests of one token never
+   both take the last place.  */
+int esbx_token_lock (esbx_store_t *store, const char *id, esbx_error_t *err);
 /* The token whose secret is SECRET, compared in constant time against every
    stored hash.  Fails for an unknown, revoked or expired one.  */
 int esbx_token_verify (esbx_store_t *store, const char *secret, struct esbx_token **out,

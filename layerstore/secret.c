@@ -8,7 +8,8 @@
  * holder's private tmpfs (/run/secrets), an exec's environment and the
  * scanners that look for them (publish, exec output).  A secret is made
  * once and never changed: rm then create, refused while a session names
- * it.  */
+ * it.  Its owner, a project or the store, says which sessions may name it
+ * (secret_owner.c); create and rm hold ROOT/secrets/.lock.  */
 #include "internal.h"
 #include "fs.h"
 #include "text.h"
@@ -22,6 +23,7 @@
 
 #define SECRETS_DIR "secrets"
 #define FILE_DIR    "/run/secrets/"
+#define LOCK_FILE   ".lock"
 
 static int
 open_secrets_dir (esbx_store_t *store, bool create, esbx_error_t *err)
@@ -50,14 +52,18 @@ esbx_secret_path (esbx_store_t *store, const char *name)
 }
 
 int
-esbx_secret_create (esbx_store_t *store, const char *name, const char *value, size_t len,
-                    esbx_error_t *err)
+esbx_secret_create (esbx_store_t *store, const char *name, const char *project, const char *value,
+                    size_t len, esbx_error_t *err)
 {
   _cleanup_free_ char *tmp = NULL, *hex = esbx_random_hex (8);
-  _cleanup_close_ int dfd = -1, fd = -1;
+  _cleanup_close_ int dfd = -1, fd = -1, lock = -1;
 
-  if (esbx_check_name ("secret", name, err) < 0)
+  if (esbx_check_name ("secret", name, err) < 0
+      || (project && esbx_check_name ("project", project, err) < 0))
     return -1;
+  if (project && !esbx_project_exists (store, project))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0,
+                                 "secret `%s`: project `%s` does not exist", name, project);
   while (len > 0 && (value[len - 1] == '\n' || value[len - 1] == '\r'))
     len--;
   if (len == 0)
@@ -66,10 +72,13 @@ esbx_secret_create (esbx_store_t *store, const char *name, const char *value, si
     return esbx_make_error_kind (err, ESBX_ERR_TOO_LARGE, 0,
                                  "secret `%s`: the value exceeds %u bytes", name, ESBX_SECRET_MAX);
   dfd = open_secrets_dir (store, true, err);
-  if (dfd < 0)
+  if (dfd < 0 || (lock = esbx_lock_at (dfd, LOCK_FILE, true, true, err)) < 0)
     return esbx_error_wrap (err, "secret `%s`", name);
   if (esbx_exists_at (dfd, name))
     return esbx_make_error_kind (err, ESBX_ERR_EXISTS, 0, "secret `%s` exists already", name);
+  /* The owner first: the value never appears without it.  */
+  if (esbx_secret_owner_write (store, dfd, name, project, err) < 0)
+    return -1;
   /* A dot name: never a secret's (names start with a letter or digit).  */
   tmp = xasprintf (".tmp-%s", hex);
   fd = TEMP_FAILURE_RETRY (
@@ -113,8 +122,30 @@ esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_t *l
   return 0;
 }
 
+int
+esbx_secret_owner (esbx_store_t *store, const char *name, char **project, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *owner = NULL;
+  _cleanup_close_ int dfd = -1;
+
+  *project = NULL;
+  if (esbx_check_name ("secret", name, err) < 0)
+    return -1;
+  if (!esbx_exists_at (store->rootfd, SECRETS_DIR)
+      || (dfd = open_secrets_dir (store, false, err)) < 0 || !esbx_exists_at (dfd, name))
+    {
+      esbx_error_free (err);
+      return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "secret `%s` does not exist", name);
+    }
+  if (esbx_secret_owner_read (dfd, name, &owner, err) < 0)
+    return -1;
+  if (owner)
+    *project = xstrdup (json_get_string (owner, "project"));
+  return 0;
+}
+
 json_t *
-esbx_secret_list (esbx_store_t *store, esbx_error_t *err)
+esbx_secret_list (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
   json_t *arr = json_new (JSON_ARRAY);
   _cleanup_strv_ char **names = NULL;
@@ -132,52 +163,97 @@ esbx_secret_list (esbx_store_t *store, esbx_error_t *err)
   for (i = 0; names[i]; i++)
     {
       _cleanup_free_ char *created = NULL;
+      _cleanup_json_ json_t *owner = NULL;
+      const char *of;
       struct stat st;
       json_t *o;
 
       if (!esbx_name_valid (names[i]) || fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0
           || !S_ISREG (st.st_mode))
         continue;
+      if (esbx_secret_owner_read (dfd, names[i], &owner, err) < 0)
+        {
+          json_free (arr);
+          return NULL;
+        }
+      of = owner ? json_get_string (owner, "project") : NULL;
+      if (project && (of == NULL || strcmp (of, project) != 0))
+        continue;
       o = json_new (JSON_OBJECT);
       json_set_string (o, "name", names[i]);
       json_set_int (o, "size", (int64_t)st.st_size);
       created = esbx_rfc3339 (&st.st_mtim);
       json_set_string (o, "created", created);
+      json_set (o, "project", of ? json_new_string (of) : json_new (JSON_NULL));
       json_append (arr, o);
     }
   return arr;
 }
 
-/* The sessions whose record names secret NAME.  */
-static char **
-sessions_using (esbx_store_t *store, const char *name, esbx_error_t *err)
+static bool
+names_hold (const json_t *names, const char *name)
 {
-  _cleanup_strv_ char **sessions = esbx_session_list (store, NULL, err);
+  const json_t *v;
+  size_t i;
+
+  json_array_foreach (names, i, v)
+    if (v->type == JSON_STRING && strcmp (v->text, name) == 0)
+      return true;
+  return false;
+}
+
+/* The sessions whose record names secret NAME (given or kept), then
+   "snapshot `SNAP`" for each snapshot that keeps it.  */
+static char **
+users_of (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  _cleanup_strv_ char **sessions = esbx_session_list (store, NULL, err), **projects = NULL;
   struct strv out = { 0 };
   size_t i, k;
 
-  if (sessions == NULL)
+  if (sessions == NULL || (projects = esbx_project_list (store, err)) == NULL)
     return NULL;
   for (i = 0; sessions[i]; i++)
     {
+      _cleanup_json_ json_t *names = NULL;
       struct esbx_session *s = NULL;
       esbx_error_t ignored = NULL;
-      const json_t *a, *secrets;
 
       if (esbx_session_load (store, sessions[i], &s, &ignored) < 0)
         {
           esbx_error_free (&ignored);
           continue;
         }
-      secrets = json_get (s->record, "secrets");
-      json_array_foreach (secrets, k, a)
-        if (a->type == JSON_OBJECT && json_get_string (a, "name")
-            && strcmp (json_get_string (a, "name"), name) == 0)
-          {
-            strv_push (&out, xstrdup (sessions[i]));
-            break;
-          }
+      names = esbx_session_secret_names (s);
+      if (names_hold (names, name))
+        strv_push (&out, xasprintf ("session `%s`", sessions[i]));
       esbx_session_free (s);
+    }
+  for (i = 0; projects[i]; i++)
+    {
+      _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+      _cleanup_strv_ char **snaps = NULL;
+      esbx_error_t ignored = NULL;
+
+      if (!esbx_exists_at (store->rootfd, dir)
+          || (snaps = esbx_list_dir_at (store->rootfd, dir, &ignored)) == NULL)
+        {
+          esbx_error_free (&ignored);
+          continue;
+        }
+      for (k = 0; snaps[k]; k++)
+        {
+          _cleanup_json_ json_t *rec = NULL;
+
+          if (!esbx_name_valid (snaps[k])
+              || (rec = esbx_snapshot_load_record (store, projects[i], snaps[k], &ignored)) == NULL)
+            {
+              esbx_error_free (&ignored);
+              continue;
+            }
+          if (names_hold (json_get (rec, "secrets"), name))
+            strv_push (&out, xasprintf ("snapshot `%s`", snaps[k]));
+        }
     }
   return out.v ? out.v : xmalloc0 (sizeof (char *));
 }
@@ -186,7 +262,7 @@ int
 esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
   _cleanup_strv_ char **users = NULL;
-  _cleanup_close_ int dfd = -1;
+  _cleanup_close_ int dfd = -1, lock = -1;
 
   if (esbx_check_name ("secret", name, err) < 0)
     return -1;
@@ -196,23 +272,43 @@ esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
       esbx_error_free (err);
       return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "secret `%s` does not exist", name);
     }
-  users = sessions_using (store, name, err);
+  lock = esbx_lock_at (dfd, LOCK_FILE, true, true, err);
+  if (lock < 0)
+    return esbx_error_wrap (err, "secret rm `%s`", name);
+  /* A snapshot, and what is made from it, keeps the name so that publish
+     looks for the value: it must stay to be looked for.  */
+  users = users_of (store, name, err);
   if (users == NULL)
     return esbx_error_wrap (err, "secret rm `%s`", name);
   if (users[0])
     return esbx_make_error_kind (err, ESBX_ERR_BUSY, 0,
-                                 "secret `%s` is used by session `%s`%s; discard it first", name,
-                                 users[0], users[1] ? " and others" : "");
+                                 "secret `%s` is used by %s%s; discard or remove %s first", name,
+                                 users[0], users[1] ? " and others" : "", users[1] ? "them" : "it");
   if (unlinkat (dfd, name, 0) < 0)
     return esbx_make_error (err, errno, "secret rm `%s`", name);
+  /* The value is gone: its owner goes after it.  */
+  esbx_secret_owner_remove (dfd, name);
   fsync (dfd);
   return 0;
 }
 
 /* NAME[,env=VAR][,file=/run/secrets/FILE] as {"name", "env"?, "file"?};
    without env= the file is the default.  */
+/* Refused unless a session of PROJECT may use secret NAME (its owner).  */
 static int
-parse_spec (esbx_store_t *store, const char *spec, json_t **out, esbx_error_t *err)
+check_use (esbx_store_t *store, const char *name, const char *project, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *owner = NULL;
+  _cleanup_close_ int dfd = open_secrets_dir (store, false, err);
+
+  if (dfd < 0 || esbx_secret_owner_read (dfd, name, &owner, err) < 0)
+    return esbx_error_wrap (err, "--secret `%s`", name);
+  return esbx_secret_owner_check (store, name, owner, project, err);
+}
+
+static int
+parse_spec (esbx_store_t *store, const char *project, const char *spec, json_t **out,
+            esbx_error_t *err)
 {
   _cleanup_free_ char *copy = xstrdup (spec);
   _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
@@ -263,6 +359,8 @@ parse_spec (esbx_store_t *store, const char *spec, json_t **out, esbx_error_t *e
 
     if (esbx_secret_read (store, name, &value, &len, err) < 0)
       return -1;
+    if (check_use (store, name, project, err) < 0)
+      return -1;
     if (json_get (o, "env") && memchr (value, '\0', len) != NULL)
       return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                    "--secret `%s`: the value holds a NUL byte and cannot be an "
@@ -275,7 +373,8 @@ parse_spec (esbx_store_t *store, const char *spec, json_t **out, esbx_error_t *e
 }
 
 int
-esbx_secret_attach_parse (esbx_store_t *store, char *const *specs, json_t **out, esbx_error_t *err)
+esbx_secret_attach_parse (esbx_store_t *store, const char *project, char *const *specs,
+                          json_t **out, esbx_error_t *err)
 {
   _cleanup_json_ json_t *arr = NULL;
   const json_t *a;
@@ -289,7 +388,7 @@ esbx_secret_attach_parse (esbx_store_t *store, char *const *specs, json_t **out,
     {
       json_t *o = NULL;
 
-      if (parse_spec (store, specs[i], &o, err) < 0)
+      if (parse_spec (store, project, specs[i], &o, err) < 0)
         return -1;
       json_array_foreach (arr, k, a)
         {
@@ -346,37 +445,51 @@ esbx_secrets_free (struct esbx_secret *v, size_t n)
   free (v);
 }
 
+/* The attachment of secret NAME in a record's "secrets", or NULL: a name
+   the session only keeps.  */
+static const json_t *
+attachment (const json_t *secrets, const char *name)
+{
+  const json_t *a;
+  size_t i;
+
+  json_array_foreach (secrets, i, a)
+    if (a->type == JSON_OBJECT && json_get_string (a, "name")
+        && strcmp (json_get_string (a, "name"), name) == 0)
+      return a;
+  return NULL;
+}
+
 int
 esbx_session_secrets (esbx_store_t *store, const struct esbx_session *s, struct esbx_secret **out,
                       size_t *n, esbx_error_t *err)
 {
-  const json_t *secrets = json_get (s->record, "secrets"), *a;
-  struct esbx_secret *v = NULL;
-  size_t i, count = 0;
+  const json_t *secrets = json_get (s->record, "secrets"), *v;
+  _cleanup_json_ json_t *names = esbx_session_secret_names (s);
+  struct esbx_secret *out_v;
+  size_t i;
 
   *out = NULL;
   *n = 0;
-  if (secrets == NULL || secrets->type != JSON_ARRAY)
+  if (json_len (names) == 0)
     return 0;
-  v = xmalloc0 (sizeof *v * (secrets->n + 1));
-  json_array_foreach (secrets, i, a)
+  out_v = xmalloc0 (sizeof *out_v * (json_len (names) + 1));
+  json_array_foreach (names, i, v)
     {
-      const char *name = a->type == JSON_OBJECT ? json_get_string (a, "name") : NULL;
-      struct esbx_secret *x = &v[count];
+      const json_t *a = attachment (secrets, v->text);
+      struct esbx_secret *x = &out_v[i];
 
-      if (name == NULL)
-        continue;
-      if (esbx_secret_read (store, name, &x->value, &x->len, err) < 0)
+      if (esbx_secret_read (store, v->text, &x->value, &x->len, err) < 0)
         {
-          esbx_secrets_free (v, count + 1);
+          esbx_secrets_free (out_v, i + 1);
           return esbx_error_wrap (err, "session `%s`", s->name);
         }
-      x->name = xstrdup (name);
-      x->env = json_get_string (a, "env") ? xstrdup (json_get_string (a, "env")) : NULL;
-      x->file = json_get_string (a, "file") ? xstrdup (json_get_string (a, "file")) : NULL;
-      count++;
+      x->name = xstrdup (v->text);
+      /* A kept name is looked for and redacted, never given.  */
+      x->env = a && json_get_string (a, "env") ? xstrdup (json_get_string (a, "env")) : NULL;
+      x->file = a && json_get_string (a, "file") ? xstrdup (json_get_string (a, "file")) : NULL;
     }
-  *out = v;
-  *n = count;
+  *out = out_v;
+  *n = json_len (names);
   return 0;
 }

@@ -1,12 +1,14 @@
 /* Publish's check for secrets copied into the workspace: every changed
- * regular file is read in chunks (each overlapping the last by the longest
- * value less one byte, so that a value across a chunk boundary is found)
- * and searched for the value of each secret the session holds.  Values
+ * path and symlink target is searched for the value of each secret the
+ * session holds or keeps, and every changed regular file is read in chunks
+ * (each overlapping the last by the longest value less one byte, so that a
+ * value across a chunk boundary is found) and searched too.  Values
  * shorter than ESBX_SECRET_SCAN_MIN bytes are not looked for: a short
  * value is found by chance in ordinary files.  The error names the path
- * and the secret, never the value.  */
+ * (redacted when the value is in it) and the secret, never the value.  */
 #include "internal.h"
 #include "path.h"
+#include "secret_redact.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -52,6 +54,38 @@ scan_fd (int fd, const struct esbx_secret *v, size_t n, size_t longest, char *bu
     }
 }
 
+/* The index of the first secret of V whose value S holds, or -1.  */
+static ssize_t
+find_in (const struct esbx_secret *v, size_t n, const char *s)
+{
+  size_t i;
+
+  for (i = 0; s && i < n; i++)
+    if (v[i].value && memmem (s, strlen (s), v[i].value, v[i].len) != NULL)
+      return (ssize_t)i;
+  return -1;
+}
+
+/* Refused when the name or the link target of C holds a value.  */
+static int
+scan_names (const struct esbx_change *c, const struct esbx_secret *v, size_t n, esbx_error_t *err)
+{
+  _cleanup_free_ char *shown = esbx_redact_string (v, n, c->path);
+  ssize_t hit;
+
+  if ((hit = find_in (v, n, c->path)) >= 0)
+    return esbx_make_error_kind (err, ESBX_ERR_FORBIDDEN, 0,
+                                 "the name `%s` holds the value of secret `%s`: rename it, or "
+                                 "publish with --allow-secret %s",
+                                 shown, v[hit].name, v[hit].name);
+  if (c->type == ESBX_TYPE_SYMLINK && (hit = find_in (v, n, c->target)) >= 0)
+    return esbx_make_error_kind (err, ESBX_ERR_FORBIDDEN, 0,
+                                 "`%s` points at a target holding the value of secret `%s`: "
+                                 "remove it, or publish with --allow-secret %s",
+                                 shown, v[hit].name, v[hit].name);
+  return 0;
+}
+
 int
 esbx_secret_scan_changes (esbx_store_t *store, const struct esbx_session *s, int ufd,
                           const struct esbx_changeset *cs, char *const *allow, esbx_error_t *err)
@@ -88,7 +122,11 @@ esbx_secret_scan_changes (esbx_store_t *store, const struct esbx_session *s, int
       _cleanup_close_ int fd = -1;
       ssize_t hit;
 
-      if (c->kind == ESBX_DELETED || c->type != ESBX_TYPE_FILE || c->link)
+      if (c->kind == ESBX_DELETED)
+        continue;
+      if ((ret = scan_names (c, v, n, err)) < 0)
+        break;
+      if (c->type != ESBX_TYPE_FILE || c->link)
         continue;
       fd = esbx_open_regular_beneath (ufd, c->path, err);
       if (fd < 0)

@@ -258,3 +258,36 @@ esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err)
     }
   return out.v ? out.v : xmalloc0 (sizeof (char *));
 }
+
+/* NAME in ARR (strings)?  */
+static bool
+has_name (const json_t *arr, const char *name)
+{
+  const json_t *v;
+  size_t i;
+
+  json_array_foreach (arr, i, v)
+    if (v->type == JSON_STRING && strcmp (v->text, name) == 0)
+      return true;
+  return false;
+}
+
+json_t *
+esbx_session_secret_names (const struct esbx_session *s)
+{
+  const json_t *attached = json_get (s->record, "secrets"), *kept, *a;
+  json_t *names = json_new (JSON_ARRAY);
+  size_t i;
+
+  json_array_foreach (attached, i, a)
+    {
+      const char *name = a->type == JSON_OBJECT ? json_get_string (a, "name") : NULL;
+      if (name && !has_name (names, name))
+        json_append (names, json_new_string (name));
+    }
+  kept = json_get (s->record, "kept_secrets");
+  json_array_foreach (kept, i, a)
+    if (a->type == JSON_STRING && esbx_name_valid (a->text) && !has_name (names, a->text))
+      json_append (names, json_new_string (a->text));
+  return names;
+}

@@ -65,6 +65,9 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
     json_set_string (j, "snapshot", o->snapshot);
+  /* The gateway token that made it: what counts against its caps.  */
+  if (o->token)
+    json_set_string (j, "token", o->token);
   if (o->network && strcmp (o->network, "egress") == 0)
     {
       json_t *allow = NULL;
@@ -121,6 +124,28 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
                                      "invalid cpus `%s`: expected a positive number", o->cpus);
     }
   return 0;
+}
+
+/* The names of the secrets the session of snapshot NAME held or kept: the
+   snapshot's diff may hold their values (a copy in the workspace), so a
+   session made from it keeps them for publish to look for.  */
+static json_t *
+snapshot_secret_names (esbx_store_t *store, const char *project, const char *name,
+                       esbx_error_t *err)
+{
+  _cleanup_json_ json_t *rec = esbx_snapshot_load_record (store, project, name, err);
+  const json_t *names, *v;
+  json_t *out;
+  size_t i;
+
+  if (rec == NULL)
+    return NULL;
+  out = json_new (JSON_ARRAY);
+  names = json_get (rec, "secrets");
+  json_array_foreach (names, i, v)
+    if (v->type == JSON_STRING && esbx_name_valid (v->text))
+      json_append (out, json_new_string (v->text));
+  return out;
 }
 
 static int session_create (esbx_store_t *store, const char *project,
@@ -189,13 +214,13 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
   _cleanup_free_ char *rootfs = NULL;
   _cleanup_close_ int tmpfd = -1, guard = -1;
   json_t *labels = json_new (JSON_OBJECT);
-  _cleanup_json_ json_t *record = NULL, *env = NULL, *secrets = NULL;
+  _cleanup_json_ json_t *record = NULL, *env = NULL, *secrets = NULL, *kept = NULL;
   size_t i, len;
 
   if (esbx_check_name ("project", project, err) < 0 || check_opts (opts, err) < 0
       || parse_labels (opts->labels, labels, err) < 0
       || esbx_session_env_parse (opts->env, &env, err) < 0
-      || esbx_secret_attach_parse (store, opts->secrets, &secrets, err) < 0)
+      || esbx_secret_attach_parse (store, project, opts->secrets, &secrets, err) < 0)
     {
       json_free (labels);
       return -1;
@@ -222,6 +247,12 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
     }
   if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
                      : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
+    {
+      json_free (labels);
+      return -1;
+    }
+  if (opts->snapshot
+      && (kept = snapshot_secret_names (store, project, opts->snapshot, err)) == NULL)
     {
       json_free (labels);
       return -1;
@@ -278,6 +309,8 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
   /* Names only: values stay in ROOT/secrets.  */
   if (secrets)
     json_set (record, "secrets", steal_pointer (&secrets));
+  if (json_len (kept) > 0)
+    json_set (record, "kept_secrets", steal_pointer (&kept));
   if (esbx_lifetime_record (store, project, opts, record, err) < 0)
     goto fail;
   text = json_serialize (record, true, &len);

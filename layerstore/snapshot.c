@@ -253,6 +253,9 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
     else
       json_free (unmerged);
   }
+  /* The diff may hold their values: whatever is made from it keeps the
+     names (never the values) for publish to look for.  */
+  json_set (rec, "secrets", esbx_session_secret_names (s));
   text = json_serialize (rec, true, &len);
   if (esbx_write_file_atomic_at (tfd, "record.json", text, len, 0644, err) < 0)
     goto out;

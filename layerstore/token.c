@@ -120,6 +120,9 @@ esbx_token_to_json (const struct esbx_token *t)
   json_set (o, "session_id",
             t->session_id ? json_new_string (t->session_id) : json_new (JSON_NULL));
   json_set_string (o, "created", t->created ? t->created : "");
+  json_set (o, "max_sessions",
+            t->max_sessions ? json_new_int (t->max_sessions) : json_new (JSON_NULL));
+  json_set (o, "max_egress", t->max_egress ? json_new_int (t->max_egress) : json_new (JSON_NULL));
   if (t->expires)
     {
       _cleanup_free_ char *e = expiry_string (t->expires);
@@ -148,6 +151,21 @@ token_id_valid (const char *id)
     if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
       return false;
   return i == TOKEN_ID_LEN * 2;
+}
+
+/* A cap of record J, or, when it has none (a token made before caps),
+   the default of T's limit.  */
+static unsigned
+cap_of (const json_t *j, const char *key, const struct esbx_token *t)
+{
+  int64_t v = 0;
+
+  if (json_get_int (j, key, &v) && v > 0 && v <= ESBX_TOKEN_MAX_CAP)
+    return (unsigned)v;
+  if (json_get (j, key) || (t->project == NULL && t->session == NULL))
+    return 0;
+  return strcmp (key, "max_egress") == 0 ? ESBX_TOKEN_DEFAULT_MAX_EGRESS
+                                         : ESBX_TOKEN_DEFAULT_MAX_SESSIONS;
 }
 
 /* *hash (owned) receives the stored SHA-256.  */
@@ -186,6 +204,8 @@ load_token (int dirfd, const char *file, struct esbx_token **out, char **hash, e
     t->session_id = xstrdup (s);
   t->created = xstrdup (json_get_string (j, "created") ? json_get_string (j, "created") : "");
   t->expires = expires;
+  t->max_sessions = cap_of (j, "max_sessions", t);
+  t->max_egress = cap_of (j, "max_egress", t);
   *out = t;
   if (hash)
     *hash = xstrdup (sha);
@@ -292,7 +312,8 @@ bind_new (esbx_store_t *store, struct esbx_token *t, esbx_error_t *err)
 
 int
 esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project, const char *session,
-                   int64_t ttl_seconds, char **secret, struct esbx_token **out, esbx_error_t *err)
+                   int64_t ttl_seconds, const struct esbx_token_caps *caps, char **secret,
+                   struct esbx_token **out, esbx_error_t *err)
 {
   _cleanup_close_ int dirfd = -1;
   _cleanup_free_ char *rand = NULL, *id = NULL, *file = NULL, *doc = NULL;
@@ -309,6 +330,9 @@ esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project, co
     return -1;
   if (ttl_seconds < 0)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "token: negative ttl");
+  if (caps && (caps->max_sessions > ESBX_TOKEN_MAX_CAP || caps->max_egress > ESBX_TOKEN_MAX_CAP))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "token: a cap is at most %d",
+                                 ESBX_TOKEN_MAX_CAP);
   dirfd = open_tokens_dir (store, err);
   if (dirfd < 0)
     return -1;
@@ -325,6 +349,17 @@ esbx_token_create (esbx_store_t *store, unsigned scopes, const char *project, co
   t->session = session ? xstrdup (session) : NULL;
   t->created = esbx_rfc3339_now ();
   t->expires = ttl_seconds ? (int64_t)time (NULL) + ttl_seconds : 0;
+  t->max_sessions = caps ? caps->max_sessions : 0;
+  t->max_egress = caps ? caps->max_egress : 0;
+  /* A token with a limit gets the default caps; one without, none unless
+     asked.  */
+  if (project || session)
+    {
+      if (t->max_sessions == 0)
+        t->max_sessions = ESBX_TOKEN_DEFAULT_MAX_SESSIONS;
+      if (t->max_egress == 0)
+        t->max_egress = ESBX_TOKEN_DEFAULT_MAX_EGRESS;
+    }
   if (bind_new (store, t, err) < 0)
     {
       esbx_token_free (t);
@@ -421,6 +456,9 @@ esbx_token_revoke (esbx_store_t *store, const char *id, esbx_error_t *err)
         return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "token `%s` does not exist", id);
       return esbx_make_error (err, errno, "revoke token `%s`", id);
     }
+  free (file);
+  file = xasprintf ("%s.lock", id);
+  unlinkat (dirfd, file, 0);
   return esbx_fsync_at (dirfd, ".", err);
 }
 
@@ -458,6 +496,55 @@ esbx_token_bind_project (esbx_store_t *store, struct esbx_token *t, esbx_error_t
   if (esbx_write_file_atomic_at (dirfd, file, doc, len, 0600, err) < 0)
     return esbx_error_wrap (err, "token `%s`", t->id);
   return 0;
+}
+
+int
+esbx_token_holdings (esbx_store_t *store, const char *id, size_t *sessions, size_t *egress,
+                     esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = esbx_session_list (store, NULL, err);
+  size_t i;
+
+  *sessions = *egress = 0;
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      struct esbx_session *s = NULL;
+      esbx_error_t e = NULL;
+      const char *by;
+
+      /* One discarded meanwhile holds nothing.  */
+      if (esbx_session_load (store, names[i], &s, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      by = json_get_string (s->record, "token");
+      if (by && strcmp (by, id) == 0)
+        {
+          (*sessions)++;
+          if (s->network && strcmp (s->network, "egress") == 0)
+            (*egress)++;
+        }
+      esbx_session_free (s);
+    }
+  return 0;
+}
+
+int
+esbx_token_lock (esbx_store_t *store, const char *id, esbx_error_t *err)
+{
+  _cleanup_close_ int dirfd = -1;
+  _cleanup_free_ char *file = NULL;
+
+  if (!token_id_valid (id))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "token `%s`: not an id", id);
+  dirfd = open_tokens_dir (store, err);
+  if (dirfd < 0)
+    return -1;
+  file = xasprintf ("%s.lock", id);
+  return esbx_lock_at (dirfd, file, true, true, err);
 }
 
 int

@@ -44,6 +44,18 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
   json_set (o, "env", esbx_session_env_copy (s->env));
   if (json_len (json_get (s->record, "secrets")) > 0)
     json_set (o, "secrets", esbx_secret_attach_json (json_get (s->record, "secrets")));
+  /* Names a fork keeps for publish to look for (session.c), not given.  */
+  if (json_len (json_get (s->record, "kept_secrets")) > 0)
+    {
+      const json_t *kept = json_get (s->record, "kept_secrets"), *v;
+      json_t *names = json_new (JSON_ARRAY);
+      size_t k;
+
+      json_array_foreach (kept, k, v)
+        if (v->type == JSON_STRING)
+          json_append (names, json_new_string (v->text));
+      json_set (o, "kept_secrets", names);
+    }
   json_set_string (o, "network", s->network);
   json_set_string (o, "workspace", s->workspace);
   json_set (o, "rootfs", s->rootfs ? json_new_string (s->rootfs) : json_new (JSON_NULL));

@@ -13,9 +13,13 @@ esbx_config_clear (struct esbx_config *c)
   free (c->default_project);
   free (c->registry);
   free (c->etcd);
+  free (c->tls_cert);
+  free (c->tls_key);
   c->default_project = NULL;
   c->registry = NULL;
   c->etcd = NULL;
+  c->tls_cert = NULL;
+  c->tls_key = NULL;
 }
 
 static int
@@ -45,8 +49,20 @@ set (const char *key, const char *value, const char *where, void *data, esbx_err
     return set_url (&c->registry, key, value, where, err);
   if (strcmp (key, "etcd") == 0)
     return set_url (&c->etcd, key, value, where, err);
+  if (strcmp (key, "gateway-tls-cert") == 0 || strcmp (key, "gateway-tls-key") == 0)
+    {
+      char **dest = strcmp (key, "gateway-tls-cert") == 0 ? &c->tls_cert : &c->tls_key;
+
+      if (value[0] != '/')
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "%s: %s `%s`: expected an absolute path", where, key, value);
+      free (*dest);
+      *dest = xstrdup (value);
+      return 0;
+    }
   return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                               "%s: unknown setting `%s` (known: default-project, registry, etcd)",
+                               "%s: unknown setting `%s` (known: default-project, registry, etcd, "
+                               "gateway-tls-cert, gateway-tls-key)",
                                where, key);
 }
 

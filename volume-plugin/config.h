@@ -5,7 +5,9 @@
      default-project = NAME   project of Docker volumes created without
                               `-o project=` (volumes-without-options)
      registry = URL           the store's remote (docs/SCALE-OUT.md), over
-     etcd = URL               $ESBX_REGISTRY/$ESBX_ETCD and ROOT/remote.json */
+     etcd = URL               $ESBX_REGISTRY/$ESBX_ETCD and ROOT/remote.json
+     gateway-tls-cert = FILE  TLS of the gateway's TCP listener (PEM); read
+     gateway-tls-key = FILE   at start only: a change takes a restart */
 #ifndef ESBX_PLUGIN_CONFIG_H
 #define ESBX_PLUGIN_CONFIG_H
 
@@ -20,6 +22,8 @@ struct esbx_config
   char *default_project; /* NULL: none */
   char *registry;        /* NULL: none */
   char *etcd;
+  char *tls_cert; /* NULL: none */
+  char *tls_key;
 };
 
 /* Read PATH into *OUT (cleared first).  A missing file is an empty

@@ -47,6 +47,7 @@ struct esbx_http_server
   struct MHD_Daemon *daemon;
   struct esbx_http_config cfg;
   bool unix_socket;
+  bool tls;
   int listen_fd, stop_fd, epfd;
   pthread_t gate_thread;
   bool gating;
@@ -219,7 +220,8 @@ hand_over (struct esbx_http_server *srv, struct conn *c)
         break;
       }
   clock_gettime (CLOCK_MONOTONIC, &c->since);
-  c->busy = true; /* its request is about to be served */
+  /* Its request is about to be served; with TLS, its handshake first.  */
+  c->busy = !srv->tls;
   list_append (&srv->served, c);
   pthread_mutex_unlock (&srv->lock);
   if (MHD_add_connection (srv->daemon, fd, (struct sockaddr *)&c->addr, c->addrlen) != MHD_YES)
@@ -234,8 +236,20 @@ hand_over (struct esbx_http_server *srv, struct conn *c)
     }
 }
 
-/* New data on C: hand it over once its head is complete, drop it when its
-   client has gone.  The gate only peeks: MHD reads the head itself.  */
+/* Whether the N bytes at P hold a whole first TLS record: its 5-byte
+   header (type, version, length) and what the length says.  Anything but
+   a handshake record goes over at once, for MHD to refuse.  */
+static bool
+tls_record_in (const unsigned char *p, size_t n)
+{
+  if (n >= 1 && p[0] != 0x16)
+    return true;
+  return n >= 5 && n >= 5 + (((size_t)p[3] << 8) | p[4]);
+}
+
+/* New data on C: hand it over once its head (with TLS: the ClientHello) is
+   complete, drop it when its client has gone.  The gate only peeks: MHD
+   reads the head itself.  */
 static void
 look (struct esbx_http_server *srv, struct conn *c)
 {
@@ -245,8 +259,10 @@ look (struct esbx_http_server *srv, struct conn *c)
     return;
   if (n <= 0)
     return drop (srv, c);
-  if ((size_t)n == HEAD_MAX || memmem (srv->peek, (size_t)n, "\r\n\r\n", 4)
-      || memmem (srv->peek, (size_t)n, "\n\n", 2))
+  if ((size_t)n == HEAD_MAX
+      || (srv->tls ? tls_record_in ((const unsigned char *)srv->peek, (size_t)n)
+                   : memmem (srv->peek, (size_t)n, "\r\n\r\n", 4)
+                         || memmem (srv->peek, (size_t)n, "\n\n", 2)))
     hand_over (srv, c);
 }
 
@@ -609,21 +625,42 @@ is_unix_socket (int fd)
   return getsockname (fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_UNIX;
 }
 
+/* TLS 1.2 and 1.3 only.  */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 static int
 start_daemon (struct esbx_http_server *srv, esbx_error_t *err)
 {
   unsigned max = srv->cfg.max_connections;
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL
+                   | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG;
+  struct MHD_OptionItem tls[] = {
+    { MHD_OPTION_HTTPS_MEM_KEY, 0, (char *)srv->cfg.tls_key },
+    { MHD_OPTION_HTTPS_MEM_CERT, 0, (char *)srv->cfg.tls_cert },
+    { MHD_OPTION_HTTPS_PRIORITIES, 0, (char *)TLS_PRIORITIES },
+    { MHD_OPTION_END, 0, NULL },
+  };
 
+  if (srv->tls)
+    {
+      if (MHD_is_feature_supported (MHD_FEATURE_TLS) != MHD_YES)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "TLS: this libmicrohttpd was built without it");
+      flags |= MHD_USE_TLS;
+    }
   /* Connections come from the gate (MHD_add_connection, hence ITC).  Poll,
      not select: descriptors beyond 1,024 work.  MHD's own limit stays
      above ours, which counts the same connections from the hand-over on.  */
   srv->daemon = MHD_start_daemon (
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC
-          | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG,
-      0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
+      flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
       srv, MHD_OPTION_CONNECTION_LIMIT, max * 2, MHD_OPTION_CONNECTION_TIMEOUT,
-      srv->cfg.head_timeout, MHD_OPTION_END);
+      srv->cfg.head_timeout, MHD_OPTION_ARRAY, srv->tls ? tls : &tls[ARRAY_SIZE (tls) - 1],
+      MHD_OPTION_END);
+  if (srv->daemon == NULL && srv->tls)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "libmicrohttpd did not start: the TLS certificate or key is not "
+                                 "usable (PEM, a key that matches the certificate)");
   if (srv->daemon == NULL)
     return esbx_make_error (err, 0, "libmicrohttpd did not start");
   return 0;
@@ -664,6 +701,7 @@ esbx_http_start (int fd, const struct esbx_http_config *cfg, struct esbx_http_se
   srv->stop_fd = srv->epfd = -1;
   srv->peek = xmalloc (HEAD_MAX);
   srv->unix_socket = is_unix_socket (fd);
+  srv->tls = cfg->tls_cert != NULL;
   pthread_mutex_init (&srv->lock, NULL);
   if (start_daemon (srv, err) < 0 || start_gate (srv, err) < 0)
     {

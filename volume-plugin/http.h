@@ -19,7 +19,12 @@
    unix socket lets one client process have MAX_WAITING_PER_CLIENT there.
    Past the gate, MAX_CONNECTIONS more are served at once; a kept-alive
    one that waits for its next request gives way when they are all taken.
-   A refused request (no token, say) closes its connection.  */
+   A refused request (no token, say) closes its connection.
+
+   With TLS the gate cannot see the head: it hands a connection over once
+   the first record of the handshake (the ClientHello) is in, and past the
+   gate a connection counts as waiting, and may give way, until its first
+   request head is in.  */
 #ifndef ESBX_PLUGIN_HTTP_H
 #define ESBX_PLUGIN_HTTP_H
 
@@ -79,6 +84,10 @@ struct esbx_http_config
   void (*admission_free) (void *admission);
   esbx_http_handler handler;
   void *data;
+  /* TLS (GnuTLS through libmicrohttpd): the certificate chain and its
+     private key, PEM, both or neither; they must outlive the server.  */
+  const char *tls_cert;
+  const char *tls_key;
 };
 
 struct esbx_http_server;

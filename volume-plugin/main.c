@@ -22,6 +22,13 @@
 #include <string.h>
 #include <sys/resource.h>
 
+enum
+{
+  OPT_TLS_CERT = 0x100,
+  OPT_TLS_KEY,
+  OPT_TCP_INSECURE,
+};
+
 #define DEFAULT_PLUGIN_SOCKET "/run/docker/plugins/esbx.sock"
 #define DEFAULT_METRICS       "127.0.0.1:9595"
 
@@ -45,6 +52,9 @@ struct settings
   const char *default_project; /* --default-project, NULL: the file's */
   const char *registry;        /* --registry, --etcd: NULL: the file's */
   const char *etcd;
+  /* The file's gateway-tls-cert and -key as read at start (owned): the
+     listener keeps them until esbxd restarts.  */
+  char *file_tls_cert, *file_tls_key;
 };
 
 static void
@@ -56,6 +66,7 @@ usage (FILE *out)
       "             [--config FILE] [--default-project NAME] [--registry URL] [--etcd URL]\n"
       "             [--gateway-group GROUP] [--gateway-tcp ADDR:PORT] [--metrics "
       "ADDR:PORT|none]\n"
+      "             [--gateway-tls-cert FILE --gateway-tls-key FILE | --gateway-tcp-insecure]\n"
       "  --root DIR            store root (default $ESBX_ROOT or " ESBX_DEFAULT_ROOT ")\n"
       "  --config FILE         settings read at start and on SIGHUP "
       "(default " ESBX_CONFIG_DEFAULT_PATH ", if present)\n"
@@ -69,7 +80,12 @@ usage (FILE *out)
       "  --gateway-socket PATH authenticated gateway socket (default " ESBX_GATEWAY_DEFAULT_SOCKET
       ")\n"
       "  --gateway-group GROUP group owning the gateway socket (mode 0660)\n"
-      "  --gateway-tcp ADDR:PORT  also serve the gateway on a loopback TCP port\n"
+      "  --gateway-tcp ADDR:PORT  also serve the gateway on a loopback TCP port, with TLS:\n"
+      "  --gateway-tls-cert FILE  its certificate chain (PEM; or gateway-tls-cert in the\n"
+      "                        config file), and\n"
+      "  --gateway-tls-key FILE   its private key (PEM; or gateway-tls-key)\n"
+      "  --gateway-tcp-insecure   serve --gateway-tcp without TLS: whoever reads loopback\n"
+      "                        traffic reads the tokens sent there\n"
       "  --metrics ADDR:PORT   /healthz and /metrics, loopback only (default " DEFAULT_METRICS ")\n"
       "  --gateway-max-connections N  per gateway listener: connections waiting for their\n"
       "                               request head, and again connections served (default %u)\n"
@@ -170,22 +186,46 @@ start_listeners (esbx_store_t *store, const struct listeners *l, struct esbx_met
       esbx_error_free (&e);
       return 0;
     }
-  esbx_info ("gateway on `%s`%s%s", l->gateway.socket_path ? l->gateway.socket_path : "-",
-             l->gateway.tcp ? " and " : "", l->gateway.tcp ? l->gateway.tcp : "");
+  esbx_info ("gateway on `%s`%s%s%s", l->gateway.socket_path ? l->gateway.socket_path : "-",
+             l->gateway.tcp ? " and " : "", l->gateway.tcp ? l->gateway.tcp : "",
+             l->gateway.tcp ? (l->gateway.tls_cert ? " (TLS)" : " (in clear)") : "");
   return 0;
+}
+
+static bool
+same_path (const char *a, const char *b)
+{
+  return a == b || (a && b && strcmp (a, b) == 0);
+}
+
+/* The TLS files of the config file: kept at START, compared later.  */
+static void
+note_tls_files (struct settings *set, const struct esbx_config *c, bool start)
+{
+  if (start)
+    {
+      set->file_tls_cert = c->tls_cert ? xstrdup (c->tls_cert) : NULL;
+      set->file_tls_key = c->tls_key ? xstrdup (c->tls_key) : NULL;
+    }
+  else if (!same_path (c->tls_cert, set->file_tls_cert)
+           || !same_path (c->tls_key, set->file_tls_key))
+    esbx_warn ("%s: gateway-tls-cert and gateway-tls-key are read at start only: restart esbxd "
+               "for the change",
+               set->config_path);
 }
 
 /* Read the config file and hand the driver what it says, the command line
    winning.  At start a bad file is an error; on SIGHUP it is logged and the
    settings in force stay.  */
 static int
-apply_settings (struct esbx_driver *driver, const struct settings *set, esbx_error_t *err)
+apply_settings (struct esbx_driver *driver, struct settings *set, bool start, esbx_error_t *err)
 {
   struct esbx_config c = { 0 };
   const char *project;
 
   if (esbx_config_load (set->config_path, set->config_explicit, &c, err) < 0)
     return -1;
+  note_tls_files (set, &c, start);
   project = set->default_project ? set->default_project : c.default_project;
   esbx_driver_set_default_project (driver, project);
   if (project)
@@ -196,9 +236,10 @@ apply_settings (struct esbx_driver *driver, const struct settings *set, esbx_err
 }
 
 static int
-serve (const char *root, const char *socket_path, const struct listeners *l,
-       const struct settings *set, esbx_error_t *err)
+serve (const char *root, const char *socket_path, const struct listeners *cmdline,
+       struct settings *set, esbx_error_t *err)
 {
+  struct listeners lis = *cmdline, *l = &lis;
   struct esbx_metrics *metrics = NULL;
   struct esbx_audit *audit = NULL;
   struct esbx_gateway *gw = NULL;
@@ -226,7 +267,16 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
   if (esbx_volumes_open (store, &vols, err) < 0)
     return -1;
   driver = esbx_driver_new (store, vols);
-  if (apply_settings (driver, set, err) < 0)
+  if (apply_settings (driver, set, true, err) < 0)
+    goto out;
+  /* The command line's pair, else the file's; refused before anything
+     listens.  */
+  if (l->gateway.tls_cert == NULL && l->gateway.tls_key == NULL)
+    {
+      l->gateway.tls_cert = set->file_tls_cert;
+      l->gateway.tls_key = set->file_tls_key;
+    }
+  if (esbx_gateway_check_tcp (&l->gateway, err) < 0)
     goto out;
   if (esbx_plugin_start (socket_path, driver, &plugin, err) < 0)
     goto out;
@@ -261,7 +311,7 @@ serve (const char *root, const char *socket_path, const struct listeners *l,
       /* Nothing of the store is cached: every request reads it.  The
          config file is read again.  */
       esbx_info ("SIGHUP: reading `%s` again", set->config_path);
-      if (apply_settings (driver, set, &herr) < 0)
+      if (apply_settings (driver, set, false, &herr) < 0)
         {
           esbx_warn ("%s; the settings in force stay", herr->msg);
           esbx_error_free (&herr);
@@ -297,6 +347,9 @@ main (int argc, char **argv)
     { "gateway-max-waiting", required_argument, NULL, 'W' },
     { "gateway-head-timeout", required_argument, NULL, 'H' },
     { "exec-log-limit", required_argument, NULL, 'L' },
+    { "gateway-tls-cert", required_argument, NULL, OPT_TLS_CERT },
+    { "gateway-tls-key", required_argument, NULL, OPT_TLS_KEY },
+    { "gateway-tcp-insecure", no_argument, NULL, OPT_TCP_INSECURE },
     { "config", required_argument, NULL, 'c' },
     { "default-project", required_argument, NULL, 'P' },
     { "registry", required_argument, NULL, 'R' },
@@ -310,7 +363,7 @@ main (int argc, char **argv)
       = { .gateway = { .socket_path = ESBX_GATEWAY_DEFAULT_SOCKET }, .metrics = DEFAULT_METRICS };
   struct settings set = { .config_path = ESBX_CONFIG_DEFAULT_PATH };
   esbx_error_t err = NULL;
-  int c, passed;
+  int c, passed, ret;
 
   esbx_log_set_prog ("esbxd");
   /* Sockets passed by systemd (esbxd.socket) are kept; every other
@@ -365,6 +418,15 @@ main (int argc, char **argv)
         if (parse_bytes ("--exec-log-limit", optarg, &l.gateway.exec_log_limit, &err) < 0)
           return esbx_error_report (&err, stderr, "esbxd");
         break;
+      case OPT_TLS_CERT:
+        l.gateway.tls_cert = optarg;
+        break;
+      case OPT_TLS_KEY:
+        l.gateway.tls_key = optarg;
+        break;
+      case OPT_TCP_INSECURE:
+        l.gateway.tcp_insecure = true;
+        break;
       case 'c':
         set.config_path = optarg;
         set.config_explicit = true;
@@ -405,14 +467,18 @@ main (int argc, char **argv)
                l.gateway.socket_path);
       return ESBX_EXIT_USAGE;
     }
-  /* Unauthenticated or unencrypted listeners never leave the host: refuse
-     before anything starts.  TLS is not implemented, so the gateway's TCP
-     listener is loopback-only too.  */
+  /* Unauthenticated listeners never leave the host: refuse before anything
+     starts.  The gateway's TCP listener is loopback-only too, TLS or not:
+     TLS keeps tokens from whoever reads loopback traffic, it does not make
+     the gateway an internet service.  */
   if ((l.metrics && esbx_loopback_check ("--metrics", l.metrics, &err) < 0)
       || (l.gateway.tcp && esbx_loopback_check ("--gateway-tcp", l.gateway.tcp, &err) < 0))
     return esbx_error_report (&err, stderr, "esbxd");
 
-  if (serve (root, socket_path, &l, &set, &err) < 0)
+  ret = serve (root, socket_path, &l, &set, &err);
+  free (set.file_tls_cert);
+  free (set.file_tls_key);
+  if (ret < 0)
     return esbx_error_report (&err, stderr, "esbxd");
   return ESBX_EXIT_OK;
 }

@@ -51,8 +51,8 @@ _esbx() {
   local i=1 verb='' sub=''
   while [ "$i" -lt "$cword" ]; do
     case ${words[i]} in
-    --root | --host) _esbx_cmd+=("${words[i]}" "${words[i + 1]}"); i=$((i + 2)); continue ;;
-    --root=* | --host=*) _esbx_cmd+=("${words[i]}") ;;
+    --root | --host | --ca) _esbx_cmd+=("${words[i]}" "${words[i + 1]}"); i=$((i + 2)); continue ;;
+    --root=* | --host=* | --ca=*) _esbx_cmd+=("${words[i]}") ;;
     -*) ;;
     *) verb=${words[i]}; break ;;
     esac
@@ -67,11 +67,11 @@ _esbx() {
   sub=${args[0]:-}
 
   case $prev in
-  --root | --from | -o | --output | --workspace | --rootfs | --cwd)
+  --root | --from | -o | --output | --workspace | --rootfs | --cwd | --ca)
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")
     return
     ;;
-  --host) _esbx_reply "unix:///run/esbx/gateway.sock tcp://127.0.0.1:"; return ;;
+  --host) _esbx_reply "unix:///run/esbx/gateway.sock https://127.0.0.1: tcp://127.0.0.1:"; return ;;
   --format) _esbx_reply "tar oci-layer"; return ;;
   --network) _esbx_reply "none host"; return ;;
   --scope) _esbx_reply "manage runtime observe"; return ;;
@@ -92,7 +92,7 @@ _esbx() {
 
   if [ -z "$verb" ]; then
     if [[ $cur == -* ]]; then
-      _esbx_reply "--root --host --json --progress --quiet --help --version"
+      _esbx_reply "--root --host --ca --json --progress --quiet --help --version"
     else
       _esbx_reply "$(_esbx_verbs)"
     fi

@@ -14,7 +14,7 @@
 #include "owner.h"
 #include "path.h"
 #include "proc.h"
-#include "redact.h"
+#include "secret_redact.h"
 #include "sandbox_session.h"
 #include "sync.h"
 #include "text.h"

@@ -14,7 +14,7 @@
 #include "events.h"
 #include "fs.h"
 #include "proc.h"
-#include "redact.h"
+#include "secret_redact.h"
 #include "sync.h"
 #include "text.h"
 #include "utils.h"

@@ -1,10 +1,15 @@
+/* `esbx ps`: the processes of a session's cgroup, by their pid in the
+   session, with their command lines redacted as exec logs and events are
+   (redact.c): an argument holding a secret's value shows ***NAME***.  */
 #include "ps.h"
 #include "cgroup.h"
 #include "holder.h"
 #include "proc.h"
+#include "secret_redact.h"
 #include "utils.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct row
 {
@@ -25,8 +30,10 @@ esbx_ps_list (esbx_store_t *store, const char *session, esbx_error_t *err)
   struct esbx_holder_info info = { 0 };
   _cleanup_free_ pid_t *pids = NULL;
   _cleanup_free_ struct row *rows = NULL;
+  struct esbx_session *s = NULL;
+  struct esbx_secret *secrets = NULL;
   esbx_error_t herr = NULL;
-  size_t n = 0, nrows = 0, i;
+  size_t n = 0, nrows = 0, n_secrets = 0, i;
   json_t *arr;
 
   if (!esbx_session_exists (store, session))
@@ -34,6 +41,15 @@ esbx_ps_list (esbx_store_t *store, const char *session, esbx_error_t *err)
       esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", session);
       return NULL;
     }
+  /* No values, no list: a command line is never shown unredacted.  */
+  if (esbx_session_load (store, session, &s, err) < 0
+      || esbx_session_secrets (store, s, &secrets, &n_secrets, err) < 0)
+    {
+      esbx_session_free (s);
+      esbx_error_wrap (err, "ps");
+      return NULL;
+    }
+  esbx_session_free (s);
   /* No holder, or a cgroup gone with it: no processes, not an error.  */
   if (esbx_holder_get (store, session, &info, &herr) == 0
       && esbx_cgroup_pids (info.cgroup, &pids, &n, &herr) < 0)
@@ -59,11 +75,15 @@ esbx_ps_list (esbx_store_t *store, const char *session, esbx_error_t *err)
   for (i = 0; i < nrows; i++)
     {
       json_t *o = json_new (JSON_OBJECT);
+      _cleanup_free_ char *shown = esbx_redact_string (secrets, n_secrets, rows[i].cmd);
+
       json_set_int (o, "pid", rows[i].pid);
       json_set_int (o, "host_pid", rows[i].host_pid);
-      json_set_string (o, "command", rows[i].cmd);
+      json_set_string (o, "command", shown);
       json_append (arr, o);
+      explicit_bzero (rows[i].cmd, strlen (rows[i].cmd));
       free (rows[i].cmd);
     }
+  esbx_secrets_free (secrets, n_secrets);
   return arr;
 }

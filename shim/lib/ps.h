@@ -6,8 +6,10 @@
 #include "layerstore.h"
 
 /* [{"pid", "host_pid", "command"}], "pid" as seen inside the session and
-   in its order; empty when no holder runs.  Fails only for a session that
-   does not exist.  */
+   in its order, "command" with the values of the session's secrets
+   replaced by ***NAME***; empty when no holder runs.  Fails for a session
+   that does not exist, or whose secrets cannot be read (never a command
+   line unredacted).  */
 json_t *esbx_ps_list (esbx_store_t *store, const char *session, esbx_error_t *err);
 
 #endif

@@ -317,10 +317,21 @@ load ./gateway_helpers.bash
   assert_equal "$status" 2
 }
 
-@test "gateway: loopback TCP listener answers like the socket" {
+@test "gateway: loopback TCP listener answers like the socket, with TLS or, when told, in clear" {
   teardown_gateway
+  make_certs
   port=$((20000 + RANDOM % 20000))
-  setup_gateway --gateway-tcp "127.0.0.1:$port"
+  setup_gateway --gateway-tcp "127.0.0.1:$port" --gateway-tls-cert "$TLS/server.crt" \
+    --gateway-tls-key "$TLS/server.key"
+  esbx_ok project create demo
+  t=$(token observe)
+  run curl -s --cacert "$TLS/ca.crt" -H "Authorization: Bearer $t" "https://127.0.0.1:$port/v1/projects"
+  assert_output --partial '"name":"demo"'
+  ESBX_TOKEN=$t run "$ESBX" --host "https://127.0.0.1:$port" --ca "$TLS/ca.crt" project list
+  assert_success
+  assert_output --partial demo
+  teardown_gateway
+  setup_gateway --gateway-tcp "127.0.0.1:$port" --gateway-tcp-insecure
   esbx_ok project create demo
   t=$(token observe)
   run curl -s -H "Authorization: Bearer $t" "http://127.0.0.1:$port/v1/projects"

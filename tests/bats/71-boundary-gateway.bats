@@ -18,15 +18,16 @@ teardown() {
   teardown_gateway
 }
 
-# `flood unix:PATH|tcp:HOST:PORT N`: one process opens N connections and
-# sends half a request head on each (no token, no end of the head), then
+# `flood unix:PATH|tcp:HOST:PORT|tls:HOST:PORT N`: one process opens N
+# connections and sends half a request head on each (no token, no end of
+# the head; with tls:, a ClientHello and no more of the handshake), then
 # holds them until teardown kills it.  Sets $FLOOD_HELD: how many of them
 # the server still keeps open.
 flood() {
   local ready=$BATS_TEST_TMPDIR/flood.ready
   rm -f "$ready"
   python3 - "$1" "$2" "$ready" <<'EOF' &
-import os, resource, socket, sys, time
+import os, resource, socket, ssl, sys, time
 target, n, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
@@ -40,7 +41,18 @@ while len(held) < n and time.time() < deadline:
     s.settimeout(0.5)
     try:
         s.connect(addr)
-        s.sendall(b"GET /v1/projects HTTP/1.1\r\nHost: esbx\r\nX-Slow: ")
+        if target.startswith("tls:"):
+            # A whole ClientHello, and nothing after the server's answer.
+            out = ssl.MemoryBIO()
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).wrap_bio(
+                ssl.MemoryBIO(), out, server_hostname="localhost")
+            try:
+                tls.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            s.sendall(out.read())
+        else:
+            s.sendall(b"GET /v1/projects HTTP/1.1\r\nHost: esbx\r\nX-Slow: ")
         held.append(s)
     except OSError:
         s.close()
@@ -91,7 +103,7 @@ restart_gateway() {
 # socket, or at URL with --tcp URL).
 all_answer() {
   local gwargs=(--unix-socket "$GW_SOCK" http://esbx/v1/whoami)
-  [ "${1:-}" = --tcp ] && gwargs=("$2/v1/whoami")
+  [ "${1:-}" = --tcp ] && gwargs=(--cacert "$TLS/ca.crt" "$2/v1/whoami")
   within 5 "/healthz" "http://127.0.0.1:$METRICS_PORT/healthz"
   within 5 "plugin Capabilities" --unix-socket "$GW_DIR/plugin.sock" -X POST -d '{}' \
     http://plugin/VolumeDriver.Capabilities
@@ -102,7 +114,9 @@ all_answer() {
   # systemd's default: a soft limit of 1,024 descriptors.
   ulimit -Sn 1024
   tcp_port=$((20000 + RANDOM % 20000))
-  setup_gateway --gateway-tcp "127.0.0.1:$tcp_port"
+  make_certs
+  setup_gateway --gateway-tcp "127.0.0.1:$tcp_port" --gateway-tls-cert "$TLS/server.crt" \
+    --gateway-tls-key "$TLS/server.key"
   TOKEN=$(token observe)
 
   flood "unix:$GW_SOCK" 1100
@@ -111,9 +125,9 @@ all_answer() {
   kill -KILL "$FLOOD_PID"
   wait "$FLOOD_PID" 2>/dev/null || true
 
-  flood "tcp:127.0.0.1:$tcp_port" 1100
-  echo "# TCP flood: $FLOOD_HELD of 1100 connections held open by esbxd" >&3
-  all_answer --tcp "http://127.0.0.1:$tcp_port"
+  flood "tls:127.0.0.1:$tcp_port" 1100
+  echo "# TLS flood: $FLOOD_HELD of 1100 connections held open by esbxd" >&3
+  all_answer --tcp "https://127.0.0.1:$tcp_port"
   kill -0 "$ESBXD_PID"
   kill -KILL "$FLOOD_PID"
   wait "$FLOOD_PID" 2>/dev/null || true

@@ -301,3 +301,162 @@ grep_value() {
   assert_line --index 0 "***tok***"
   assert_line --index 1 "***tok2***"
 }
+
+@test "secret create --project: only that project's sessions use it, Docker volumes included" {
+  start_esbxd
+  esbx_ok project create q
+  printf 'owned-by-p-value-31f0' | "$ESBX" secret create ofp --project p
+  esbx_fails 1 secret create x --project nosuch <<<"some-value-123"
+  assert_output --partial "project \`nosuch\` does not exist"
+  assert_file_not_exists "$ESBX_ROOT/secrets/x"
+  esbx_ok secret list
+  assert_line --regexp "^ofp	21	[0-9]{4}-.*	p$"
+  assert_line --regexp "^tok	${#VALUE}	[0-9]{4}-.*	-$"
+  esbx_ok secret list --project p
+  assert_equal "$(echo "$output" | tail -n +2 | cut -f1)" ofp
+  esbx_fails 1 session create q --name bad --secret ofp
+  assert_output --partial "secret \`ofp\` belongs to project \`p\`"
+  run "$ESBX" session inspect bad
+  assert_failure
+  make_session p s2 --secret ofp
+  esbx_ok exec s2 -- cat /run/secrets/ofp
+  assert_output "***ofp***"
+  # A fork is a new session of its project: the same rule.
+  make_session q q1
+  esbx_fails 1 session fork q1 --name bad --secret ofp
+  assert_output --partial "belongs to project \`p\`"
+  run "$ESBX" session inspect bad
+  assert_failure
+  esbx_ok session fork s2 --name f1 --secret ofp
+  # Through the plugin socket as dockerd would call it: a volume of q
+  # cannot name p's secret.
+  plugin() {
+    local out
+    out=$(curl -s --unix-socket "$GW_DIR/plugin.sock" -X POST --data-binary "$2" \
+      -w '\n%{http_code}' "http://plugin/$1")
+    http_code=${out##*$'\n'}
+    output=${out%$'\n'*}
+  }
+  plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "q", "secret": "ofp"}}'
+  assert_equal "$http_code" 400
+  assert_output --partial "belongs to project"
+  run "$ESBX" session inspect v1
+  assert_failure
+  plugin VolumeDriver.Create '{"Name": "v2", "Opts": {"project": "p", "secret.a": "ofp,env=O"}}'
+  assert_equal "$http_code" 200
+  # A project removed and made again is another project: the secret is
+  # not its.
+  printf 'owned-by-q-value-31f0' | "$ESBX" secret create ofq --project q
+  esbx_ok discard q1
+  esbx_ok project rm q
+  esbx_ok project create q
+  esbx_fails 1 session create q --name bad --secret ofq
+  assert_output --partial "another one"
+}
+
+@test "ps and the gateway's ps show command lines redacted, as logs and events are" {
+  start_esbxd
+  make_session p s2 --secret tok,env=T
+  "$ESBX" exec s2 -- sh -c 'exec sh -c "sleep 60" "$T"' >/dev/null 2>&1 &
+  bg=$!
+  for _ in $(seq 50); do
+    "$ESBX" ps s2 2>/dev/null | grep -q "sleep 60" && break
+    sleep 0.1
+  done
+  esbx_ok ps s2
+  assert_output --partial 'sh -c sleep 60 ***tok***'
+  refute_output --partial "$VALUE"
+  esbx_ok --json ps s2
+  refute_output --partial "$VALUE"
+  observe=$(token observe)
+  gw_expect 200 GET /v1/sessions/s2/ps "$observe"
+  assert_output --partial '***tok***'
+  refute_output --partial "$VALUE"
+  esbx_ok session stop s2
+  wait "$bg" || true
+}
+
+@test "forks, snapshots and the sessions made from them keep their secrets' names for publish, never the values" {
+  make_session p s2 --secret tok,env=T
+  esbx_ok exec s2 -- sh -c 'printf "%s\n" "$T" >/workspace/leak.txt'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "secret \`tok\`"
+
+  # A fork: its own state is the snapshot's, and so is the value.
+  esbx_ok session fork s2 --name f1
+  esbx_fails 1 publish f1 -m leak
+  assert_output --partial "/leak.txt"
+  assert_output --partial "secret \`tok\`"
+  # The name only: the fork's commands get no value, and print none.
+  esbx_ok exec f1 -- sh -c 'echo "[$T]"; ls /run/secrets 2>&1 || true'
+  assert_line --index 0 "[]"
+  assert_line --index 1 --partial "No such file"
+  esbx_ok exec f1 -- cat /workspace/leak.txt
+  assert_output "***tok***"
+  # A fork of the fork, and a session made from a snapshot.
+  esbx_ok session fork f1 --name f2
+  esbx_fails 1 publish f2 -m leak
+  esbx_ok session snapshot s2 --name snap1
+  esbx_ok session create p --name r1 --from-snapshot snap1
+  esbx_fails 1 publish r1 -m leak
+  assert_output --partial "secret \`tok\`"
+  esbx_ok --json session inspect r1
+  assert_equal "$(json_field kept_secrets <<<"$output")" '["tok"]'
+  esbx_ok --json snapshot inspect snap1
+  assert_equal "$(json_field secrets <<<"$output")" '["tok"]'
+
+  # The snapshot taken when a session's lifetime ends.
+  make_session p e1 --secret tok,env=T --ttl 1s --on-expiry snapshot
+  esbx_ok exec e1 -- sh -c 'printf "%s\n" "$T" >/workspace/leak.txt'
+  sleep 1.5
+  esbx_ok gc
+  snap=$("$ESBX" --json snapshot list | python3 -c 'import json, sys; print([s["name"] for s in json.load(sys.stdin) if s["name"].startswith("e1-expired-")][0])')
+  esbx_ok session create p --name r2 --from-snapshot "$snap"
+  esbx_fails 1 publish r2 -m leak
+  assert_output --partial "secret \`tok\`"
+
+  # While a snapshot or a session keeps the name, the secret stays: the
+  # scan needs its value.
+  for s in s2 f1 f2 r1 r2; do esbx_ok discard "$s" --force; done
+  esbx_fails 1 secret rm tok
+  assert_output --partial "snapshot"
+  # --allow-secret lets it through, as for the session itself.
+  make_session p r3 --from-snapshot snap1
+  esbx_ok publish r3 -m leak --allow-secret tok
+}
+
+@test "publish refuses a secret's value in a file name or a symlink target; diff shows them redacted" {
+  start_esbxd
+  make_session p s2 --secret tok,env=T
+  esbx_ok exec s2 -- sh -c 'mkdir -p /workspace/d && touch "/workspace/d/x-$T.txt"'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "/d/x-***tok***.txt"
+  assert_output --partial "secret \`tok\`"
+  refute_output --partial "$VALUE"
+  esbx_ok diff s2
+  assert_output --partial "A /d/x-***tok***.txt"
+  refute_output --partial "$VALUE"
+  esbx_ok --json diff s2
+  refute_output --partial "$VALUE"
+  observe=$(token observe)
+  gw_expect 200 GET /v1/sessions/s2/diff "$observe"
+  assert_output --partial '***tok***'
+  refute_output --partial "$VALUE"
+
+  esbx_ok exec s2 -- sh -c 'rm -r /workspace/d && ln -s "/etc/$T" /workspace/l2 && mkdir "/workspace/dir-$T"'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "secret \`tok\`"
+  refute_output --partial "$VALUE"
+  gw_expect 200 GET /v1/sessions/s2/diff "$observe"
+  assert_output --partial '"target":"/etc/***tok***"'
+  assert_output --partial '/dir-***tok***'
+  refute_output --partial "$VALUE"
+  esbx_ok exec s2 -- sh -c 'rmdir "/workspace/dir-$T"'
+  esbx_fails 1 publish s2 -m leak
+  assert_output --partial "\`/l2\` points at"
+  # Nothing reached a layer; allowed, it goes as it is.
+  run grep -rlaF "$VALUE" "$ESBX_ROOT/projects"
+  assert_output ""
+  esbx_ok publish s2 -m leak --allow-secret tok
+  [ -n "$(find "$ESBX_ROOT/projects/p/layers" -lname "/etc/$VALUE")" ]
+}

@@ -83,6 +83,21 @@ gw_expect() {
   assert_http "$want"
 }
 
+# A CA and a certificate it signed for 127.0.0.1 and localhost, made with
+# openssl in $BATS_TEST_TMPDIR/tls: ca.crt, server.crt, server.key.
+make_certs() {
+  local d=$BATS_TEST_TMPDIR/tls
+  mkdir -p "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=esbx test CA" \
+    -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+    -keyout "$d/server.key" -out "$d/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext.cnf"
+  openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+    -days 1 -extfile "$d/ext.cnf" -out "$d/server.crt" 2>/dev/null
+  TLS=$d
+}
+
 # Everything a refused request must leave as it was.
 store_state() {
   "$ESBX" project list

@@ -50,7 +50,8 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
   snprintf (sock_path, sizeof sock_path, "%s/gw.sock", tmpl);
   cfg.socket_path = sock_path;
   if (esbx_store_open (tmpl, &store, &err) < 0
-      || esbx_token_create (store, ESBX_SCOPE_OBSERVE, NULL, NULL, 0, &secret, &token, &err) < 0
+      || esbx_token_create (store, ESBX_SCOPE_OBSERVE, NULL, NULL, 0, NULL, &secret, &token, &err)
+             < 0
       || esbx_audit_open (store, &audit, &err) < 0
       || esbx_gateway_start (store, esbx_metrics_new (store), audit, &cfg, &gw, &err) < 0)
     {

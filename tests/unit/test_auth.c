@@ -28,7 +28,8 @@ token (unsigned scopes, const char *project, const char *session)
   struct esbx_token *t = NULL, *made = NULL;
   esbx_error_t err = NULL;
 
-  fixture_ok (esbx_token_create (store, scopes, project, session, 0, &secret, &made, &err), &err);
+  fixture_ok (esbx_token_create (store, scopes, project, session, 0, NULL, &secret, &made, &err),
+              &err);
   esbx_token_free (made);
   header = xasprintf ("Bearer %s", secret);
   if (esbx_auth_authenticate (store, header, &t, &reason) < 0)
@@ -151,8 +152,9 @@ test_header (void **state)
 
   /* The scheme is case-insensitive and spaces before the secret are
      skipped.  */
-  fixture_ok (esbx_token_create (store, ESBX_SCOPE_OBSERVE, NULL, NULL, 0, &secret, &made, &err),
-              &err);
+  fixture_ok (
+      esbx_token_create (store, ESBX_SCOPE_OBSERVE, NULL, NULL, 0, NULL, &secret, &made, &err),
+      &err);
   header = xasprintf ("bearer   %s", secret);
   reason = NULL;
   assert_int_equal (esbx_auth_authenticate (store, header, &t, &reason), 0);
@@ -171,8 +173,9 @@ test_revoked_and_expired (void **state)
   struct esbx_token *made = NULL, *t = NULL;
   esbx_error_t err = NULL;
 
-  fixture_ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 0, &secret, &made, &err),
-              &err);
+  fixture_ok (
+      esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 0, NULL, &secret, &made, &err),
+      &err);
   header = xasprintf ("Bearer %s", secret);
   fixture_ok (esbx_token_revoke (store, made->id, &err), &err);
   assert_int_equal (esbx_auth_authenticate (store, header, &t, &reason), -1);
@@ -184,8 +187,9 @@ test_revoked_and_expired (void **state)
   free (reason);
   reason = NULL;
 
-  fixture_ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 1, &secret, &made, &err),
-              &err);
+  fixture_ok (
+      esbx_token_create (store, ESBX_SCOPE_MANAGE, NULL, NULL, 1, NULL, &secret, &made, &err),
+      &err);
   header = xasprintf ("Bearer %s", secret);
   nanosleep (&wait, NULL);
   assert_int_equal (esbx_auth_authenticate (store, header, &t, &reason), -1);

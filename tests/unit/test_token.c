@@ -43,8 +43,9 @@ test_bind_later (void **state)
   struct esbx_token *t = NULL, *v = NULL;
   esbx_error_t err = NULL;
 
-  fixture_ok (esbx_token_create (store, ESBX_SCOPE_MANAGE, "later", NULL, 0, &secret, &t, &err),
-              &err);
+  fixture_ok (
+      esbx_token_create (store, ESBX_SCOPE_MANAGE, "later", NULL, 0, NULL, &secret, &t, &err),
+      &err);
   assert_null (t->project_id);
   fixture_ok (esbx_token_bind_project (store, t, &err), &err);
   assert_null (t->project_id);
@@ -77,7 +78,8 @@ test_session_must_exist (void **state)
   esbx_error_t err = NULL;
 
   assert_int_equal (
-      esbx_token_create (store, ESBX_SCOPE_RUNTIME, NULL, "nosuch", 0, &secret, &t, &err), -1);
+      esbx_token_create (store, ESBX_SCOPE_RUNTIME, NULL, "nosuch", 0, NULL, &secret, &t, &err),
+      -1);
   assert_non_null (strstr (err->msg, "session `nosuch` does not exist"));
   esbx_error_free (&err);
   assert_null (secret);

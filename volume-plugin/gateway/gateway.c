@@ -1,5 +1,6 @@
 #include "gateway.h"
 #include "auth.h"
+#include "fs.h"
 #include "http.h"
 #include "listen.h"
 #include "log.h"
@@ -7,6 +8,7 @@
 #include "text.h"
 #include "utils.h"
 
+#include <fcntl.h>
 #include <string.h>
 
 /* File writes travel in request bodies; anything larger is refused with 413
@@ -25,6 +27,7 @@ struct esbx_gateway
   struct esbx_http_server *unix_server;
   struct esbx_http_server *tcp_server;
   char *socket_path;
+  char *tls_cert, *tls_key; /* PEM, read at start */
   struct esbx_gateway_config cfg;
 };
 
@@ -188,11 +191,7 @@ handle (struct esbx_gateway *gw, struct esbx_gateway_ctx *ctx, const char *url,
     return;
   esbx_auth_resolve_target (ctx, route);
   if (!esbx_auth_authorize (ctx, route, &reason))
-    {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_FORBIDDEN, ESBX_EXIT_ERROR, "forbidden: %s", reason);
-      free (reason);
-      return;
-    }
+    return esbx_gateway_reply_forbidden (ctx, reason);
   route->fn (ctx);
   esbx_auth_bind (ctx);
 }
@@ -243,10 +242,11 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
   json_free (ctx.json);
 }
 
-/* Serve the gateway on the listening socket FD (ADDR names it in errors).  */
+/* Serve the gateway on the listening socket FD (ADDR names it in errors),
+   with TLS when TLS.  */
 static int
-serve_on (struct esbx_gateway *gw, int fd, const char *addr, struct esbx_http_server **out,
-          esbx_error_t *err)
+serve_on (struct esbx_gateway *gw, int fd, const char *addr, bool tls,
+          struct esbx_http_server **out, esbx_error_t *err)
 {
   struct esbx_http_config cfg = {
     .name = "gateway",
@@ -259,11 +259,58 @@ serve_on (struct esbx_gateway *gw, int fd, const char *addr, struct esbx_http_se
     .admission_free = free_admission,
     .handler = serve,
     .data = gw,
+    .tls_cert = tls ? gw->tls_cert : NULL,
+    .tls_key = tls ? gw->tls_key : NULL,
   };
 
   if (esbx_http_start (fd, &cfg, out, err) < 0)
     return esbx_error_wrap (err, "start the gateway on `%s`", addr);
   return 0;
+}
+
+/* The PEM file PATH of option OPT, whole.  */
+static char *
+read_pem (const char *opt, const char *path, esbx_error_t *err)
+{
+  _cleanup_free_ char *buf = NULL;
+  size_t len;
+
+  if (esbx_read_file_at (AT_FDCWD, path, 1024 * 1024, &buf, &len, err) < 0)
+    {
+      esbx_error_t e = *err;
+      *err = NULL;
+      esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "%s: %s", opt, e->msg);
+      esbx_error_free (&e);
+      return NULL;
+    }
+  return steal_pointer (&buf);
+}
+
+int
+esbx_gateway_check_tcp (const struct esbx_gateway_config *cfg, esbx_error_t *err)
+{
+  if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "%s without %s: TLS needs the certificate and its key",
+                                 cfg->tls_cert ? "--gateway-tls-cert" : "--gateway-tls-key",
+                                 cfg->tls_cert ? "--gateway-tls-key" : "--gateway-tls-cert");
+  if (cfg->tcp && cfg->tls_cert)
+    {
+      _cleanup_free_ char *cert = read_pem ("--gateway-tls-cert", cfg->tls_cert, err);
+      _cleanup_free_ char *key = cert ? read_pem ("--gateway-tls-key", cfg->tls_key, err) : NULL;
+
+      if (key)
+        explicit_bzero (key, strlen (key));
+      return key ? 0 : -1;
+    }
+  if (cfg->tcp == NULL || cfg->tcp_insecure)
+    return 0;
+  return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                               "--gateway-tcp `%s`: tokens would cross loopback in clear: give "
+                               "--gateway-tls-cert FILE and --gateway-tls-key FILE (or "
+                               "gateway-tls-cert and gateway-tls-key in esbxd.conf), or "
+                               "--gateway-tcp-insecure",
+                               cfg->tcp);
 }
 
 int
@@ -284,20 +331,30 @@ esbx_gateway_start (esbx_store_t *store, struct esbx_metrics *metrics, struct es
     gw->cfg.max_waiting_per_client = ESBX_GATEWAY_DEFAULT_WAITING;
   if (gw->cfg.head_timeout == 0)
     gw->cfg.head_timeout = ESBX_GATEWAY_DEFAULT_HEAD_TIMEOUT;
+  if (esbx_gateway_check_tcp (cfg, err) < 0)
+    goto fail;
+  if (cfg->tcp && cfg->tls_cert
+      && ((gw->tls_cert = read_pem ("--gateway-tls-cert", cfg->tls_cert, err)) == NULL
+          || (gw->tls_key = read_pem ("--gateway-tls-key", cfg->tls_key, err)) == NULL))
+    goto fail;
   if (cfg->socket_path)
     {
       fd = esbx_listen_unix (cfg->socket_path, cfg->group, err);
       if (fd < 0)
         goto fail;
       gw->socket_path = xstrdup (cfg->socket_path);
-      if (serve_on (gw, fd, cfg->socket_path, &gw->unix_server, err) < 0)
+      if (serve_on (gw, fd, cfg->socket_path, false, &gw->unix_server, err) < 0)
         goto fail;
     }
   if (cfg->tcp)
     {
       fd = esbx_listen_loopback ("--gateway-tcp", cfg->tcp, err);
-      if (fd < 0 || serve_on (gw, fd, cfg->tcp, &gw->tcp_server, err) < 0)
+      if (fd < 0 || serve_on (gw, fd, cfg->tcp, gw->tls_cert != NULL, &gw->tcp_server, err) < 0)
         goto fail;
+      if (gw->tls_cert == NULL)
+        esbx_warn ("gateway on `%s` without TLS (--gateway-tcp-insecure): whoever reads loopback "
+                   "traffic reads the tokens sent there",
+                   cfg->tcp);
     }
   *out = gw;
   return 0;
@@ -316,5 +373,9 @@ esbx_gateway_stop (struct esbx_gateway *gw)
   if (gw->socket_path)
     esbx_listen_unlink (gw->socket_path);
   free (gw->socket_path);
+  if (gw->tls_key)
+    explicit_bzero (gw->tls_key, strlen (gw->tls_key));
+  free (gw->tls_key);
+  free (gw->tls_cert);
   free (gw);
 }

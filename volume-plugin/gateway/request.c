@@ -44,6 +44,13 @@ esbx_gateway_reply_error (struct esbx_gateway_ctx *ctx, unsigned status, int cod
   esbx_gateway_reply_json (ctx, status, o);
 }
 
+void
+esbx_gateway_reply_forbidden (struct esbx_gateway_ctx *ctx, char *reason)
+{
+  esbx_gateway_reply_error (ctx, MHD_HTTP_FORBIDDEN, ESBX_EXIT_ERROR, "forbidden: %s", reason);
+  free (reason);
+}
+
 /* A library error: its HTTP status and its exit status both follow from
    its kind.  */
 void

@@ -85,6 +85,9 @@ bool esbx_gateway_query_flag (struct MHD_Connection *conn, const char *key);
 void esbx_gateway_reply_json (struct esbx_gateway_ctx *ctx, unsigned status, json_t *doc);
 void esbx_gateway_reply_error (struct esbx_gateway_ctx *ctx, unsigned status, int code,
                                const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+/* 403 "forbidden: REASON" (REASON owned, freed): a request the token may
+   not make, refused before it changes anything.  */
+void esbx_gateway_reply_forbidden (struct esbx_gateway_ctx *ctx, char *reason);
 /* A library error as HTTP (usage 400, conflict 409, missing 404, ...);
    frees *ERR.  */
 void esbx_gateway_reply_err (struct esbx_gateway_ctx *ctx, esbx_error_t *err);

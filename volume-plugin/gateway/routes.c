@@ -75,12 +75,14 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
   { "DELETE", "/v1/snapshots/*", "snapshot_rm", M, GATEWAY_TARGET_STORE, false,
     esbx_gateway_snapshot_rm, NULL },
   /* Names only come out: no route answers a secret's value.  */
-  { "GET", "/v1/secrets", "secret_list", O, GATEWAY_TARGET_STORE, false, esbx_gateway_secret_list,
-    NULL },
-  { "POST", "/v1/secrets", "secret_create", M, GATEWAY_TARGET_STORE, true,
+  /* A project's secrets for its tokens (?project=P, "project": P), the
+     store's for tokens without limits.  */
+  { "GET", "/v1/secrets", "secret_list", O, GATEWAY_TARGET_QUERY_PROJECT, false,
+    esbx_gateway_secret_list, NULL },
+  { "POST", "/v1/secrets", "secret_create", M, GATEWAY_TARGET_BODY_PROJECT, true,
     esbx_gateway_secret_create, NULL },
-  { "DELETE", "/v1/secrets/*", "secret_rm", M, GATEWAY_TARGET_STORE, false, esbx_gateway_secret_rm,
-    NULL },
+  { "DELETE", "/v1/secrets/*", "secret_rm", M, GATEWAY_TARGET_QUERY_PROJECT, false,
+    esbx_gateway_secret_rm, NULL },
   { "POST", "/v1/sessions/*/stop", "session_stop", R, GATEWAY_TARGET_SESSION, false,
     esbx_gateway_session_stop, NULL },
   { "POST", "/v1/sessions/*/exec", "session_exec", R, GATEWAY_TARGET_SESSION, true,

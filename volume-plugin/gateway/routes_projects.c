@@ -3,6 +3,7 @@
    the remote CLI prints the same bytes.  */
 #include "routes_projects.h"
 #include "auth.h"
+#include "grants.h"
 #include "utils.h"
 
 void
@@ -115,10 +116,13 @@ esbx_gateway_project_network_set (struct esbx_gateway_ctx *ctx)
   _cleanup_free_ char **allow = NULL;
   const char *network;
   esbx_error_t err = NULL;
+  char *reason = NULL;
 
   if (esbx_gateway_check_body (ctx, fields, "sa") < 0)
     return;
   network = json_get_string (ctx->json, "network");
+  if (network && !esbx_grant_network (ctx, ctx->arg, network, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   allow = esbx_gateway_strings (json_get (ctx->json, "allow"));
   /* {} would read as "none" and drop the defaults: say so instead.  */
   if (network == NULL && allow[0] == NULL)

@@ -5,11 +5,13 @@
 #include "auth.h"
 #include "egress.h"
 #include "events.h"
+#include "grants.h"
 #include "http.h"
 #include "metrics.h"
 #include "ps.h"
 #include "routes_snapshots.h"
 #include "sandbox.h"
+#include "secret_redact.h"
 #include "text.h"
 #include "utils.h"
 
@@ -74,8 +76,10 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   _cleanup_free_ char **labels = NULL, **secrets = NULL, **allow = NULL;
   _cleanup_strv_ char **env = NULL;
   _cleanup_free_ char *name = NULL;
+  _cleanup_close_ int lock = -1;
   const char *project, *s;
   esbx_error_t err = NULL;
+  char *reason = NULL;
 
   if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaa") < 0)
     return;
@@ -89,12 +93,16 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   o.name = json_get_string (ctx->json, "name");
   o.base = json_get_string (ctx->json, "base");
   o.network = json_get_string (ctx->json, "network");
+  if (!esbx_grant_network (ctx, project, o.network, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   o.workspace = json_get_string (ctx->json, "workspace");
   o.cpus = json_get_string (ctx->json, "cpus");
   labels = esbx_gateway_strings (json_get (ctx->json, "labels"));
   o.labels = labels;
   secrets = esbx_gateway_strings (json_get (ctx->json, "secrets"));
   o.secrets = secrets;
+  if (!esbx_grant_secrets (ctx, project, secrets, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   /* Checked by the store as the CLI's --allow: a bad entry is a 400.  */
   allow = esbx_gateway_strings (json_get (ctx->json, "allow"));
   o.allow = allow;
@@ -102,8 +110,14 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
     return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
-  if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0
-      || esbx_sandbox_create (ctx->store, project, &o, &name, &err) < 0)
+  if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  /* Counted and made under the token's lock: the last place is taken
+     once.  */
+  if (!esbx_grant_room (ctx, project, o.network, &lock, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
+  o.token = ctx->token->id;
+  if (esbx_sandbox_create (ctx->store, project, &o, &name, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }
@@ -164,8 +178,13 @@ esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
           ctx->store, ctx->arg,
           esbx_gateway_query_flag (ctx->conn, "include_ignored") ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
           &cs, want_ignored ? &ignored : NULL, &err)
-      < 0)
-    return esbx_gateway_reply_err (ctx, &err);
+          < 0
+      || esbx_redact_changes (ctx->store, ctx->arg, want_ignored ? &ignored : &cs, &err) < 0)
+    {
+      esbx_changeset_free (&cs);
+      esbx_changeset_free (&ignored);
+      return esbx_gateway_reply_err (ctx, &err);
+    }
   arr = esbx_changeset_json (want_ignored ? &ignored : &cs);
   esbx_changeset_free (&cs);
   esbx_changeset_free (&ignored);

@@ -3,6 +3,7 @@
    removal are for tokens without project or session limits, as the trash
    is: a snapshot outlives the session it was taken of.  */
 #include "routes_snapshots.h"
+#include "grants.h"
 #include "sandbox.h"
 #include "text.h"
 #include "utils.h"
@@ -52,14 +53,23 @@ esbx_gateway_session_fork (struct esbx_gateway_ctx *ctx)
   static const char *const fields[] = { "name", "ttl", "idle_ttl", "on_expiry", NULL };
   struct esbx_session_opts o = { 0 };
   _cleanup_free_ char *snap = NULL, *name = NULL;
+  _cleanup_close_ int lock = -1;
   esbx_error_t err = NULL;
+  char *reason = NULL;
 
   if (esbx_gateway_check_body (ctx, fields, "ssss") < 0
       || esbx_gateway_session_must_exist (ctx) < 0)
     return;
+  /* A fork is a new session of the project: on its default network.  */
+  if (!esbx_grant_network (ctx, ctx->project, NULL, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   o.name = json_get_string (ctx->json, "name");
-  if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0
-      || esbx_sandbox_fork (ctx->store, ctx->arg, &o, &snap, &name, &err) < 0)
+  if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if (!esbx_grant_room (ctx, ctx->project, NULL, &lock, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
+  o.token = ctx->token->id;
+  if (esbx_sandbox_fork (ctx->store, ctx->arg, &o, &snap, &name, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }

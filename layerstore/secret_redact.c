@@ -1,10 +1,10 @@
-/* Redaction of an exec's output: a secret's value becomes ***NAME***
- * before a byte of it reaches the caller, the logs or the gateway's
- * stream.  A value may arrive split across reads, so a tail of a read
- * that could start a value is held until the next read completes or
- * refutes it (or the stream ends).  Where two values match at one place,
- * the longer wins.  */
-#include "redact.h"
+/* Redaction: a secret's value becomes ***NAME*** before a byte of it
+ * reaches the caller, the logs or the gateway: in an exec's output, its
+ * events, `ps`, and the names and link targets diff shows.  A value may
+ * arrive split across reads, so a tail of a read that could start a value
+ * is held until the next read completes or refutes it (or the stream
+ * ends).  Where two values match at one place, the longer wins.  */
+#include "secret_redact.h"
 #include "utils.h"
 
 #include <string.h>
@@ -139,4 +139,49 @@ esbx_redact_string (const struct esbx_secret *v, size_t n, const char *s)
   put (&o, "", 0);
   redact_into (&o, v, n, s, strlen (s), true, &used);
   return o.p;
+}
+
+/* *S with every value of V replaced, when it holds one.  */
+static void
+redact_in_place (const struct esbx_secret *v, size_t n, char **s)
+{
+  char *shown;
+
+  if (*s == NULL)
+    return;
+  shown = esbx_redact_string (v, n, *s);
+  if (strcmp (shown, *s) == 0)
+    {
+      free (shown);
+      return;
+    }
+  explicit_bzero (*s, strlen (*s));
+  free (*s);
+  *s = shown;
+}
+
+int
+esbx_redact_changes (esbx_store_t *store, const char *session, struct esbx_changeset *cs,
+                     esbx_error_t *err)
+{
+  struct esbx_session *s = NULL;
+  struct esbx_secret *v = NULL;
+  size_t n = 0, i;
+
+  if (esbx_session_load (store, session, &s, err) < 0)
+    return -1;
+  if (esbx_session_secrets (store, s, &v, &n, err) < 0)
+    {
+      esbx_session_free (s);
+      return -1;
+    }
+  esbx_session_free (s);
+  for (i = 0; n && i < cs->n; i++)
+    {
+      redact_in_place (v, n, &cs->v[i].path);
+      redact_in_place (v, n, &cs->v[i].target);
+      redact_in_place (v, n, &cs->v[i].link);
+    }
+  esbx_secrets_free (v, n);
+  return 0;
 }

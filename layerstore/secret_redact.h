@@ -1,7 +1,8 @@
-/* esbx shim: what an exec's output and events say of the session's
-   secrets: each value replaced by ***NAME*** (redact.c).  */
-#ifndef ESBX_REDACT_H
-#define ESBX_REDACT_H
+/* What esbx shows of a session's secrets: each value replaced by ***NAME***
+   (secret_redact.c), in an exec's output and events, `ps`, diff's names
+   and link targets, and the errors that name them.  */
+#ifndef ESBX_SECRET_REDACT_H
+#define ESBX_SECRET_REDACT_H
 
 #include "layerstore.h"
 
@@ -27,5 +28,10 @@ void esbx_redactor_free (struct esbx_redactor *r);
 char *esbx_redact (struct esbx_redactor *r, const char *in, size_t len, bool last, size_t *outlen);
 /* S with every value replaced: owned, NUL-terminated.  */
 char *esbx_redact_string (const struct esbx_secret *v, size_t n, const char *s);
+/* The paths and link targets of CS, a change set of SESSION, with the
+   values of the session's secrets (given or kept) replaced: what diff
+   shows.  Fails, changing nothing, when the secrets cannot be read.  */
+int esbx_redact_changes (esbx_store_t *store, const char *session, struct esbx_changeset *cs,
+                         esbx_error_t *err);
 
 #endif
