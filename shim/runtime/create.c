@@ -64,6 +64,17 @@ write_config (int bundlefd, const char *bundle, const json_t *config, esbx_error
   return 0;
 }
 
+static int
+mark_outside_cgroup (const struct esbx_sandbox_session *ss, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (openat (
+      ss->dfd, ESBX_HOLDER_OUTSIDE_CGROUP, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+
+  if (fd < 0)
+    return esbx_make_error (err, errno, "create `%s`", ESBX_HOLDER_OUTSIDE_CGROUP);
+  return 0;
+}
+
 static void
 record_attached (struct runtime *rt, const struct esbx_sandbox_session *ss, const char *id,
                  const char *bundle, const struct esbx_holder_info *info, const char *cgroup)
@@ -131,6 +142,9 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
 
   cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
+  /* Outside the session cgroup, only the marker lets discard find it.  */
+  if (cgroup == NULL && mark_outside_cgroup (ss, err) < 0)
+    return esbx_error_wrap (err, "esbx session `%s`", session);
   spec_join_holder (config, session, info.pid, cgroup);
   spec_fill_env (config, ss->rec->env);
   if (write_config (bundlefd, bundle, config, err) < 0)

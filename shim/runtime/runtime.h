@@ -66,8 +66,9 @@ char **runtime_store_roots (const struct runtime *rt);
    several, or when a mount names a session that no longer exists.  */
 int spec_find_session (const json_t *config, char *const *roots, char **session, size_t *root,
                        esbx_error_t *err);
-/* Join the holder PID's pid/net/uts/ipc namespaces, drop what conflicts with
-   that, set the cgroup path (unless NULL) and the session annotation.  */
+/* Join the holder PID's net/uts/ipc namespaces (the pid namespace stays the
+   config's own), drop what conflicts with that, set the cgroup path (unless
+   NULL) and the session annotation.  */
 void spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cgroups_path);
 /* Add the session's env (an object of strings) to process.env, key by key,
    where the config does not set the key: the image's ENV and `docker run
