@@ -247,6 +247,41 @@ wait_stopped() {
   assert_output "yes container xterm"
 }
 
+@test "runtime: the session's env sets no loader variable in a container unless it asks" {
+  # A session's creator (a manage token of one project) must not decide
+  # which code a container, started by someone else with its own
+  # credentials, loads: LD_PRELOAD naming a library in the workspace would
+  # run in the container before its command.
+  new_session s1 --env LD_PRELOAD=/work/evil.so --env LD_LIBRARY_PATH=/work/lib \
+    --env BASH_ENV=/work/rc --env PYTHONPATH=/work/py --env NODE_OPTIONS=--require=/work/x \
+    --env GCONV_PATH=/work/gconv --env PLAIN=kept
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  run jq -r '.process.env[]' "$BATS_TEST_TMPDIR/b1/config.json"
+  assert_line PLAIN=kept
+  refute_line --partial LD_PRELOAD
+  refute_line --partial LD_LIBRARY_PATH
+  refute_line --partial BASH_ENV
+  refute_line --partial PYTHONPATH
+  refute_line --partial NODE_OPTIONS
+  refute_line --partial GCONV_PATH
+  # What was held back is in the attachment's event.
+  run grep '"container-attached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output --partial '"env_withheld":["BASH_ENV","GCONV_PATH","LD_LIBRARY_PATH","LD_PRELOAD","NODE_OPTIONS","PYTHONPATH"]'
+  # A container that asks (ESBX_SESSION_LOADER_ENV=1 in its own env) gets them.
+  make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
+  jq '.process.env += ["ESBX_SESSION_LOADER_ENV=1"]' "$BATS_TEST_TMPDIR/b2/config.json" \
+    >"$BATS_TEST_TMPDIR/c" && mv "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/b2/config.json"
+  rt_create_ok c2 "$BATS_TEST_TMPDIR/b2"
+  run jq -r '.process.env[]' "$BATS_TEST_TMPDIR/b2/config.json"
+  assert_line LD_PRELOAD=/work/evil.so
+  assert_line BASH_ENV=/work/rc
+  assert_line PLAIN=kept
+  # The session's own commands get the session's env as it was asked.
+  esbx_ok exec s1 -- sh -c 'echo "$BASH_ENV"'
+  assert_line /work/rc
+}
+
 @test "runtime: a container without esbx mounts gets its config.json byte for byte" {
   new_session s1
   mkdir -p "$BATS_TEST_TMPDIR/elsewhere"
