@@ -308,6 +308,12 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
 
     for (i = 0; i < ARRAY_SIZE (fixed); i++)
       strv_push (&argv, xstrdup (fixed[i]));
+    strv_push (&argv, xstrdup ("--tmpfs-size"));
+    strv_push (&argv, xasprintf ("%" PRIu64, s->tmpfs_size ? s->tmpfs_size
+                                                           : (uint64_t)ESBX_DEFAULT_TMPFS_SIZE));
+    strv_push (&argv, xstrdup ("--shm-size"));
+    strv_push (&argv,
+               xasprintf ("%" PRIu64, s->shm_size ? s->shm_size : (uint64_t)ESBX_DEFAULT_SHM_SIZE));
     if (s->rootfs)
       {
         rootfs = esbx_rootfs_dir (ss->store, s->rootfs);
