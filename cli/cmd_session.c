@@ -16,6 +16,7 @@ struct create_opts
   struct strv env;           /* --env-file lines, then --env: later ones win */
   struct strv secrets;       /* --secret NAME[,env=VAR][,file=PATH] */
   const char *memory, *pids; /* as given, for the gateway to parse */
+  const char *tmpfs_size, *shm_size;
   const char *ttl, *idle_ttl;
   struct strv allow; /* --allow, in order */
 };
@@ -41,6 +42,8 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "secret", required_argument, NULL, 's' },
                                         { "json", no_argument, NULL, 'J' },
                                         { "allow", required_argument, NULL, 'A' },
+                                        { "tmpfs-size", required_argument, NULL, 'Z' },
+                                        { "shm-size", required_argument, NULL, 'H' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -110,6 +113,16 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
       case 'A':
         strv_push (&o->allow, xstrdup (optarg));
         break;
+      case 'Z':
+        if (esbx_parse_tmpfs_size ("--tmpfs-size", optarg, &o->session.tmpfs_size, err) < 0)
+          return -1;
+        o->tmpfs_size = optarg;
+        break;
+      case 'H':
+        if (esbx_parse_tmpfs_size ("--shm-size", optarg, &o->session.shm_size, err) < 0)
+          return -1;
+        o->shm_size = optarg;
+        break;
       default:
         return cli_usage (err, "%s: unknown option `%s`", argv[0], argv[optind - 1]);
       }
@@ -172,6 +185,8 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
   set_optional (body, "workspace", o->session.workspace);
   set_optional (body, "memory", o->memory);
   set_optional (body, "pids", o->pids);
+  set_optional (body, "tmpfs_size", o->tmpfs_size);
+  set_optional (body, "shm_size", o->shm_size);
   set_optional (body, "cpus", o->session.cpus);
   set_optional (body, "snapshot", o->session.snapshot);
   set_optional (body, "ttl", o->ttl);

@@ -2,6 +2,7 @@
 #ifndef ESBX_LAYERSTORE_INTERNAL_H
 #define ESBX_LAYERSTORE_INTERNAL_H
 
+#include "hash.h"
 #include "layerstore.h"
 #include "utils.h"
 
@@ -313,6 +314,16 @@ int esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const
 int esbx_lifetime_check (const struct esbx_session_opts *o, esbx_error_t *err);
 int esbx_lifetime_record (esbx_store_t *store, const char *project,
                           const struct esbx_session_opts *o, json_t *record, esbx_error_t *err);
+
+/* The content digest of the tree beneath DIRFD (tree_digest.c), which
+   keys --rootfs images.  */
+int esbx_tree_digest_at (int dirfd, char out[ESBX_SHA256_HEX_LEN + 1], esbx_error_t *err);
+
+/* Resource defaults (session_defaults.c): where O has no memory, pids,
+   tmpfs or shm size, the store's ROOT/defaults.conf value, else the
+   built-in one (memory and pids may end 0: unlimited).  */
+int esbx_session_defaults_apply (esbx_store_t *store, struct esbx_session_opts *o,
+                                 esbx_error_t *err);
 
 /* Network defaults (network_defaults.c): where O names no network, the
    project's; where the network is egress and O names no allow-list, the

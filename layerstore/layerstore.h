@@ -27,6 +27,14 @@
 #include <sys/types.h>
 
 #define ESBX_DEFAULT_ROOT "/var/lib/esbx"
+
+/* A session's resources where neither its options nor the store's
+   ROOT/defaults.conf say (session_defaults.c).  */
+#define ESBX_DEFAULTS_CONF      "defaults.conf"
+#define ESBX_DEFAULT_MEMORY     (4ull << 30)
+#define ESBX_DEFAULT_PIDS       4096ull
+#define ESBX_DEFAULT_TMPFS_SIZE (1ull << 30)
+#define ESBX_DEFAULT_SHM_SIZE   (64ull << 20)
 /* overlayfs stacks at most this many lower layers.  */
 #define ESBX_MAX_LAYERS 500
 /* Largest layer record read back: an import of ESBX_IMPORT_MAX_ENTRIES
@@ -178,8 +186,10 @@ struct esbx_session_opts
   char **labels;         /* NULL-terminated "K=V" */
   const char *network;   /* "none" (default), "host" or "egress" */
   const char *workspace; /* path inside the holder; default "/workspace" */
-  uint64_t memory;       /* bytes, 0 = unlimited */
-  uint64_t pids;         /* 0 = unlimited */
+  uint64_t memory;       /* bytes, 0 = the store's default (session_defaults.c) */
+  uint64_t pids;         /* 0 = the store's default */
+  uint64_t tmpfs_size;   /* bytes of each of /tmp, /run, /home, /root; 0 = the default */
+  uint64_t shm_size;     /* bytes of /dev/shm, 0 = the default */
   const char *cpus;      /* e.g. "1.5", NULL = unlimited */
   const char *rootfs;    /* DIR, tar or `docker save` archive; NULL: the host's */
   char **env;            /* NULL-terminated "K=V", later ones win (esbx_session_env_parse) */
@@ -202,9 +212,11 @@ struct esbx_session
   char *network;
   char *workspace;
   char *created;
-  json_t *labels; /* object */
-  uint64_t memory;
-  uint64_t pids;
+  json_t *labels;      /* object */
+  uint64_t memory;     /* 0: unlimited */
+  uint64_t pids;       /* 0: unlimited */
+  uint64_t tmpfs_size; /* 0: a record older than sizes, ESBX_DEFAULT_TMPFS_SIZE */
+  uint64_t shm_size;   /* 0: likewise, ESBX_DEFAULT_SHM_SIZE */
   char *cpus;
   char *rootfs;   /* key of its image root (rootfs.c), NULL: the host's */
   json_t *env;    /* object of strings, may be empty: what its commands start with */
@@ -473,6 +485,12 @@ int esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
 int esbx_lifetime_set_defaults (esbx_store_t *store, const char *project, int64_t ttl,
                                 int64_t idle_ttl, const char *on_expiry, esbx_error_t *err);
 json_t *esbx_lifetime_defaults (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* ---- resource defaults (session_defaults.c) ----------------------------- */
+
+/* A --tmpfs-size or --shm-size value (WHAT names the option): a size
+   above 0.  */
+int esbx_parse_tmpfs_size (const char *what, const char *s, uint64_t *out, esbx_error_t *err);
+
 /* ---- network defaults (network_defaults.c) ------------------------------ */
 
 /* PROJECT's network for new sessions that name none: NETWORK ("none",

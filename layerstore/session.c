@@ -163,6 +163,10 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
     s->memory = (uint64_t)v;
   if (json_get_int (j, "pids", &v))
     s->pids = (uint64_t)v;
+  if (json_get_int (j, "tmpfs_size", &v) && v > 0)
+    s->tmpfs_size = (uint64_t)v;
+  if (json_get_int (j, "shm_size", &v) && v > 0)
+    s->shm_size = (uint64_t)v;
   arr = json_get (j, "published");
   if (arr && arr->type == JSON_ARRAY)
     json_array_foreach (arr, i, item)

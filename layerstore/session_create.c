@@ -59,6 +59,10 @@ session_record (const char *name, const char *project, const char *base,
     json_set_int (j, "memory", (int64_t)o->memory);
   if (o->pids)
     json_set_int (j, "pids", (int64_t)o->pids);
+  if (o->tmpfs_size)
+    json_set_int (j, "tmpfs_size", (int64_t)o->tmpfs_size);
+  if (o->shm_size)
+    json_set_int (j, "shm_size", (int64_t)o->shm_size);
   if (o->cpus)
     json_set_string (j, "cpus", o->cpus);
   if (rootfs)
@@ -198,6 +202,7 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
   int ret;
 
   if (esbx_check_name ("project", project, err) < 0
+      || esbx_session_defaults_apply (store, &o, err) < 0
       || esbx_network_defaults_apply (store, project, &o, &d, err) < 0)
     return -1;
   ret = session_create (store, project, &o, name_out, err);

@@ -82,6 +82,10 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
                 s->memory ? json_new_int ((int64_t)s->memory) : json_new (JSON_NULL));
       json_set (limits, "pids", s->pids ? json_new_int ((int64_t)s->pids) : json_new (JSON_NULL));
       json_set (limits, "cpus", s->cpus ? json_new_string (s->cpus) : json_new (JSON_NULL));
+      json_set_int (limits, "tmpfs_size",
+                    (int64_t)(s->tmpfs_size ? s->tmpfs_size : ESBX_DEFAULT_TMPFS_SIZE));
+      json_set_int (limits, "shm_size",
+                    (int64_t)(s->shm_size ? s->shm_size : ESBX_DEFAULT_SHM_SIZE));
       json_set (o, "limits", limits);
       json_set (o, "runtime", runtime);
     }

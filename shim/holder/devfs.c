@@ -14,6 +14,7 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -53,9 +54,10 @@ make_dir (const char *dev, const char *name, char **out, esbx_error_t *err)
 }
 
 int
-holder_mount_dev (const char *dev, esbx_error_t *err)
+holder_mount_dev (const char *dev, uint64_t shm_size, esbx_error_t *err)
 {
   _cleanup_free_ char *pts = NULL, *shm = NULL, *mq = NULL;
+  _cleanup_free_ char *shm_opts = xasprintf ("mode=1777,size=%" PRIu64, shm_size);
   size_t i;
 
   if (holder_tmpfs (dev, "mode=0755,size=64k", MS_NOEXEC, err) < 0)
@@ -71,7 +73,7 @@ holder_mount_dev (const char *dev, esbx_error_t *err)
       < 0)
     return esbx_make_error (err, errno, "mount devpts on `%s`", pts);
   if (make_dir (dev, "shm", &shm, err) < 0
-      || holder_tmpfs (shm, "mode=1777", MS_NODEV | MS_NOEXEC, err) < 0)
+      || holder_tmpfs (shm, shm_opts, MS_NODEV | MS_NOEXEC, err) < 0)
     return -1;
   if (make_dir (dev, "mqueue", &mq, err) < 0)
     return -1;

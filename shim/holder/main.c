@@ -14,6 +14,7 @@
 #include "root.h"
 #include "holder.h"
 #include "cgroup.h"
+#include "layerstore.h"
 #include "fs.h"
 #include "json.h"
 #include "proc.h"
@@ -155,7 +156,8 @@ usage (void)
 {
   fputs ("usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
          "--network none|host|egress --cgroup REL --hide DIR [--rootfs DIR] "
-         "[--resolv-conf FILE] [--secret SRC:FILE]... --ready-fd N\n"
+         "[--resolv-conf FILE] [--secret SRC:FILE]... [--tmpfs-size BYTES] [--shm-size BYTES] "
+         "--ready-fd N\n"
          "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
          stderr);
   exit (2);
@@ -170,9 +172,14 @@ main (int argc, char **argv)
     { "network", required_argument, NULL, 'n' },  { "cgroup", required_argument, NULL, 'c' },
     { "hide", required_argument, NULL, 'h' },     { "rootfs", required_argument, NULL, 'f' },
     { "ready-fd", required_argument, NULL, 'r' }, { "resolv-conf", required_argument, NULL, 'R' },
-    { "secret", required_argument, NULL, 'S' },   { NULL, 0, NULL, 0 },
+    { "secret", required_argument, NULL, 'S' },   { "tmpfs-size", required_argument, NULL, 't' },
+    { "shm-size", required_argument, NULL, 'M' }, { NULL, 0, NULL, 0 },
   };
-  struct holder_config cfg = { .workspace = "/workspace", .network = "none", .hide = "" };
+  struct holder_config cfg = { .workspace = "/workspace",
+                               .network = "none",
+                               .hide = "",
+                               .tmpfs_size = ESBX_DEFAULT_TMPFS_SIZE,
+                               .shm_size = ESBX_DEFAULT_SHM_SIZE };
   esbx_error_t err = NULL;
   sigset_t all;
   int c, flags, dfd, go[2];
@@ -211,6 +218,17 @@ main (int argc, char **argv)
       case 'R':
         cfg.resolv_conf = optarg;
         break;
+      case 't':
+      case 'M':
+        {
+          char *end;
+          unsigned long long v = strtoull (optarg, &end, 10);
+
+          if (*end != '\0' || v == 0)
+            usage ();
+          *(c == 't' ? &cfg.tmpfs_size : &cfg.shm_size) = v;
+        }
+        break;
       case 'S':
         /* Reported once the ready pipe is known.  */
         if (err == NULL)
@@ -237,6 +255,23 @@ main (int argc, char **argv)
     }
   if (esbx_cgroup_enter (cfg.cgroup, 0, &err) < 0)
     fail (&err);
+  /* Pages a session writes to its tmpfs count in its memory limit but
+     belong to no process: at the limit the cgroup's OOM killer picks a
+     process of the session, and the holder is the one it must not pick
+     (PID 1: the whole session, its tmpfs contents included, would go
+     with it).  Inherited by the holder, which forks nothing else.
+     Lowering it needs CAP_SYS_RESOURCE, which a host inside a container
+     may lack: then the commands raise theirs instead (exec_child.c).  */
+  {
+    _cleanup_close_ int oom
+        = TEMP_FAILURE_RETRY (open ("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+
+    if (oom < 0 || (esbx_write_all (oom, "-1000", 5) < 0 && errno != EACCES && errno != EPERM))
+      {
+        esbx_make_error (&err, errno, "write `/proc/self/oom_score_adj`");
+        fail (&err);
+      }
+  }
   /* Opened now: the holder soon covers /tmp and pivots the root of the
      mount namespace this process shares with it.  */
   dfd = esbx_open_dir_at (AT_FDCWD, cfg.session_dir, &err);

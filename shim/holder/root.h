@@ -26,6 +26,8 @@ struct holder_config
   const char *hide;        /* the store root, resolved: never visible in a session */
   const char *rootfs;      /* an image root in the store, or NULL for the host's allow-list */
   const char *resolv_conf; /* bound on the session's /etc/resolv.conf (egress), or NULL */
+  uint64_t tmpfs_size;     /* bytes of each of /tmp, /run, /home, /root */
+  uint64_t shm_size;       /* bytes of /dev/shm */
   int ready_fd;
   struct holder_secret *secrets; /* --secret SRC:/run/secrets/FILE, read at start */
   size_t n_secrets;
@@ -36,7 +38,7 @@ struct holder_config
 int holder_setup_root (const struct holder_config *cfg, esbx_error_t *err);
 
 /* devfs.c: the session's minimal /dev on DEV.  */
-int holder_mount_dev (const char *dev, esbx_error_t *err);
+int holder_mount_dev (const char *dev, uint64_t shm_size, esbx_error_t *err);
 /* procfs.c: proc and sysfs with Docker's masked and read-only paths.  */
 int holder_mount_proc (const char *proc, esbx_error_t *err);
 int holder_mount_sys (const char *sys, esbx_error_t *err);

@@ -6,7 +6,7 @@
  *                            (symlinks such as /bin -> usr/bin are copied)
  *   /etc                     the host's, read-only, secrets masked (etc.c);
  *                            an egress session's resolv.conf bound on it
- *   /tmp /run /home          private tmpfs
+ *   /tmp /run /home          private tmpfs of --tmpfs-size bytes each
  *   /run/secrets             the session's secrets, a tmpfs of their own
  *                            (secrets.c), only with --secret
  *   /root                    private tmpfs, 0700: HOME of an exec as uid 0
@@ -33,6 +33,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -140,10 +141,14 @@ bind_entries (const char *src, const char *const *allowed, size_t nallowed, esbx
   return 0;
 }
 
+/* Sized: an unsized tmpfs may grow to half the host's RAM.  Its pages
+   are charged to the memory cgroup of whoever writes them, the session's
+   for every writer inside, so they count in its memory limit as well.  */
 static int
-private_tmpfs (const char *name, const char *options, esbx_error_t *err)
+private_tmpfs (const char *name, const char *mode, uint64_t size, esbx_error_t *err)
 {
   _cleanup_free_ char *dst = xasprintf (STAGE "/%s", name);
+  _cleanup_free_ char *options = xasprintf ("mode=%s,size=%" PRIu64, mode, size);
 
   if (mkdir (dst, 0755) < 0)
     return esbx_make_error (err, errno, "mkdir `%s`", dst);
@@ -151,12 +156,13 @@ private_tmpfs (const char *name, const char *options, esbx_error_t *err)
 }
 
 static int
-kernel_dirs (esbx_error_t *err)
+kernel_dirs (uint64_t shm_size, esbx_error_t *err)
 {
   if (mkdir (STAGE "/dev", 0755) < 0 || mkdir (STAGE "/proc", 0555) < 0
       || mkdir (STAGE "/sys", 0555) < 0)
     return esbx_make_error (err, errno, "mkdir in `%s`", STAGE);
-  if (holder_mount_dev (STAGE "/dev", err) < 0 || holder_mount_proc (STAGE "/proc", err) < 0)
+  if (holder_mount_dev (STAGE "/dev", shm_size, err) < 0
+      || holder_mount_proc (STAGE "/proc", err) < 0)
     return -1;
   return holder_mount_sys (STAGE "/sys", err);
 }
@@ -289,13 +295,14 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, esb
   etc = xstrdup (STAGE "/etc");
   if (holder_mask_etc (etc, err) < 0 || bind_resolv_conf (resolvfd, err) < 0)
     return -1;
-  if (private_tmpfs ("tmp", "mode=1777", err) < 0 || private_tmpfs ("run", "mode=0755", err) < 0
-      || private_tmpfs ("home", "mode=0755", err) < 0
-      || private_tmpfs ("root", "mode=0700", err) < 0)
+  if (private_tmpfs ("tmp", "1777", cfg->tmpfs_size, err) < 0
+      || private_tmpfs ("run", "0755", cfg->tmpfs_size, err) < 0
+      || private_tmpfs ("home", "0755", cfg->tmpfs_size, err) < 0
+      || private_tmpfs ("root", "0700", cfg->tmpfs_size, err) < 0)
     return -1;
   if (holder_secrets_mount (cfg, STAGE, err) < 0)
     return -1;
-  if (kernel_dirs (err) < 0)
+  if (kernel_dirs (cfg->shm_size, err) < 0)
     return -1;
   stagefd = TEMP_FAILURE_RETRY (open (STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (stagefd < 0)

@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -77,6 +78,29 @@ detach (int report)
   _exit (0);
 }
 
+/* At the memory limit the cgroup's OOM killer picks the process of the
+   session with the highest score, and the holder must not be that one:
+   what a session keeps on its tmpfs is charged to no process, so a full
+   tmpfs leaves every process small, the holder too.  It protects itself
+   with -1000 where the host lets it (shim/holder/main.c); where it could
+   not, the command raises its own score above it.  Best effort.  */
+static void
+shield_holder (pid_t holder)
+{
+  char path[64], buf[16] = "";
+  _cleanup_close_ int in = -1, out = -1;
+  ssize_t n;
+
+  snprintf (path, sizeof path, "/proc/%d/oom_score_adj", (int)holder);
+  in = TEMP_FAILURE_RETRY (open (path, O_RDONLY | O_CLOEXEC));
+  if (in < 0 || (n = TEMP_FAILURE_RETRY (read (in, buf, sizeof buf - 1))) <= 0
+      || strtol (buf, NULL, 10) <= -1000)
+    return;
+  out = TEMP_FAILURE_RETRY (open ("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+  if (out >= 0 && esbx_write_all (out, "500", 3) < 0)
+    return;
+}
+
 void
 exec_child (const struct exec_run *r, int report)
 {
@@ -91,6 +115,7 @@ exec_child (const struct exec_run *r, int report)
      namespace changes.  */
   if (esbx_cgroup_enter (r->info->cgroup, 0, &err) < 0)
     child_fail (report, &err);
+  shield_holder (r->info->pid);
   if (setns (r->holder_pidfd, CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) < 0)
     {
       esbx_make_error (&err, errno, "join the namespaces of the holder");

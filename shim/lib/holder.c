@@ -210,6 +210,20 @@ end_holder (const struct esbx_holder_info *info)
   TEMP_FAILURE_RETRY (poll (&p, 1, TERM_TIMEOUT));
 }
 
+/* The holder's ipc namespace, pinned by the fd: containers outside the
+   session cgroup are found by it once the holder is gone.  -1 when the
+   holder of INFO is no longer the recorded one.  */
+static int
+open_ipc_ns (const struct esbx_holder_info *info)
+{
+  _cleanup_free_ char *path = xasprintf ("/proc/%d/ns/ipc", (int)info->pid);
+  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (open (path, O_RDONLY | O_CLOEXEC));
+
+  if (fd < 0 || !esbx_proc_alive (info->pid, info->starttime))
+    return -1;
+  return take_fd (&fd);
+}
+
 /* --secret ROOT/secrets/NAME:FILE for each secret the session holds as a
    file: the holder reads the values itself, so that they pass through no
    pipe nor argument.  */
@@ -294,6 +308,12 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
 
     for (i = 0; i < ARRAY_SIZE (fixed); i++)
       strv_push (&argv, xstrdup (fixed[i]));
+    strv_push (&argv, xstrdup ("--tmpfs-size"));
+    strv_push (&argv, xasprintf ("%" PRIu64, s->tmpfs_size ? s->tmpfs_size
+                                                           : (uint64_t)ESBX_DEFAULT_TMPFS_SIZE));
+    strv_push (&argv, xstrdup ("--shm-size"));
+    strv_push (&argv,
+               xasprintf ("%" PRIu64, s->shm_size ? s->shm_size : (uint64_t)ESBX_DEFAULT_SHM_SIZE));
     if (s->rootfs)
       {
         rootfs = esbx_rootfs_dir (ss->store, s->rootfs);
@@ -418,9 +438,18 @@ esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err)
     return -1;
   if (read_record (dfd, &info, &rerr) == 0)
     {
+      _cleanup_close_ int ipcfd = -1;
+
       was_running = esbx_proc_alive (info.pid, info.starttime);
+      if (was_running && esbx_exists_at (dfd, ESBX_HOLDER_OUTSIDE_CGROUP))
+        ipcfd = open_ipc_ns (&info);
       if (was_running)
         end_holder (&info);
+      if (ipcfd >= 0 && esbx_proc_kill_ns (ipcfd, "ipc") < 0)
+        {
+          esbx_error_free (&rerr);
+          return esbx_make_error (err, errno, "session `%s`: end its containers", session);
+        }
       if (strcmp (info.cgroup, cg) != 0)
         esbx_cgroup_remove (info.cgroup, NULL);
     }
@@ -429,7 +458,10 @@ esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err)
   esbx_egress_down (store, session);
   ret = esbx_cgroup_remove (cg, err);
   if (ret == 0)
-    discard_record (dfd);
+    {
+      discard_record (dfd);
+      unlinkat (dfd, ESBX_HOLDER_OUTSIDE_CGROUP, 0);
+    }
   if (ret == 0 && was_running)
     {
       json_t *fields = json_new (JSON_OBJECT);

@@ -1,10 +1,13 @@
 /* esbx shim: the session holder, esbx-holder, one per session.
  *
  * It is PID 1 of the session's pid namespace and owns its mnt, uts, ipc and
- * (unless the session shares the host network) net namespaces; every process
- * of the session, local commands and Docker containers alike, joins those
- * namespaces and sits in the session cgroup.  It is recorded in
- * ROOT/sessions/S/holder.json with its pid and start time.
+ * (unless the session shares the host network) net namespaces.  A session's
+ * commands join all of them; a container (`--runtime esbx`) joins the net,
+ * uts and ipc namespaces only, keeping a pid namespace of its own, so that
+ * neither can open the other's /proc/PID entries.  Both sit in the session
+ * cgroup (a container whose engine manages cgroups through systemd keeps
+ * the engine's).  It is recorded in ROOT/sessions/S/holder.json with its
+ * pid and start time.
  *
  * The executable is looked up next to the running program, then in its
  * ../shim/ (a build tree), then $ESBX_HOLDER, then $PATH.  */
@@ -19,6 +22,12 @@
 /* What esbx-holder sends on its ready pipe (common/sync.h) once the
    session's namespaces are ready; an error instead when it failed.  */
 #define ESBX_HOLDER_READY 'R'
+
+/* In the session directory while a container of the session may live
+   outside the session cgroup (esbx-runtime with a systemd cgroup manager):
+   esbx_holder_stop then also ends every process of the session's ipc
+   namespace, which such a container joined and cannot leave.  */
+#define ESBX_HOLDER_OUTSIDE_CGROUP "containers-outside-cgroup"
 
 struct esbx_holder_info
 {

@@ -1,10 +1,14 @@
 #include "proc.h"
 #include "utils.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 static ssize_t
 read_proc (pid_t pid, const char *file, char *buf, size_t size)
@@ -121,4 +125,50 @@ esbx_proc_cmdline (pid_t pid)
       buf[i] = ' ';
   buf[n] = '\0';
   return xstrdup (buf);
+}
+
+/* One pass: SIGKILL the members; their number.  */
+static size_t
+kill_members (const struct stat *ns, const char *type)
+{
+  _cleanup_dir_ DIR *d = opendir ("/proc");
+  struct dirent *de;
+  size_t n = 0;
+
+  while (d && (de = readdir (d)) != NULL)
+    {
+      char path[64], *end;
+      struct stat st;
+      long pid = strtol (de->d_name, &end, 10);
+
+      if (pid <= 0 || *end != '\0' || pid == (long)getpid ())
+        continue;
+      snprintf (path, sizeof path, "/proc/%ld/ns/%s", pid, type);
+      if (stat (path, &st) < 0 || st.st_ino != ns->st_ino || st.st_dev != ns->st_dev)
+        continue;
+      kill ((pid_t)pid, SIGKILL);
+      n++;
+    }
+  return n;
+}
+
+int
+esbx_proc_kill_ns (int nsfd, const char *type)
+{
+  struct timespec pause = { 0, 25 * 1000000L };
+  struct stat ns;
+  int tries;
+
+  if (fstat (nsfd, &ns) < 0)
+    return -1;
+  /* A zombie keeps its /proc entry but not its namespaces: a pass that
+     finds nobody is the end.  */
+  for (tries = 0; tries < 40; tries++)
+    {
+      if (kill_members (&ns, type) == 0)
+        return 0;
+      nanosleep (&pause, NULL);
+    }
+  errno = EBUSY;
+  return -1;
 }

@@ -15,5 +15,10 @@ bool esbx_proc_alive (pid_t pid, unsigned long long starttime);
 pid_t esbx_proc_ns_pid (pid_t pid);
 /* argv joined with spaces, or "[comm]" for kernel threads; NULL when gone.  */
 char *esbx_proc_cmdline (pid_t pid);
+/* SIGKILL every process whose namespace /proc/PID/ns/TYPE is the one NSFD
+   (an open /proc/X/ns/TYPE, which pins it, so its inode is not reused)
+   refers to, until a pass of /proc finds none; < 0 with EBUSY when some
+   survive 40 passes.  The caller must not be in that namespace.  */
+int esbx_proc_kill_ns (int nsfd, const char *type);
 
 #endif

@@ -64,9 +64,21 @@ write_config (int bundlefd, const char *bundle, const json_t *config, esbx_error
   return 0;
 }
 
+static int
+mark_outside_cgroup (const struct esbx_sandbox_session *ss, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = TEMP_FAILURE_RETRY (openat (
+      ss->dfd, ESBX_HOLDER_OUTSIDE_CGROUP, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+
+  if (fd < 0)
+    return esbx_make_error (err, errno, "create `%s`", ESBX_HOLDER_OUTSIDE_CGROUP);
+  return 0;
+}
+
 static void
 record_attached (struct runtime *rt, const struct esbx_sandbox_session *ss, const char *id,
-                 const char *bundle, const struct esbx_holder_info *info, const char *cgroup)
+                 const char *bundle, const struct esbx_holder_info *info, const char *cgroup,
+                 json_t *withheld)
 {
   json_t *fields = json_new (JSON_OBJECT);
   esbx_error_t err = NULL;
@@ -78,6 +90,8 @@ record_attached (struct runtime *rt, const struct esbx_sandbox_session *ss, cons
     json_set_string (fields, "cgroup", cgroup);
   else
     json_set (fields, "cgroup", json_new (JSON_NULL));
+  if (withheld)
+    json_set (fields, "env_withheld", withheld);
   /* The container is fine without its event: warn, do not fail create.  */
   if (esbx_event_append_to (ss, "container-attached", fields, &err) < 0)
     {
@@ -95,6 +109,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
   _cleanup_sandbox_session_ struct esbx_sandbox_session *ss = NULL;
   _cleanup_holder_info_ struct esbx_holder_info info = { 0 };
   _cleanup_json_ json_t *config = NULL;
+  _cleanup_json_ json_t *withheld = NULL;
   _cleanup_free_ char *session = NULL;
   _cleanup_free_ char *cgroup = NULL;
   _cleanup_close_ int bundlefd = -1;
@@ -131,8 +146,11 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
 
   cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
+  /* Outside the session cgroup, only the marker lets discard find it.  */
+  if (cgroup == NULL && mark_outside_cgroup (ss, err) < 0)
+    return esbx_error_wrap (err, "esbx session `%s`", session);
   spec_join_holder (config, session, info.pid, cgroup);
-  spec_fill_env (config, ss->rec->env);
+  withheld = spec_fill_env (config, ss->rec->env);
   if (write_config (bundlefd, bundle, config, err) < 0)
     return -1;
   if (runtime_map_set (store_root, args.id, session, err) < 0)
@@ -142,6 +160,6 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
       esbx_error_free (err);
     }
   record_attached (rt, ss, args.id, realpath (bundle, bundle_real) ? bundle_real : bundle, &info,
-                   cgroup);
+                   cgroup, steal_pointer (&withheld));
   return runtime_exec_runc (rt, err);
 }

@@ -66,13 +66,18 @@ char **runtime_store_roots (const struct runtime *rt);
    several, or when a mount names a session that no longer exists.  */
 int spec_find_session (const json_t *config, char *const *roots, char **session, size_t *root,
                        esbx_error_t *err);
-/* Join the holder PID's pid/net/uts/ipc namespaces, drop what conflicts with
-   that, set the cgroup path (unless NULL) and the session annotation.  */
+/* Join the holder PID's net/uts/ipc namespaces (the pid namespace stays the
+   config's own), drop what conflicts with that, set the cgroup path (unless
+   NULL) and the session annotation.  */
 void spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cgroups_path);
-/* Add the session's env (an object of strings) to process.env, key by key,
-   where the config does not set the key: the image's ENV and `docker run
-   -e` win.  Never HOME: runc takes the image user's.  */
-void spec_fill_env (json_t *config, const json_t *env);
+/* env.c: add the session's env (an object of strings) to process.env, key
+   by key, where the config does not set the key: the image's ENV and
+   `docker run -e` win.  Never HOME (runc takes the image user's), and no
+   loader variable (runtime_env_is_loader) unless the config's own env has
+   ESBX_SESSION_LOADER_ENV=1.  Returns the keys held back, sorted (owned;
+   NULL when none).  */
+json_t *spec_fill_env (json_t *config, const json_t *env);
+bool runtime_env_is_loader (const char *key);
 
 /* runc.c: find runc (rt->runc), and execve it with the original argv;
    the latter returns only on error.  "runc" stands for the wrapped runtime,

@@ -3,8 +3,12 @@
  * Docker bind-mounts a session's merged directory (ROOT/sessions/S/merged,
  * returned by the volume plugin) into the container; that mount is how we
  * recognise an esbx container.  Joining the holder means path entries for
- * the pid, network, uts and ipc namespaces (runc cannot join a mount
- * namespace; the session's files arrive through the bind mount itself).  */
+ * the network, uts and ipc namespaces (runc cannot join a mount namespace;
+ * the session's files arrive through the bind mount itself).  The pid
+ * namespace is not joined: the container keeps the one its config asks
+ * for (a new one, as Docker and podman ask by default), so that the
+ * session's commands and the container cannot name each other's processes
+ * and so cannot open each other's /proc/PID/environ or /proc/PID/root.  */
 #include "runtime.h"
 #include "path.h"
 #include "text.h"
@@ -347,14 +351,15 @@ spec_find_session (const json_t *config, char *const *roots, char **session, siz
   return 0;
 }
 
+static const char *const joined_types[] = { "network", "uts", "ipc" };
+
 static bool
 joined_type (const char *type)
 {
-  static const char *const types[] = { "pid", "network", "uts", "ipc" };
   size_t i;
 
-  for (i = 0; i < ARRAY_SIZE (types); i++)
-    if (strcmp (type, types[i]) == 0)
+  for (i = 0; i < ARRAY_SIZE (joined_types); i++)
+    if (strcmp (type, joined_types[i]) == 0)
       return true;
   return false;
 }
@@ -392,12 +397,12 @@ object_member (json_t *obj, const char *key)
 static void
 join_namespaces (json_t *linux_, pid_t pid)
 {
-  static const char *const types[] = { "pid", "network", "uts", "ipc" };
   json_t *old = json_get (linux_, "namespaces");
   json_t *ns = json_new (JSON_ARRAY);
   size_t i;
 
-  /* Keep the other namespaces (mount, cgroup, user...) in their order.  */
+  /* Keep the other namespaces (pid, mount, cgroup, user...) in their
+     order.  */
   if (old && old->type == JSON_ARRAY)
     for (i = 0; i < json_len (old); i++)
       {
@@ -407,8 +412,8 @@ join_namespaces (json_t *linux_, pid_t pid)
           continue;
         json_append (ns, json_take_at (old, i));
       }
-  for (i = 0; i < ARRAY_SIZE (types); i++)
-    json_append (ns, ns_entry (types[i], pid));
+  for (i = 0; i < ARRAY_SIZE (joined_types); i++)
+    json_append (ns, ns_entry (joined_types[i], pid));
   json_set (linux_, "namespaces", ns);
 }
 
@@ -472,46 +477,4 @@ spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cg
   if (cgroups_path)
     json_set_string (linux_, "cgroupsPath", cgroups_path);
   json_set_string (object_member (config, "annotations"), ESBX_SESSION_ANNOTATION, session);
-}
-
-/* KEY of "KEY=VALUE" is in LIST.  */
-static bool
-env_has (const json_t *list, const char *key)
-{
-  size_t i, klen = strlen (key);
-  const json_t *e;
-
-  json_array_foreach (list, i, e)
-    if (e->type == JSON_STRING && strncmp (e->text, key, klen) == 0
-        && (e->text[klen] == '=' || e->text[klen] == '\0'))
-      return true;
-  return false;
-}
-
-void
-spec_fill_env (json_t *config, const json_t *env)
-{
-  json_t *process = json_get (config, "process");
-  json_t *list;
-  const json_t *v;
-  const char *key;
-  size_t i;
-
-  if (process == NULL || process->type != JSON_OBJECT || json_len (env) == 0)
-    return;
-  list = json_get (process, "env");
-  if (list == NULL || list->type != JSON_ARRAY)
-    {
-      list = json_new (JSON_ARRAY);
-      json_set (process, "env", list);
-    }
-  /* HOME is left to runc, which takes the image's user's from its
-     /etc/passwd when the config has none: a session's HOME names a
-     directory of the session's root, not of the image's.  */
-  json_object_foreach (env, i, key, v)
-    if (strcmp (key, "HOME") != 0 && !env_has (list, key))
-      {
-        _cleanup_free_ char *kv = xasprintf ("%s=%s", key, v->text);
-        json_append (list, json_new_string (kv));
-      }
 }

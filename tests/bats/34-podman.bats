@@ -149,21 +149,24 @@ pvol() {
   local holder cg ns
   holder=$(holder_pid "$S")
   kill -0 "$holder"
-  # One pid namespace: the holder's, as esbx exec sees it.
+  # A pid namespace of its own, not the holder's (which esbx exec joins).
   run podman exec a1 readlink /proc/self/ns/pid
   assert_success
   ns=$output
-  assert_equal "$ns" "$(readlink "/proc/$holder/ns/pid")"
+  refute [ "$ns" = "$(readlink "/proc/$holder/ns/pid")" ]
   esbx_ok exec "$S" -- readlink /proc/self/ns/pid
-  assert_output "$ns"
+  refute_output "$ns"
   for t in net uts ipc; do
     run podman exec a2 readlink "/proc/self/ns/$t"
     assert_output "$(readlink "/proc/$holder/ns/$t")"
   done
   run podman exec a2 ps -o args
+  refute_output --partial "sleep 300"
+  assert_output --partial "sleep 301"
+  refute_output --partial esbx-holder
+  esbx_ok ps "$S"
   assert_output --partial "sleep 300"
   assert_output --partial "sleep 301"
-  assert_output --partial esbx-holder
   run podman exec a1 hostname
   assert_output "$S"
   # The session's cgroup holds the container's processes.
@@ -181,7 +184,7 @@ pvol() {
   run grep -c '"container-detached"' "$ESBX_ROOT/sessions/$S/events.jsonl"
   assert_output 1
   kill -0 "$holder"
-  run podman exec a2 ps -o args
+  esbx_ok ps "$S"
   refute_output --partial "sleep 300"
   assert_output --partial "sleep 301"
 }

@@ -43,6 +43,12 @@ teardown() {
   for id in $("$OCI" --root "$RUNC_ROOT" list -q 2>/dev/null); do
     "$OCI" --root "$RUNC_ROOT" delete -f "$id" >/dev/null 2>&1 || true
   done
+  if [ -d "$BATS_TEST_TMPDIR/crun" ]; then
+    for id in $(crun --root "$BATS_TEST_TMPDIR/crun" list -q 2>/dev/null); do
+      crun --root "$BATS_TEST_TMPDIR/crun" delete -f "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  kill_host_socket
   stop_holders
   teardown_store
 }
@@ -120,7 +126,7 @@ wait_stopped() {
   return 1
 }
 
-@test "runtime: two containers of one session share pid, uts, ipc and net namespaces" {
+@test "runtime: two containers of one session share uts, ipc and net namespaces, not pid" {
   new_session s1
   make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
   make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
@@ -129,23 +135,36 @@ wait_stopped() {
   rt_create_ok c2 "$BATS_TEST_TMPDIR/b2"
   rt_start c2
 
+  # Each container sees its own processes only.
   run in_ctr c2 ps -o args
   assert_success
-  assert_output --partial "sleep 1001"
+  refute_output --partial "sleep 1001"
   assert_output --partial "sleep 1002"
+  refute_output --partial esbx-holder
 
   run in_ctr c1 hostname
   assert_output s1
   run in_ctr c2 hostname
   assert_output s1
 
-  local ns
-  for ns in pid net uts ipc; do
+  local ns one holder
+  holder=$(holder_pid s1)
+  for ns in net uts ipc; do
     run in_ctr c1 readlink /proc/self/ns/$ns
-    local one=$output
+    one=$output
+    assert_equal "$one" "$(readlink "/proc/$holder/ns/$ns")"
     run in_ctr c2 readlink /proc/self/ns/$ns
     assert_equal "$output" "$one"
   done
+  run in_ctr c1 readlink /proc/self/ns/pid
+  one=$output
+  refute [ "$one" = "$(readlink "/proc/$holder/ns/pid")" ]
+  run in_ctr c2 readlink /proc/self/ns/pid
+  refute [ "$output" = "$one" ]
+  # The session cgroup still holds both: esbx ps lists them.
+  esbx_ok ps s1
+  assert_output --partial "sleep 1001"
+  assert_output --partial "sleep 1002"
   # The session's files are where the volume put them.
   run in_ctr c1 cat /work/README
   assert_output hello
@@ -158,10 +177,12 @@ wait_stopped() {
     >"$BATS_TEST_TMPDIR/c" && mv "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/b1/config.json"
   rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
   local cfg=$BATS_TEST_TMPDIR/b1/config.json pid
-  pid=$(jq -r '.linux.namespaces[] | select(.type == "pid") | .path' "$cfg" | cut -d/ -f3)
+  pid=$(jq -r '.linux.namespaces[] | select(.type == "uts") | .path' "$cfg" | cut -d/ -f3)
   [ -n "$pid" ] && kill -0 "$pid"
+  assert_equal "$pid" "$(holder_pid s1)"
   run jq -r '.linux.namespaces[] | "\(.type) \(.path)"' "$cfg"
-  assert_line "pid /proc/$pid/ns/pid"
+  # The pid namespace stays the container's own.
+  assert_line "pid null"
   assert_line "network /proc/$pid/ns/net"
   assert_line "uts /proc/$pid/ns/uts"
   assert_line "ipc /proc/$pid/ns/ipc"
@@ -181,17 +202,20 @@ wait_stopped() {
   assert_output --partial '"container":"c1"'
 }
 
-@test "runtime: a process left by a container outlives the container's exit" {
+@test "runtime: a process left by a container ends with the container, as with runc" {
   new_session s1
   make_bundle "$BATS_TEST_TMPDIR/b1" '["sh", "-c", "sleep 1003 & exit 0"]' "$(merged s1)" /work
-  make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
   rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
   rt_start c1
   wait_stopped c1
-  rt_create_ok c2 "$BATS_TEST_TMPDIR/b2"
-  rt_start c2
-  run in_ctr c2 ps -o args
-  assert_output --partial "sleep 1003"
+  # Its pid namespace went with its init: nothing is left in the session.
+  local i
+  for i in $(seq 50); do
+    "$ESBX" ps s1 | grep -q "sleep 1003" || break
+    sleep 0.1
+  done
+  esbx_ok ps s1
+  refute_output --partial "sleep 1003"
 }
 
 @test "runtime: run --detach goes through the same rewrite" {
@@ -221,6 +245,41 @@ wait_stopped() {
   rt_start c1
   run in_ctr c1 sh -c 'echo "$FROM_SESSION $OWN $TERM"'
   assert_output "yes container xterm"
+}
+
+@test "runtime: the session's env sets no loader variable in a container unless it asks" {
+  # A session's creator (a manage token of one project) must not decide
+  # which code a container, started by someone else with its own
+  # credentials, loads: LD_PRELOAD naming a library in the workspace would
+  # run in the container before its command.
+  new_session s1 --env LD_PRELOAD=/work/evil.so --env LD_LIBRARY_PATH=/work/lib \
+    --env BASH_ENV=/work/rc --env PYTHONPATH=/work/py --env NODE_OPTIONS=--require=/work/x \
+    --env GCONV_PATH=/work/gconv --env PLAIN=kept
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  run jq -r '.process.env[]' "$BATS_TEST_TMPDIR/b1/config.json"
+  assert_line PLAIN=kept
+  refute_line --partial LD_PRELOAD
+  refute_line --partial LD_LIBRARY_PATH
+  refute_line --partial BASH_ENV
+  refute_line --partial PYTHONPATH
+  refute_line --partial NODE_OPTIONS
+  refute_line --partial GCONV_PATH
+  # What was held back is in the attachment's event.
+  run grep '"container-attached"' "$ESBX_ROOT/sessions/s1/events.jsonl"
+  assert_output --partial '"env_withheld":["BASH_ENV","GCONV_PATH","LD_LIBRARY_PATH","LD_PRELOAD","NODE_OPTIONS","PYTHONPATH"]'
+  # A container that asks (ESBX_SESSION_LOADER_ENV=1 in its own env) gets them.
+  make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1002"]' "$(merged s1)" /work
+  jq '.process.env += ["ESBX_SESSION_LOADER_ENV=1"]' "$BATS_TEST_TMPDIR/b2/config.json" \
+    >"$BATS_TEST_TMPDIR/c" && mv "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/b2/config.json"
+  rt_create_ok c2 "$BATS_TEST_TMPDIR/b2"
+  run jq -r '.process.env[]' "$BATS_TEST_TMPDIR/b2/config.json"
+  assert_line LD_PRELOAD=/work/evil.so
+  assert_line BASH_ENV=/work/rc
+  assert_line PLAIN=kept
+  # The session's own commands get the session's env as it was asked.
+  esbx_ok exec s1 -- sh -c 'echo "$BASH_ENV"'
+  assert_line /work/rc
 }
 
 @test "runtime: a container without esbx mounts gets its config.json byte for byte" {
@@ -435,8 +494,8 @@ EOF
     run cat "$BATS_TEST_TMPDIR/fake/argv"
     assert_output "$(printf '%s\n' --cgroup-manager "$mgr" --root "$RUNC_ROOT" create --bundle \
       "$BATS_TEST_TMPDIR/b-$mgr" "c-$mgr")"
-    run jq -r '.linux.namespaces[] | select(.type == "pid") | .path' "$cfg"
-    assert_output --regexp '^/proc/[0-9]+/ns/pid$'
+    run jq -r '.linux.namespaces[] | select(.type == "ipc") | .path' "$cfg"
+    assert_output --regexp '^/proc/[0-9]+/ns/ipc$'
     run jq -r '.linux.cgroupsPath' "$cfg"
     if [ "$mgr" = cgroupfs ]; then
       assert_output --regexp "^/esbx/(.*\.)?s1/c-$mgr\$"
@@ -484,4 +543,153 @@ EOF
       esbx_ok discard "r$i"
     done
   done
+}
+
+# The boundary between a session and the containers that join it.  A
+# container keeps the session's network, uts and ipc namespaces but has a
+# pid namespace of its own, so neither side can name the other's processes:
+# no /proc/PID/environ, /proc/PID/root (the other side's private files, a
+# socket bound into it, its /run/secrets) is reachable.  The containers get
+# Docker's default capabilities, as `docker run` gives them, so that the
+# ptrace access check the kernel makes for /proc/PID/* is the one a real
+# container faces.
+DOCKER_CAPS='["CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FSETID","CAP_FOWNER","CAP_MKNOD",
+  "CAP_NET_RAW","CAP_SETGID","CAP_SETUID","CAP_SETFCAP","CAP_SETPCAP",
+  "CAP_NET_BIND_SERVICE","CAP_SYS_CHROOT","CAP_KILL","CAP_AUDIT_WRITE"]'
+
+# `docker_like BUNDLE [ENV...]`: Docker's capabilities, a private tmpfs
+# /tmp and ENV (KEY=VALUE) in the bundle's config.
+docker_like() {
+  local cfg=$1/config.json env
+  shift
+  env=$(printf '%s\n' "$@" | jq -R . | jq -sc 'map(select(. != ""))')
+  jq --argjson caps "$DOCKER_CAPS" --argjson env "$env" \
+    '.process.capabilities = {bounding: $caps, effective: $caps, permitted: $caps}
+     | .process.env += $env
+     | .mounts += [{"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+                    "options": ["nosuid", "nodev", "mode=1777"]}]' "$cfg" >"$cfg.new"
+  mv "$cfg.new" "$cfg"
+}
+
+# A unix socket of the host in DIR/sock, answering one line to each client,
+# as a Docker socket bound into a container would answer.  Killed at
+# teardown through $BATS_TEST_TMPDIR/socket.pid.
+host_socket() {
+  /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    c.sendall(b"host-socket-answer\n")
+    c.close()
+' "$1/sock" </dev/null >/dev/null 2>&1 &
+  echo $! >"$BATS_TEST_TMPDIR/socket.pid"
+  local i
+  for i in $(seq 50); do
+    [ -S "$1/sock" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+kill_host_socket() {
+  [ -f "$BATS_TEST_TMPDIR/socket.pid" ] || return 0
+  kill "$(cat "$BATS_TEST_TMPDIR/socket.pid")" 2>/dev/null || true
+}
+
+@test "runtime: a session command cannot read a joined container's environ, root or bound socket" {
+  new_session s1
+  local host=$BATS_TEST_TMPDIR/host
+  mkdir -p "$host"
+  host_socket "$host"
+  make_bundle "$BATS_TEST_TMPDIR/b1" \
+    '["sh", "-c", "echo container-private >/tmp/private && exec sleep 1001"]' \
+    "$(merged s1)" /work "$host" /host
+  docker_like "$BATS_TEST_TMPDIR/b1" CTR_TOKEN=ctr-credential-4f1e
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  rt_start c1
+  # What the container holds, seen from inside it.
+  local i
+  for i in $(seq 50); do
+    in_ctr c1 cat /tmp/private >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  run in_ctr c1 sh -c 'cat /tmp/private; echo "$CTR_TOKEN"; [ -S /host/sock ] && echo socket'
+  assert_output --partial container-private
+  assert_output --partial ctr-credential-4f1e
+  assert_output --partial socket
+
+  # The session's command, uid 0 with Docker's capabilities, walks its /proc.
+  run "$ESBX" exec s1 -- sh -c '
+    for p in /proc/[0-9]*; do
+      tr "\0" "\n" <"$p/environ" 2>/dev/null | grep CTR_TOKEN
+      cat "$p/root/tmp/private" 2>/dev/null
+      [ -S "$p/root/host/sock" ] && echo "socket at $p"
+    done
+    ps -o args | grep "sleep 100[1]"
+    true'
+  assert_success
+  refute_output --partial ctr-credential-4f1e
+  refute_output --partial container-private
+  refute_output --partial socket
+  refute_output --partial "sleep 1001"
+  run "$ESBX" exec s1 -- python3 -c '
+import glob, socket
+for path in glob.glob("/proc/[0-9]*/root/host/sock"):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        print(s.recv(100).decode().strip(), "through", path)
+    except OSError:
+        pass
+'
+  assert_success
+  refute_output --partial host-socket-answer
+}
+
+@test "runtime: a joined container cannot read the session's /run/secrets or a session command's environ" {
+  printf 'session-secret-9c2d\n' | "$ESBX" secret create tok
+  new_session s1 --secret tok
+  esbx_ok exec s1 --detach --env SESSION_TOKEN=session-env-77ab -- sleep 1002
+  esbx_ok exec s1 -- cat /run/secrets/tok
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  docker_like "$BATS_TEST_TMPDIR/b1"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  rt_start c1
+  run in_ctr c1 sh -c '
+    for p in /proc/[0-9]*; do
+      cat "$p/root/run/secrets/tok" 2>/dev/null
+      tr "\0" "\n" <"$p/environ" 2>/dev/null | grep SESSION_TOKEN
+    done
+    ps -o args | grep "sleep 100[2]"
+    true'
+  assert_success
+  refute_output --partial session-secret-9c2d
+  refute_output --partial session-env-77ab
+  refute_output --partial "sleep 1002"
+}
+
+@test "runtime: discard ends a container that lives outside the session cgroup" {
+  # crun's --cgroup-manager disabled leaves the container in the engine's
+  # cgroup, as the systemd managers do; without a pid namespace in common
+  # with the holder, the session's ipc namespace is what finds it.
+  command -v crun >/dev/null || skip "crun is not installed"
+  local crun root=$BATS_TEST_TMPDIR/crun pid
+  crun=$(oci_runtime crun)
+  new_session s1
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1004"]' "$(merged s1)" /work
+  ESBX_RUNC=$crun "$RT" --cgroup-manager disabled --root "$root" create \
+    --bundle "$BATS_TEST_TMPDIR/b1" --pid-file "$BATS_TEST_TMPDIR/c1.pid" c1 \
+    </dev/null >"$BATS_TEST_TMPDIR/c1.out" 2>&1 || {
+    cat "$BATS_TEST_TMPDIR/c1.out" >&2
+    false
+  }
+  "$crun" --cgroup-manager disabled --root "$root" start c1
+  pid=$(cat "$BATS_TEST_TMPDIR/c1.pid")
+  kill -0 "$pid"
+  [ -e "$ESBX_ROOT/sessions/s1/containers-outside-cgroup" ]
+  esbx_ok discard s1
+  wait_gone "$pid"
 }

@@ -152,7 +152,7 @@ mkvol() {
   docker volume create -d "$DRIVER" -o project=demo "$1" >/dev/null
 }
 
-@test "runtime/docker: containers of one session share processes, hostname and files" {
+@test "runtime/docker: containers of one session share hostname, files and network, not processes" {
   mkvol "$S1"
   dstart a1 --runtime esbx -v "$S1":/work "$ESBX_TEST_IMAGE" sleep 300
   dstart a2 --runtime esbx -v "$S1":/work "$ESBX_TEST_IMAGE" sleep 301
@@ -160,7 +160,9 @@ mkvol() {
   run docker exec "a1-$DRIVER" ps -o args
   assert_success
   assert_output --partial "sleep 300"
-  assert_output --partial "sleep 301"
+  refute_output --partial "sleep 301"
+  run docker exec "a1-$DRIVER" readlink /proc/self/ns/net
+  assert_output "$(readlink "/proc/$(holder_pid "$S1")/ns/net")"
   run docker exec "a2-$DRIVER" hostname
   assert_output "$S1"
   run docker exec "a1-$DRIVER" cat /work/README
@@ -168,14 +170,45 @@ mkvol() {
   docker exec "a1-$DRIVER" sh -c 'echo private > /work/new'
   run docker exec "a2-$DRIVER" cat /work/new
   assert_output private
-  # The session's own view: esbx exec runs in the holder's namespaces.
+  # The session's commands run in the holder's pid namespace, which holds
+  # no container; esbx ps lists the session cgroup, which holds both.
   run "$ESBX" exec "$S1" -- ps -o args
   assert_success
+  refute_output --partial "sleep 300"
+  refute_output --partial "sleep 301"
+  esbx_ok ps "$S1"
   assert_output --partial "sleep 300"
   assert_output --partial "sleep 301"
   # Both attachments are in the session's event log.
   run grep -c '"container-attached"' "$ESBX_ROOT/sessions/$S1/events.jsonl"
   assert_output 2
+}
+
+@test "runtime/docker: a session command cannot read a container's -e credential or files; nor the reverse" {
+  printf 'session-secret-51aa\n' | "$ESBX" secret create tok
+  echo "$S1" >>"$BATS_TEST_TMPDIR/volumes"
+  docker volume create -d "$DRIVER" -o project=demo -o secret=tok "$S1" >/dev/null
+  dstart a1 --runtime esbx -v "$S1":/work -e CTR_TOKEN=ctr-credential-0d9e "$ESBX_TEST_IMAGE" \
+    sh -c 'echo container-private >/tmp/private && exec sleep 300'
+  esbx_ok exec "$S1" --detach --env SESSION_TOKEN=session-env-3b7c -- sleep 302
+  run docker exec "a1-$DRIVER" sh -c 'sleep 0.2; cat /tmp/private; echo "$CTR_TOKEN"'
+  assert_output "$(printf 'container-private\nctr-credential-0d9e')"
+  run "$ESBX" exec "$S1" -- sh -c '
+    for p in /proc/[0-9]*; do
+      tr "\0" "\n" <"$p/environ" 2>/dev/null | grep CTR_TOKEN
+      cat "$p/root/tmp/private" 2>/dev/null
+    done; true'
+  assert_success
+  refute_output --partial ctr-credential-0d9e
+  refute_output --partial container-private
+  run docker exec "a1-$DRIVER" sh -c '
+    for p in /proc/[0-9]*; do
+      cat "$p/root/run/secrets/tok" 2>/dev/null
+      tr "\0" "\n" <"$p/environ" 2>/dev/null | grep SESSION_TOKEN
+    done; true'
+  assert_success
+  refute_output --partial session-secret-51aa
+  refute_output --partial session-env-3b7c
 }
 
 @test "runtime/docker: the session account holds the containers' processes" {

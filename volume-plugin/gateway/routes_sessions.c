@@ -69,9 +69,9 @@ void
 esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
 {
   static const char *const fields[]
-      = { "project",  "name",      "base",    "labels", "network", "workspace",
-          "memory",   "pids",      "cpus",    "env",    "ttl",     "idle_ttl",
-          "snapshot", "on_expiry", "secrets", "allow",  NULL };
+      = { "project", "name",  "base",       "labels",   "network",  "workspace", "memory",
+          "pids",    "cpus",  "env",        "ttl",      "idle_ttl", "snapshot",  "on_expiry",
+          "secrets", "allow", "tmpfs_size", "shm_size", NULL };
   struct esbx_session_opts o = { 0 };
   _cleanup_free_ char **labels = NULL, **secrets = NULL, **allow = NULL;
   _cleanup_strv_ char **env = NULL;
@@ -81,7 +81,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   esbx_error_t err = NULL;
   char *reason = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaa") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaass") < 0)
     return;
   if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
@@ -109,6 +109,12 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   if ((s = json_get_string (ctx->json, "memory")) && esbx_parse_size (s, &o.memory, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   if ((s = json_get_string (ctx->json, "pids")) && esbx_parse_size (s, &o.pids, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if ((s = json_get_string (ctx->json, "tmpfs_size"))
+      && esbx_parse_tmpfs_size ("tmpfs_size", s, &o.tmpfs_size, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if ((s = json_get_string (ctx->json, "shm_size"))
+      && esbx_parse_tmpfs_size ("shm_size", s, &o.shm_size, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
