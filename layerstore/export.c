@@ -63,7 +63,15 @@ struct exporter
   struct esbx_inode_set linked;
   struct esbx_progress *progress; /* entries and bytes written */
   locale_t utf8, old;             /* this thread's locale while it writes */
+  bool no_git;                    /* a git project's tree: the root's .git stays out */
 };
+
+/* Is NAME at REL the repository a git project's layers carry?  */
+static bool
+skipped (const struct exporter *ex, const char *rel, const char *name)
+{
+  return ex->no_git && rel[0] == '\0' && strcmp (name, ".git") == 0;
+}
 
 /* The archive writer on FD, its copy buffer and a UTF-8 locale for names:
    libarchive converts names through the locale's charset, and esbxd is
@@ -438,6 +446,8 @@ walk_tree (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_er
       struct stat st;
       int r;
 
+      if (skipped (ex, rel, *p))
+        continue;
       if (check_path_length (child, depth + 1, err) < 0)
         return -1;
       r = emit_object (ex, *dfd, *p, child, err);
@@ -492,7 +502,7 @@ walk_stack (struct exporter *ex, struct esbx_stack *stk, const char *rel, esbx_e
       size_t layer;
       int r;
 
-      if (esbx_stack_lookup (stk, child, &layer, &st) != 1)
+      if (skipped (ex, rel, *p) || esbx_stack_lookup (stk, child, &layer, &st) != 1)
         continue;
       pfd = esbx_open_parent_beneath (stk->fds[layer], child, &base, err);
       if (pfd < 0)
@@ -539,6 +549,8 @@ walk_diff (struct exporter *ex, int *dfd, const char *rel, size_t depth, esbx_er
       _cleanup_free_ char *wh = NULL;
       struct stat st;
 
+      if (skipped (ex, rel, *p))
+        continue;
       if (check_path_length (child, depth + 1, err) < 0)
         return -1;
       if (fstatat (*dfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -755,6 +767,18 @@ esbx_export (esbx_store_t *store, const char *ref, const char *file, enum esbx_e
     return esbx_error_wrap (err, "export `%s`", shown);
   if (exporter_begin (&ex, fd, err) < 0)
     goto out;
+  /* An export is the tree: a git project's repository is git's to move
+     (push-git, the project's git-dir).  */
+  if (project)
+    ex.no_git = esbx_project_is_git (store, project);
+  else
+    {
+      struct esbx_session *s = NULL;
+      if (esbx_session_load (store, session, &s, err) < 0)
+        goto out;
+      ex.no_git = esbx_project_is_git (store, s->project);
+      esbx_session_free (s);
+    }
   ex.progress = esbx_progress_begin ("export", "files", 0);
   if (export_to (store, &ex, session, project, id, format, err) < 0
       || exporter_close (&ex, err) < 0)

@@ -214,6 +214,7 @@ esbx_import_tree_flags (const char *from, int destfd, unsigned flags, esbx_error
   im->destfd = destfd;
   im->is_dir = S_ISDIR (st.st_mode);
   im->image_layer = (flags & ESBX_IMPORT_IMAGE_LAYER) != 0;
+  im->skip_git = (flags & ESBX_IMPORT_SKIP_GIT) != 0;
   im->root = geteuid () == 0;
   /* Here, not in the child: its chroot hides the library.  */
   if (!im->is_dir && esbx_archive_load (err) < 0)

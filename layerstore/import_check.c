@@ -123,3 +123,30 @@ esbx_import_strip_setid (const char *rel, mode_t *mode)
   *mode &= ~(mode_t)(S_ISUID | S_ISGID);
   return 1;
 }
+
+bool
+esbx_import_skip_git (struct importer *im, const char *rel)
+{
+  const char *c;
+
+  if (!im->skip_git)
+    return false;
+  for (c = rel; c; c = strchr (c, '/'))
+    {
+      if (*c == '/')
+        c++;
+      if (strncmp (c, ".git", 4) == 0 && (c[4] == '\0' || c[4] == '/'))
+        {
+          if (!im->warned_git)
+            {
+              _cleanup_free_ char *shown = esbx_quote_path (rel);
+              esbx_warn ("import: `/%s` and every other .git are left out: a git repository "
+                         "makes a git project with `esbx project create --from-git`",
+                         shown);
+            }
+          im->warned_git = true;
+          return true;
+        }
+    }
+  return false;
+}

@@ -203,6 +203,8 @@ copy_dir (struct importer *im, int *srcdfd, int *dstdfd, const char *rel, size_t
     {
       _cleanup_free_ char *path = rel[0] ? xasprintf ("%s/%s", rel, *p) : xstrdup (*p);
 
+      if (esbx_import_skip_git (im, path))
+        continue;
       if (copy_entry (im, srcdfd, dstdfd, *p, path, depth, err) < 0)
         return -1;
     }

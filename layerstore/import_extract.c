@@ -72,7 +72,7 @@ prepare_entry (struct importer *im, struct archive_entry *e, char **relp, esbx_e
 
   if (esbx_import_clean_entry_name (archive_entry_pathname (e), &rel, err) < 0)
     return -1;
-  if (rel[0] == '\0')
+  if (rel[0] == '\0' || esbx_import_skip_git (im, rel))
     return 0;
   if (esbx_import_check_name (rel, err) < 0)
     return -1;

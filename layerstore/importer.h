@@ -27,7 +27,9 @@ struct importer
   uint64_t bytes;
   uint64_t entries;
   bool is_dir;
-  bool image_layer;             /* one OCI image layer: whiteout entries are skipped */
+  bool image_layer; /* one OCI image layer: whiteout entries are skipped */
+  bool skip_git;    /* ESBX_IMPORT_SKIP_GIT */
+  bool warned_git;
   struct esbx_inode_set linked; /* source files with several names (directories) */
 };
 
@@ -60,6 +62,8 @@ cleanup_archive_writep (struct archive **a)
 int esbx_import_count_bytes (struct importer *im, uint64_t n, esbx_error_t *err);
 int esbx_import_count_entry (struct importer *im, uint64_t *counter, esbx_error_t *err);
 int esbx_import_check_name (const char *name, esbx_error_t *err);
+/* Is REL a `.git` or below one, left out of the import (warned once)?  */
+bool esbx_import_skip_git (struct importer *im, const char *rel);
 int esbx_import_clean_entry_name (const char *name, char **out, esbx_error_t *err);
 /* True (and *ERR freed) when *ERR says that a path does not exist.  */
 bool esbx_import_missing (esbx_error_t *err);

@@ -583,6 +583,9 @@ int esbx_import_tree (const char *from, int destfd, esbx_error_t *err);
    skipped (the caller recreates them in overlay format from the layer's
    record).  */
 #define ESBX_IMPORT_IMAGE_LAYER 1u
+/* A project's tree: a `.git` at any depth is left out, with one warning
+   (git projects are made with --from-git).  */
+#define ESBX_IMPORT_SKIP_GIT 2u
 int esbx_import_tree_flags (const char *from, int destfd, unsigned flags, esbx_error_t *err);
 /* The layer diff directory DIFFD (overlay format) as an OCI image layer
    tar (whiteouts `.wh.NAME`, `.wh..wh..opq`) written to FD (export.c).  */

@@ -17,6 +17,7 @@ struct source
   const char *from;    /* a directory, an archive, a mounted tree, or NULL */
   const char *git;     /* or a git repository (a path or a URL) */
   const char *git_ref; /* and its ref (NULL: HEAD) */
+  bool keep_git;       /* FROM's .git directories too (a squash's tree) */
 };
 
 /* Stage a layer whose diff is filled from SRC, scan it into its record, and
@@ -40,7 +41,8 @@ import_layer (esbx_store_t *store, const char *project, const struct source *src
   diff = esbx_open_dir_at (store->rootfd, diffrel, err);
   if (diff < 0)
     goto out;
-  if (from && esbx_import_tree (from, diff, err) < 0)
+  if (from
+      && esbx_import_tree_flags (from, diff, src->keep_git ? 0 : ESBX_IMPORT_SKIP_GIT, err) < 0)
     goto out;
   if (src->git)
     {
@@ -269,7 +271,7 @@ esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_
     ret = esbx_mount_stack (lowers, n, NULL, NULL, merged, folded, err);
   if (ret == 0)
     {
-      struct source src = { .from = merged };
+      struct source src = { .from = merged, .keep_git = true };
 
       message = xasprintf ("squash of %zu layers (%s..%s)", count, ids[0], ids[count - 1]);
       ret = import_layer (store, name, &src, message, NULL, 0, new_id, err);

@@ -38,48 +38,94 @@ still_unmerged (const struct esbx_session *s, int ufd)
   return left;
 }
 
-/* A git session's commits since its base (or its last publish) are
-   replaced by the move of its branch: what they said is kept in the record
-   for the next publish (publish.c).  */
-static int
-keep_git_log (esbx_store_t *store, struct esbx_session *s, int ufd, esbx_error_t *err)
+/* A git session's branch after a rebase.  A session whose work was all
+   committed (its work tree is its HEAD's tree: the agents' way, a commit
+   after each edit) gets one commit on the head's, squashing its own: the
+   merged work tree, its messages, its last author; `git status` is clean.
+   Otherwise the branch moves to the head's commit and the session's work
+   shows as changes against it (as after `git reset`), the messages and
+   author of its commits kept in the record for the next publish.  */
+struct git_rebase
 {
-  _cleanup_free_ char *base = NULL, *all = NULL;
-  struct esbx_git_log log = { 0 };
+  struct esbx_git_log log;
+  bool squash;
+};
+
+static int
+git_before (esbx_store_t *store, struct esbx_session *s, int ufd, const struct esbx_changeset *cs,
+            struct git_rebase *g, esbx_error_t *err)
+{
+  _cleanup_free_ char *base = NULL;
   const char *mark = json_get_string (s->record, "git_published");
   const char *kept = json_get_string (s->record, "git_messages");
-  int ret = -1;
+  char tree[41];
 
   if (esbx_git_layer_commit (store, s->project, s->base, &base, err) < 0
-      || esbx_git_session_log (store, s, ufd, mark ? mark : base, &log, err) < 0)
-    goto out;
-  if (log.messages)
-    {
-      all = kept ? xasprintf ("%s\n\n%s", kept, log.messages) : xstrdup (log.messages);
-      json_set_string (s->record, "git_messages", all);
-    }
-  if (log.author_name)
-    {
-      json_set_string (s->record, "git_author", log.author_name);
-      json_set_string (s->record, "git_email", log.author_email);
-    }
-  json_remove (s->record, "git_published");
-  ret = 0;
-out:
-  esbx_git_log_free (&log);
-  return ret;
+      || esbx_git_session_log (store, s, ufd, mark ? mark : base, &g->log, err) < 0)
+    return -1;
+  g->squash = g->log.n_commits > 0 && g->log.head_tree && kept == NULL
+              && esbx_git_tree_of (store, s->project, s->base, ufd, cs, tree, err) == 0
+              && strcmp (tree, g->log.head_tree) == 0;
+  if (err && *err)
+    esbx_error_free (err);
+  return 0;
 }
 
-/* The session's branch onto the head's commit, its index the head's.  */
+/* Before the record is saved: what the branch's commits said, unless they
+   are squashed onto the head.  */
+static void
+git_keep (struct esbx_session *s, const struct git_rebase *g)
+{
+  _cleanup_free_ char *all = NULL;
+  const char *kept = json_get_string (s->record, "git_messages");
+
+  json_remove (s->record, "git_published");
+  if (g->squash)
+    return;
+  if (g->log.messages)
+    {
+      all = kept ? xasprintf ("%s\n\n%s", kept, g->log.messages) : xstrdup (g->log.messages);
+      json_set_string (s->record, "git_messages", all);
+    }
+  if (g->log.author_name)
+    {
+      json_set_string (s->record, "git_author", g->log.author_name);
+      json_set_string (s->record, "git_email", g->log.author_email);
+    }
+}
+
 static int
-move_branch (esbx_store_t *store, const struct esbx_session *s, int ufd, const char *head,
-             esbx_error_t *err)
+git_after (esbx_store_t *store, struct esbx_session *s, int ufd, const char *head,
+           struct git_rebase *g, esbx_error_t *err)
 {
   _cleanup_free_ char *commit = NULL;
+  struct esbx_changeset cs = { 0 };
+  struct esbx_session *now = NULL;
+  char squashed[41];
+  int ret = -1, fd;
 
-  if (esbx_git_layer_commit (store, s->project, head, &commit, err) < 0)
+  if (!g->squash)
+    {
+      if (esbx_git_layer_commit (store, s->project, head, &commit, err) < 0)
+        return -1;
+      return esbx_git_session_rebase (ufd, commit, false, err);
+    }
+  /* The session's changes against its new base (the record as saved),
+     merged.  */
+  if (esbx_session_load (store, s->name, &now, err) < 0)
     return -1;
-  return esbx_git_session_rebase (ufd, commit, err);
+  fd = esbx_session_scan (store, now, NULL, 0, &cs, NULL, NULL, err);
+  esbx_session_free (now);
+  if (fd < 0)
+    return -1;
+  close (fd);
+  if (esbx_git_session_commit (store, s->project, head, ufd, &cs, g->log.author_name,
+                               g->log.author_email, g->log.messages, squashed, err)
+          == 0
+      && esbx_git_session_rebase (ufd, squashed, true, err) == 0)
+    ret = 0;
+  esbx_changeset_free (&cs);
+  return ret;
 }
 
 int
@@ -95,6 +141,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   _cleanup_close_ int plock = -1;
   _cleanup_close_ int sdfd = -1;
   _cleanup_strv_ char **ids = NULL;
+  struct git_rebase g = { 0 };
   size_t n;
   bool git;
   int ret = -1;
@@ -139,7 +186,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   esbx_conflicts_find (&cs, &up, r);
   if (esbx_rebase_plan_make (store, s, sdfd, ufd, &cs, &up, ids[n - 1], r, &plan, err) < 0)
     goto out;
-  if (git && keep_git_log (store, s, ufd, err) < 0)
+  if (git && git_before (store, s, ufd, &cs, &g, err) < 0)
     goto out;
   if (esbx_session_unmount (store, name, err) < 0 || esbx_rebase_plan_apply (plan, &same, err) < 0)
     goto out;
@@ -148,6 +195,12 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   json_set_string (s->record, "base", ids[n - 1]);
   json_set (s->record, "published", json_new (JSON_ARRAY));
   json_set (s->record, "unmerged", json_copy (r->unmerged));
+  if (git)
+    {
+      /* No squashed commit of files left with markers.  */
+      g.squash = g.squash && json_len (r->unmerged) == 0;
+      git_keep (s, &g);
+    }
   if (esbx_session_save (store, name, s->record, err) < 0)
     goto out;
   /* Once the base moved: the branch must not name a commit its layers do
@@ -155,7 +208,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
   if (git)
     {
       esbx_error_t e = NULL;
-      if (move_branch (store, s, ufd, ids[n - 1], &e) < 0)
+      if (git_after (store, s, ufd, ids[n - 1], &g, &e) < 0)
         {
           esbx_warn ("rebase `%s`: the session's branch did not move: %s", name, e->msg);
           esbx_error_free (&e);
@@ -177,6 +230,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
 out:
   if (ret < 0 && !(err && *err && (*err)->kind == ESBX_ERR_UNMERGED))
     esbx_error_wrap (err, "rebase `%s`", name);
+  esbx_git_log_free (&g.log);
   esbx_rebase_plan_free (plan);
   esbx_upstream_free (&up);
   esbx_changeset_free (&cs);

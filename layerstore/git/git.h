@@ -46,7 +46,8 @@ int esbx_git_session_init (int upperfd, const char *session, const char *commit,
    author, every message (oldest first, a blank line between).  */
 struct esbx_git_log
 {
-  char *head; /* the commit the session's HEAD names, or NULL */
+  char *head;      /* the commit the session's HEAD names, or NULL */
+  char *head_tree; /* and its tree, when the layers or the session hold it */
   size_t n_commits;
   char *author_name;
   char *author_email;
@@ -55,10 +56,10 @@ struct esbx_git_log
 int esbx_git_session_log (esbx_store_t *store, const struct esbx_session *s, int upperfd,
                           const char *base_commit, struct esbx_git_log *out, esbx_error_t *err);
 void esbx_git_log_free (struct esbx_git_log *g);
-/* After a rebase onto COMMIT (the session unmounted): the branch HEAD names
-   is at COMMIT and the session's index is the layers' (its work shows as
-   changes against the new head, as after `git reset`).  */
-int esbx_git_session_rebase (int upperfd, const char *commit, esbx_error_t *err);
+/* After a rebase (the session unmounted): the branch HEAD names is at
+   COMMIT; unless KEEP_INDEX, the session's index is the layers' (its work
+   shows as changes against the new head, as after `git reset`).  */
+int esbx_git_session_rebase (int upperfd, const char *commit, bool keep_index, esbx_error_t *err);
 
 /* Make the commit of the staged layer L (named, on HEAD of PROJECT):
    blobs of its files, trees, the commit with AUTHOR/EMAIL and MESSAGE (the
@@ -68,6 +69,18 @@ int esbx_git_session_rebase (int upperfd, const char *commit, esbx_error_t *err)
 int esbx_git_layer_make (esbx_store_t *store, const char *project, const char *staged_rel,
                          struct esbx_layer *l, const char *head, const char *author,
                          const char *email, const char *message, esbx_error_t *err);
+
+/* The tree id of BASE's commit with the changes CS, their files read
+   beneath SRCFD (nothing is kept).  */
+int esbx_git_tree_of (esbx_store_t *store, const char *project, const char *base, int srcfd,
+                      const struct esbx_changeset *cs, char tree_hex[41], esbx_error_t *err);
+/* A commit of a session on top of HEAD's commit: HEAD's tree with the
+   session's changes CS (from its upper UPPERFD), its objects and index in
+   the session's own .git (the branch is the caller's to move).  */
+int esbx_git_session_commit (esbx_store_t *store, const char *project, const char *head,
+                             int upperfd, const struct esbx_changeset *cs, const char *author,
+                             const char *email, const char *message, char commit_hex[41],
+                             esbx_error_t *err);
 
 /* How similar two contents are, 0 to 100, with libgit2's similarity
    signatures (the measure git's rename detection uses, whitespace at line

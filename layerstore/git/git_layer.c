@@ -32,7 +32,7 @@ struct make
   git_repository *repo;
   git_odb *odb;
   git_odb_backend *mempack;
-  int diffd; /* the staged layer's diff */
+  int diffd; /* where the changes' files are: a staged layer's diff, an upper */
   git_tree_update *removals, *upserts;
   size_t n_removals, n_upserts;
   git_oid *blob_of; /* per change of the layer: its blob (files, symlinks) */
@@ -151,12 +151,13 @@ layer_time (const struct esbx_layer *l)
   return (git_time_t)timegm (&tm);
 }
 
-/* The staged layer's `.git/index`: the head's with CS applied.  */
+/* GITFD/index: the head's index with CS applied, each entry with the stat
+   of its file in M's directory.  */
 static int
 write_index (struct make *m, esbx_store_t *store, const char *project, const char *head,
-             const struct esbx_changeset *cs, esbx_error_t *err)
+             const struct esbx_changeset *cs, int gitfd, esbx_error_t *err)
 {
-  _cleanup_free_ char *path = esbx_git_fd_path (m->diffd, ".git/index");
+  _cleanup_free_ char *path = esbx_git_fd_path (gitfd, "index");
   struct esbx_stack view = { 0 };
   git_index *idx = NULL;
   struct stat st;
@@ -171,9 +172,10 @@ write_index (struct make *m, esbx_store_t *store, const char *project, const cha
       _cleanup_close_ int in = esbx_open_regular_beneath (view.fds[layer], ".git/index", err);
       _cleanup_close_ int out = -1;
 
+      unlinkat (gitfd, "index", 0);
       out = in < 0 ? -1
-                   : TEMP_FAILURE_RETRY (openat (m->diffd, ".git/index",
-                                                 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+                   : TEMP_FAILURE_RETRY (openat (
+                       gitfd, "index", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
       if (in < 0 || out < 0 || esbx_copy_file_data (in, out, NULL, NULL, NULL, err) < 0)
         {
           if (in >= 0 && out < 0)
@@ -227,11 +229,11 @@ out:
   return ret;
 }
 
-/* The objects in the mempack as one pack in the staged `.git`.  */
+/* The objects in the mempack as one pack in the directory PACKFD.  */
 static int
-write_pack (struct make *m, esbx_error_t *err)
+write_pack (struct make *m, int packfd, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = esbx_git_fd_path (m->diffd, ".git/objects/pack");
+  _cleanup_free_ char *dir = esbx_git_fd_path (packfd, NULL);
   git_buf pack = { 0 };
   git_indexer *ix = NULL;
   git_indexer_progress stats;
@@ -241,7 +243,7 @@ write_pack (struct make *m, esbx_error_t *err)
       || git_indexer_new (&ix, dir, 0444, NULL, NULL) < 0
       || git_indexer_append (ix, pack.ptr, pack.size, &stats) < 0
       || git_indexer_commit (ix, &stats) < 0)
-    git_fail (err, "pack of `%s`: %s", "the layer");
+    git_fail (err, "pack of %s: %s", "the new objects");
   else
     ret = 0;
   git_indexer_free (ix);
@@ -249,84 +251,200 @@ write_pack (struct make *m, esbx_error_t *err)
   return ret;
 }
 
+static void
+make_close (struct make *m)
+{
+  git_repository_free (m->repo);
+  git_odb_free (m->odb);
+  free (m->removals);
+  free (m->upserts);
+  free (m->blob_of);
+  memset (m, 0, sizeof *m);
+}
+
+/* M over the layers of PROJECT up to HEAD, new objects in memory, files
+   read beneath SRCFD; *PARENT is HEAD's commit, *PTREE its tree.  */
+static int
+make_open (struct make *m, esbx_store_t *store, const char *project, const char *head, int srcfd,
+           git_commit **parent, git_tree **ptree, esbx_error_t *err)
+{
+  _cleanup_free_ char *parent_id = NULL;
+  git_oid poid;
+
+  memset (m, 0, sizeof *m);
+  m->diffd = srcfd;
+  *parent = NULL;
+  *ptree = NULL;
+  if (esbx_git_layer_commit (store, project, head, &parent_id, err) < 0
+      || esbx_git_open_layers (store, project, head, NULL, &m->repo, &m->odb, err) < 0)
+    return -1;
+  if (git_mempack_new (&m->mempack) < 0 || git_odb_add_backend (m->odb, m->mempack, 1000) < 0)
+    return git_fail (err, "object database of `%s`: %s", project);
+  if (git_oid_fromstr (&poid, parent_id) < 0 || git_commit_lookup (parent, m->repo, &poid) < 0
+      || git_commit_tree (ptree, *parent) < 0)
+    return esbx_make_error (err, 0, "the commit `%s`: %s", parent_id, esbx_git_error ());
+  return 0;
+}
+
+/* The tree of PTREE with the changes CS (files read from M's directory).  */
+static int
+make_tree (struct make *m, git_tree *ptree, const struct esbx_changeset *cs, git_tree **out,
+           esbx_error_t *err)
+{
+  git_tree *mid = NULL;
+  git_oid toid;
+  int ret = -1;
+
+  *out = NULL;
+  if (plan (m, ptree, cs, err) < 0)
+    return -1;
+  if (git_tree_create_updated (&toid, m->repo, ptree, m->n_removals, m->removals) < 0
+      || git_tree_lookup (&mid, m->repo, &toid) < 0
+      || git_tree_create_updated (&toid, m->repo, mid, m->n_upserts, m->upserts) < 0
+      || git_tree_lookup (out, m->repo, &toid) < 0)
+    git_fail (err, "tree of %s: %s", "the changes");
+  else
+    ret = 0;
+  git_tree_free (mid);
+  return ret;
+}
+
+static int
+make_commit (struct make *m, git_tree *tree, git_commit *parent, const char *author,
+             const char *email, git_time_t when, const char *message, git_oid *out,
+             esbx_error_t *err)
+{
+  git_signature *sig = NULL;
+  int ret = 0;
+
+  if (git_signature_new (&sig, author, email, when, 0) < 0
+      || git_commit_create (out, m->repo, NULL, sig, sig, NULL, message, tree, 1,
+                            (const git_commit **)&parent)
+             < 0)
+    ret = git_fail (err, "commit of %s: %s", "the changes");
+  git_signature_free (sig);
+  return ret;
+}
+
+/* DIRFD/REL, each component a directory made if missing, none a symlink.  */
+static int
+open_dirs (int dirfd, const char *rel, esbx_error_t *err)
+{
+  _cleanup_free_ char *copy = xstrdup (rel);
+  char *comp, *save = NULL;
+  int fd = fcntl (dirfd, F_DUPFD_CLOEXEC, 3);
+
+  for (comp = strtok_r (copy, "/", &save); fd >= 0 && comp; comp = strtok_r (NULL, "/", &save))
+    {
+      int sub;
+
+      if (mkdirat (fd, comp, 0755) < 0 && errno != EEXIST)
+        {
+          esbx_make_error (err, errno, "mkdir `%s`", rel);
+          close (fd);
+          return -1;
+        }
+      sub = TEMP_FAILURE_RETRY (openat (fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      close (fd);
+      if (sub < 0)
+        return esbx_make_error (err, errno, "open `%s`", rel);
+      fd = sub;
+    }
+  return fd;
+}
+
 int
 esbx_git_layer_make (esbx_store_t *store, const char *project, const char *staged_rel,
                      struct esbx_layer *l, const char *head, const char *author, const char *email,
                      const char *message, esbx_error_t *err)
 {
-  struct make m = { .diffd = -1 };
-  _cleanup_free_ char *diffrel = xasprintf ("%s/diff", staged_rel);
-  _cleanup_free_ char *parent_id = NULL, *text = NULL;
+  struct make m = { 0 };
+  _cleanup_free_ char *diffrel = xasprintf ("%s/diff", staged_rel), *text = NULL;
+  _cleanup_close_ int diffd = -1, gitfd = -1, packfd = -1;
   git_commit *parent = NULL;
-  git_tree *ptree = NULL, *mid = NULL, *tree = NULL;
-  git_signature *sig = NULL;
-  git_oid poid, toid, coid;
+  git_tree *ptree = NULL, *tree = NULL;
+  git_oid coid;
   char hex[GIT_OID_HEXSZ + 1];
   int ret = -1;
 
-  m.diffd = esbx_open_dir_at (store->rootfd, diffrel, err);
-  if (m.diffd < 0 || esbx_git_layer_commit (store, project, head, &parent_id, err) < 0
-      || esbx_git_open_layers (store, project, head, NULL, &m.repo, &m.odb, err) < 0)
+  diffd = esbx_open_dir_at (store->rootfd, diffrel, err);
+  if (diffd < 0 || make_open (&m, store, project, head, diffd, &parent, &ptree, err) < 0
+      || make_tree (&m, ptree, &l->changes, &tree, err) < 0)
     goto out;
-  if (git_mempack_new (&m.mempack) < 0 || git_odb_add_backend (m.odb, m.mempack, 1000) < 0)
-    {
-      git_fail (err, "object database of `%s`: %s", project);
-      goto out;
-    }
-  if (git_oid_fromstr (&poid, parent_id) < 0 || git_commit_lookup (&parent, m.repo, &poid) < 0
-      || git_commit_tree (&ptree, parent) < 0)
-    {
-      esbx_make_error (err, 0, "the head's commit `%s`: %s", parent_id, esbx_git_error ());
-      goto out;
-    }
-  if (plan (&m, ptree, &l->changes, err) < 0)
-    goto out;
-  if (git_tree_create_updated (&toid, m.repo, ptree, m.n_removals, m.removals) < 0
-      || git_tree_lookup (&mid, m.repo, &toid) < 0
-      || git_tree_create_updated (&toid, m.repo, mid, m.n_upserts, m.upserts) < 0
-      || git_tree_lookup (&tree, m.repo, &toid) < 0)
-    {
-      git_fail (err, "tree of layer `%s`: %s", l->id);
-      goto out;
-    }
   text = xasprintf ("%s\n\nEsbx-Layer: %s\nEsbx-Session: %s\n", message, l->id,
                     l->session ? l->session : "-");
-  if (git_signature_new (&sig, author, email, layer_time (l), 0) < 0
-      || git_commit_create (&coid, m.repo, NULL, sig, sig, NULL, text, tree, 1,
-                            (const git_commit **)&parent)
-             < 0)
-    {
-      git_fail (err, "commit of layer `%s`: %s", l->id);
-      goto out;
-    }
-  {
-    static const char *const dirs[] = { ".git", ".git/objects", ".git/objects/pack" };
-    for (size_t i = 0; i < 3; i++)
-      if (mkdirat (m.diffd, dirs[i], 0755) < 0 && errno != EEXIST)
-        {
-          esbx_make_error (err, errno, "staged layer: mkdir `%s`", dirs[i]);
-          goto out;
-        }
-  }
-  if (write_pack (&m, err) < 0 || write_index (&m, store, project, head, &l->changes, err) < 0
-      || esbx_syncfs (m.diffd, "the layer's commit", err) < 0)
+  if (make_commit (&m, tree, parent, author, email, layer_time (l), text, &coid, err) < 0)
+    goto out;
+  gitfd = open_dirs (diffd, ".git", err);
+  packfd = gitfd < 0 ? -1 : open_dirs (gitfd, "objects/pack", err);
+  if (packfd < 0 || write_pack (&m, packfd, err) < 0
+      || write_index (&m, store, project, head, &l->changes, gitfd, err) < 0
+      || esbx_syncfs (diffd, "the layer's commit", err) < 0)
     goto out;
   git_oid_tostr (hex, sizeof hex, &coid);
   free (l->git_commit);
   l->git_commit = xstrdup (hex);
   ret = 0;
 out:
-  git_signature_free (sig);
   git_tree_free (tree);
-  git_tree_free (mid);
   git_tree_free (ptree);
   git_commit_free (parent);
-  git_repository_free (m.repo);
-  git_odb_free (m.odb);
-  free (m.removals);
-  free (m.upserts);
-  free (m.blob_of);
-  if (m.diffd >= 0)
-    close (m.diffd);
+  make_close (&m);
+  return ret;
+}
+
+int
+esbx_git_tree_of (esbx_store_t *store, const char *project, const char *base, int srcfd,
+                  const struct esbx_changeset *cs, char tree_hex[41], esbx_error_t *err)
+{
+  struct make m = { 0 };
+  git_commit *parent = NULL;
+  git_tree *ptree = NULL, *tree = NULL;
+  int ret = -1;
+
+  if (make_open (&m, store, project, base, srcfd, &parent, &ptree, err) == 0
+      && make_tree (&m, ptree, cs, &tree, err) == 0)
+    {
+      git_oid_tostr (tree_hex, 41, git_tree_id (tree));
+      ret = 0;
+    }
+  git_tree_free (tree);
+  git_tree_free (ptree);
+  git_commit_free (parent);
+  make_close (&m);
+  return ret;
+}
+
+int
+esbx_git_session_commit (esbx_store_t *store, const char *project, const char *head, int upperfd,
+                         const struct esbx_changeset *cs, const char *author, const char *email,
+                         const char *message, char commit_hex[41], esbx_error_t *err)
+{
+  struct make m = { 0 };
+  _cleanup_close_ int gitfd = -1, packfd = -1;
+  git_commit *parent = NULL;
+  git_tree *ptree = NULL, *tree = NULL;
+  git_oid coid;
+  int ret = -1;
+
+  if (make_open (&m, store, project, head, upperfd, &parent, &ptree, err) < 0
+      || make_tree (&m, ptree, cs, &tree, err) < 0
+      || make_commit (&m, tree, parent, author, email, (git_time_t)time (NULL), message, &coid, err)
+             < 0)
+    goto out;
+  /* Into the session's own .git, every directory checked on the way: its
+     objects stay the session's.  */
+  gitfd = open_dirs (upperfd, ".git", err);
+  packfd = gitfd < 0 ? -1 : open_dirs (gitfd, "objects/pack", err);
+  if (packfd < 0 || write_pack (&m, packfd, err) < 0
+      || write_index (&m, store, project, head, cs, gitfd, err) < 0)
+    goto out;
+  git_oid_tostr (commit_hex, 41, &coid);
+  ret = 0;
+out:
+  git_tree_free (tree);
+  git_tree_free (ptree);
+  git_commit_free (parent);
+  make_close (&m);
   return ret;
 }

@@ -134,7 +134,9 @@
       const git_signature *committer, const char *message_encoding, const char *message,           \
       const git_tree *tree, size_t parent_count, const git_commit *parents[]),                     \
      (id, repo, update_ref, author, committer, message_encoding, message, tree, parent_count,      \
-      parents))
+      parents))                                                                                    \
+  F (const git_oid *, git_tree_id, (const git_tree *tree), (tree))                                 \
+  F (const git_oid *, git_commit_tree_id, (const git_commit *commit), (commit))
 
 #define MEMBER(ret, name, params, args) ret (*name) params;
 static struct

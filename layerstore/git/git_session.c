@@ -280,6 +280,7 @@ void
 esbx_git_log_free (struct esbx_git_log *g)
 {
   free (g->head);
+  free (g->head_tree);
   free (g->author_name);
   free (g->author_email);
   free (g->messages);
@@ -320,6 +321,17 @@ esbx_git_session_log (esbx_store_t *store, const struct esbx_session *s, int upp
       esbx_make_error (err, 0, "the session's commits: %s", esbx_git_error ());
       goto out;
     }
+  {
+    git_commit *c = NULL;
+    char hex[GIT_OID_HEXSZ + 1];
+
+    if (git_commit_lookup (&c, repo, &oid) == 0)
+      {
+        git_oid_tostr (hex, sizeof hex, git_commit_tree_id (c));
+        out->head_tree = xstrdup (hex);
+        git_commit_free (c);
+      }
+  }
   git_revwalk_sorting (walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);
   /* A HEAD the layers and the session's objects do not hold is no commit
      of the session's: nothing to take from it.  */
@@ -375,7 +387,7 @@ out:
 }
 
 int
-esbx_git_session_rebase (int upperfd, const char *commit, esbx_error_t *err)
+esbx_git_session_rebase (int upperfd, const char *commit, bool keep_index, esbx_error_t *err)
 {
   _cleanup_close_ int git = TEMP_FAILURE_RETRY (
       openat (upperfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -385,7 +397,7 @@ esbx_git_session_rebase (int upperfd, const char *commit, esbx_error_t *err)
     return esbx_make_error (err, errno, "the session's .git");
   /* The layers' index is the new head's tree: the session's work shows
      as changes against it.  */
-  if (unlinkat (git, "index", 0) < 0 && errno != ENOENT)
+  if (!keep_index && unlinkat (git, "index", 0) < 0 && errno != ENOENT)
     return esbx_make_error (err, errno, "remove the session's .git/index");
   head = first_line (git, "HEAD");
   if (head && esbx_has_prefix (head, "ref: refs/heads/") && !strstr (head, ".."))
