@@ -2,6 +2,7 @@
    view of its base.  Upper content is untrusted: every walk is by dirfd with
    O_NOFOLLOW, and names outside the rule stop the scan with an error.  */
 #include "internal.h"
+#include "git.h"
 #include "ignore.h"
 #include "fs.h"
 #include "path.h"
@@ -21,11 +22,14 @@ struct scan
 {
   struct esbx_stack *base;
   struct esbx_changeset *out;
-  struct esbx_changeset *same;    /* copy-ups identical to the base, or NULL */
-  struct esbx_changeset *ignored; /* changes the ignore rules exclude, or NULL */
-  struct esbx_ignore *ig;         /* NULL: every change counts */
-  bool ignored_top;               /* IGNORED gets names only (ESBX_CHANGES_IGNORED_TOP) */
-  bool no_git;                    /* the root's .git is not looked at (ESBX_CHANGES_NO_GIT) */
+  struct esbx_changeset *same;      /* copy-ups identical to the base, or NULL */
+  struct esbx_changeset *ignored;   /* changes the ignore rules exclude, or NULL */
+  struct esbx_ignore *ig;           /* NULL: every change counts */
+  bool ignored_top;                 /* IGNORED gets names only (ESBX_CHANGES_IGNORED_TOP) */
+  bool no_git;                      /* the root's .git is not looked at (ESBX_CHANGES_NO_GIT) */
+  int upperfd;                      /* the root of the walk */
+  struct esbx_git_tracked *tracked; /* a git session's index, read when first asked */
+  bool tracked_read;
   const char *session;
   struct esbx_inode_set linked;   /* files of OUT with more than one name */
   struct esbx_progress *progress; /* files hashed */
@@ -120,17 +124,50 @@ read_failed (struct scan *sc, const char *rel, esbx_error_t *err)
 static int scan_dir (struct scan *sc, int *dfd, const char *rel, size_t depth, bool ign,
                      esbx_error_t *err);
 
+/* Does the git session's index track REL (or, BELOW, something beneath
+   it)?  Read on the first question.  */
+static bool
+tracked (struct scan *sc, const char *rel, bool below)
+{
+  if (!sc->no_git)
+    return false;
+  if (!sc->tracked_read)
+    {
+      sc->tracked = esbx_git_tracked_open (sc->base, sc->upperfd);
+      sc->tracked_read = true;
+    }
+  return esbx_git_tracked_has (sc->tracked, rel, below);
+}
+
 /* Where a change of REL (a directory when IS_DIR) goes: the change set,
    the ignored ones (an ignored directory IGN above, or the rules say so),
-   or nowhere when ignored changes are not asked for.  */
+   or nowhere when ignored changes are not asked for.  In a git session a
+   path git tracks is never ignored (git ignores untracked files only),
+   and an ignored directory that holds tracked files is entered: *IGN stays
+   set for what is below it, which only tracked paths escape.  */
 static struct esbx_changeset *
 target (struct scan *sc, const char *rel, bool is_dir, bool *ign)
 {
+  bool inherited = *ign;
+
   if (!*ign && sc->ig)
     *ign = esbx_ignore_match (sc->ig, rel, is_dir);
   if (!*ign)
     return sc->out;
+  if (sc->ig && tracked (sc, rel, false))
+    {
+      if (!inherited)
+        *ign = false;
+      return sc->out;
+    }
   return sc->ignored;
+}
+
+/* An ignored directory REL entered all the same: it holds tracked files.  */
+static bool
+enter_ignored (struct scan *sc, const char *rel)
+{
+  return sc->ig && tracked (sc, rel, true);
 }
 
 /* Deletions implied by an opaque directory: what the base had there and the
@@ -321,7 +358,10 @@ scan_subdir (struct scan *sc, int *dfd, const char *name, const char *rel, size_
   int r;
 
   /* Nothing below an ignored directory counts: unless the ignored changes
-     are asked for, the walk does not go there (nor does git).  */
+     are asked for, the walk does not go there (nor does git), unless git
+     tracks files below it.  */
+  if ((cs == NULL || cs == sc->ignored) && ign && enter_ignored (sc, rel))
+    cs = sc->out;
   if (cs == NULL)
     return 0;
   if (cs == sc->ignored && sc->ignored_top)
@@ -459,7 +499,8 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsi
                      .ignored = ignored,
                      .session = session,
                      .ignored_top = (flags & ESBX_CHANGES_IGNORED_TOP) != 0,
-                     .no_git = (flags & ESBX_CHANGES_NO_GIT) != 0 };
+                     .no_git = (flags & ESBX_CHANGES_NO_GIT) != 0,
+                     .upperfd = upperfd };
   int fd = upperfd; /* depth 0: never given back */
   int r = -1;
 
@@ -487,6 +528,7 @@ esbx_scan_upper (struct esbx_stack *base, int upperfd, const char *session, unsi
 
 out:
   esbx_ignore_free (sc.ig);
+  esbx_git_tracked_free (sc.tracked);
   esbx_inode_set_free (&sc.linked);
   if (r < 0)
     {

@@ -82,6 +82,15 @@ int esbx_git_session_commit (esbx_store_t *store, const char *project, const cha
                              const char *email, const char *message, char commit_hex[41],
                              esbx_error_t *err);
 
+/* The paths a git session's index tracks (git_tracked.c): BASE is its
+   base's view, UPPERFD its upper directory.  */
+struct esbx_stack;
+struct esbx_git_tracked;
+struct esbx_git_tracked *esbx_git_tracked_open (struct esbx_stack *base, int upperfd);
+/* Is REL ("a/b") tracked, or (BELOW) anything beneath it?  */
+bool esbx_git_tracked_has (struct esbx_git_tracked *t, const char *rel, bool below);
+void esbx_git_tracked_free (struct esbx_git_tracked *t);
+
 /* How similar two contents are, 0 to 100, with libgit2's similarity
    signatures (the measure git's rename detection uses, whitespace at line
    ends ignored): the signature of one content is made once and compared

@@ -136,7 +136,11 @@
      (id, repo, update_ref, author, committer, message_encoding, message, tree, parent_count,      \
       parents))                                                                                    \
   F (const git_oid *, git_tree_id, (const git_tree *tree), (tree))                                 \
-  F (const git_oid *, git_commit_tree_id, (const git_commit *commit), (commit))
+  F (const git_oid *, git_commit_tree_id, (const git_commit *commit), (commit))                    \
+  F (const git_index_entry *, git_index_get_bypath,                                                \
+     (git_index * index, const char *path, int stage), (index, path, stage))                       \
+  F (int, git_index_find_prefix, (size_t * at_pos, git_index * index, const char *prefix),         \
+     (at_pos, index, prefix))
 
 #define MEMBER(ret, name, params, args) ret (*name) params;
 static struct

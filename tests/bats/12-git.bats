@@ -243,3 +243,35 @@ PY
   run git -C "$m" status --porcelain
   assert_output ""
 }
+
+@test "a path git tracks is never dropped by an ignore rule; an untracked ignored one is named" {
+  printf '*.cmake\nbuild/\n' >"$REPO/.gitignore"
+  mkdir -p "$REPO/vendor/dep" "$REPO/build"
+  echo 'set(a)' >"$REPO/vendor/dep/a.cmake"
+  echo keep >"$REPO/build/keep.txt"
+  "${GIT[@]}" -C "$REPO" add .gitignore
+  "${GIT[@]}" -C "$REPO" add -f vendor/dep/a.cmake build/keep.txt
+  "${GIT[@]}" -C "$REPO" commit -qm "vendored cmake"
+  esbx_ok project create r --from-git "$REPO"
+  make_session r s
+  echo 'set(a2)' >>"$m/vendor/dep/a.cmake"
+  echo more >>"$m/build/keep.txt"
+  echo 'set(b)' >"$m/vendor/dep/b.cmake"
+  echo 'set(c)' >"$m/vendor/dep/c.cmake"
+  "${GIT[@]}" -C "$m" add -f vendor/dep/b.cmake
+  echo obj >"$m/build/x.o"
+  esbx_ok diff s
+  assert_line "M /vendor/dep/a.cmake"
+  assert_line "A /vendor/dep/b.cmake"
+  assert_line "M /build/keep.txt"
+  refute_line --partial "c.cmake"
+  refute_line --partial "x.o"
+  esbx_ok publish s
+  assert_output --partial "2 ignored paths left out"
+  assert_output --partial "/vendor/dep/c.cmake"
+  clone_head r "$BATS_TEST_TMPDIR/c"
+  grep -q 'set(a2)' "$BATS_TEST_TMPDIR/c/vendor/dep/a.cmake"
+  assert_file_exists "$BATS_TEST_TMPDIR/c/vendor/dep/b.cmake"
+  assert_file_not_exists "$BATS_TEST_TMPDIR/c/vendor/dep/c.cmake"
+  grep -q more "$BATS_TEST_TMPDIR/c/build/keep.txt"
+}
