@@ -344,3 +344,25 @@ YAML
   esbx_ok --json session list
   assert_output "[]"
 }
+
+@test "runtime/docker: a container on --runtime esbx commits in a git project's session; publish makes the commit" {
+  local image repo=$BATS_TEST_TMPDIR/repo
+  image=$("$ESBX_SRC/hack/docker-test-image" --git)
+  mkdir -p "$repo"
+  git -C "$repo" init -q -b master
+  printf 'one\n' >"$repo/f1"
+  git -C "$repo" add f1
+  git -C "$repo" -c user.name=T -c user.email=t@example.org commit -qm first
+  esbx_ok project create gitp --from-git "$repo"
+  echo "$S1" >>"$BATS_TEST_TMPDIR/volumes"
+  docker volume create -d "$DRIVER" -o project=gitp "$S1" >/dev/null
+  run docker run --rm --label "esbx-test=$DRIVER" --runtime esbx -v "$S1":/work "$image" \
+    sh -c 'cd /work && git status --porcelain && echo two >>f1 &&
+      git -c user.name=Runtime -c user.email=r@example.org commit -qam "on the runtime"'
+  assert_success
+  assert_output ""
+  esbx_ok publish "$S1"
+  git clone -q -b esbx/head "$("$ESBX" project git-dir gitp)" "$BATS_TEST_TMPDIR/clone"
+  run git -C "$BATS_TEST_TMPDIR/clone" log -1 --format='%an %s'
+  assert_output "Runtime on the runtime"
+}

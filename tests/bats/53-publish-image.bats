@@ -100,3 +100,30 @@ publish_run() {
   assert_equal "$status" 3
   assert_output --partial "conflict: /README"
 }
+
+@test "a git project through Docker: a container with git commits on a session volume; the publish container lands the commit" {
+  local image
+  image=$("$ESBX_SRC/hack/docker-test-image" --git)
+  local repo=$BATS_TEST_TMPDIR/repo
+  mkdir -p "$repo"
+  git -C "$repo" init -q -b master
+  printf 'one\n' >"$repo/f1"
+  git -C "$repo" add f1
+  git -C "$repo" -c user.name=T -c user.email=t@example.org commit -qm first
+  esbx_ok project create gitp --from-git "$repo"
+  run docker run --rm --label "esbx-test=publish-$$" --network none --volume-driver "$GW_DRIVER" \
+    -v gitp.w1:/work "$image" sh -c 'cd /work && git status --porcelain && echo two >>f1 &&
+      git -c user.name=Container -c user.email=c@example.org commit -qam "from a container" &&
+      git log --format=%s'
+  assert_success
+  assert_line --index 0 "from a container"
+  t=$(token manage --project gitp)
+  run publish_run "$t" gitp.w1
+  assert_success
+  git clone -q -b esbx/head "$("$ESBX" project git-dir gitp)" "$BATS_TEST_TMPDIR/clone"
+  run git -C "$BATS_TEST_TMPDIR/clone" log --format='%an %s'
+  assert_line --index 0 "Container from a container"
+  git -C "$BATS_TEST_TMPDIR/clone" fsck --strict
+  run cat "$BATS_TEST_TMPDIR/clone/f1"
+  assert_output "$(printf 'one\ntwo')"
+}
