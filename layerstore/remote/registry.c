@@ -5,7 +5,7 @@
 #include "remote.h"
 #include "fs.h"
 #include "hash.h"
-#include "http.h"
+#include "http_client.h"
 #include "text.h"
 #include "utils.h"
 

@@ -7,7 +7,7 @@
  * or {"error": {...}}; a watch asked to start at a compacted revision is
  * answered {"result": {"canceled": true, "compact_revision": "N"}}.  */
 #include "remote.h"
-#include "http.h"
+#include "http_client.h"
 #include "text.h"
 #include "utils.h"
 

@@ -215,32 +215,3 @@ out:
     }
   return ret;
 }
-
-int
-esbx_remote_pull_absent (esbx_store_t *store, const char *project, esbx_error_t *err)
-{
-  struct esbx_remote rm = { 0 };
-  struct esbx_remote_head h = { 0 };
-  esbx_error_t ignored = NULL;
-  int ret = 0;
-
-  if (!esbx_name_valid (project) || esbx_remote_load (store, &rm, &ignored) < 0)
-    {
-      /* No remote here: the project simply does not exist.  */
-      esbx_error_free (&ignored);
-      return 0;
-    }
-  if (esbx_remote_head_read (&rm, project, &h, err) < 0)
-    ret = esbx_error_wrap (err, "project `%s` is not here and its head could not be read", project);
-  else if (h.exists && esbx_project_pull (store, project, NULL, err) < 0)
-    {
-      /* Another create pulled it meanwhile.  */
-      if (esbx_project_exists (store, project))
-        esbx_error_free (err);
-      else
-        ret = -1;
-    }
-  esbx_remote_head_free (&h);
-  esbx_remote_free (&rm);
-  return ret;
-}

@@ -4,7 +4,7 @@
 #ifndef ESBX_LAYERSTORE_REMOTE_H
 #define ESBX_LAYERSTORE_REMOTE_H
 
-#include "http.h"
+#include "http_client.h"
 #include "internal.h"
 
 #define ESBX_OCI_MANIFEST      "application/vnd.oci.image.manifest.v1+json"

@@ -5,7 +5,7 @@
  * digest before the caller sees it.  */
 #include "remote.h"
 #include "fs.h"
-#include "http.h"
+#include "http_client.h"
 #include "utils.h"
 
 #include <errno.h>
