@@ -296,18 +296,27 @@ int esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_sta
    etcd a head for it (remote_fetch.c); 0 also when it has none.  */
 int esbx_remote_pull_absent (esbx_store_t *store, const char *project, esbx_error_t *err);
 
-/* Publish of a session of a shared project (remote_publish.c), called by
-   esbx_session_publish_flags with the layer staged and no project lock:
-   conflict check against the remote head, push, etcd transaction, then
-   esbx_layer_commit.  0: committed (L->id), 1: conflicts in R, -1.  W was
-   started with esbx_remote_warm_start when the publish began: what the
-   remote work needs first, done beside the scan.  */
-struct esbx_remote_warm;
-struct esbx_remote_warm *esbx_remote_warm_start (esbx_store_t *store, const char *project);
-void esbx_remote_warm_free (struct esbx_remote_warm *w);
-int esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
-                        struct esbx_staged *st, struct esbx_layer *l, struct esbx_remote_warm *w,
-                        struct esbx_publish_result *r, esbx_error_t *err);
+/* A publish under way (publish.c; layerstore.h has its steps): the
+   session locked and loaded, its change set scanned and staged as LAYER.  */
+struct esbx_publish
+{
+  esbx_store_t *store;
+  char *name;
+  char *message; /* NULL: none given */
+  struct esbx_session *s;
+  int slock;
+  int ufd; /* what was scanned: the upper, or a fork's view */
+  struct esbx_staged staged;
+  struct esbx_layer layer;
+  struct esbx_changeset ignored;
+  bool empty; /* nothing to publish */
+  bool git;   /* a git project's: the layer is a commit too */
+};
+/* R's conflicts (against UP, the layers up to IDS[N - 1]) refuse P: their
+   kinds told, counted, the error made.  0 when there are none.  */
+int esbx_publish_refuse (struct esbx_publish *p, char **ids, size_t n,
+                         const struct esbx_upstream *up, struct esbx_publish_result *r,
+                         esbx_error_t *err);
 
 /* Lifetimes (lifetime.c): check the options, then write ttl, idle_ttl and
    on_expiry (PROJECT's defaults where the options have none) in RECORD.  */

@@ -373,21 +373,44 @@ struct esbx_publish_result
 };
 void esbx_publish_result_free (struct esbx_publish_result *r);
 
-/* Publish: returns 0 with r->layer set, or < 0 with err->kind
-   ESBX_ERR_CONFLICT and r->conflicts filled.  A session with no changes
-   publishes nothing (r->layer NULL, return 0).  */
-int esbx_session_publish (esbx_store_t *store, const char *name, const char *message,
+/* Publish, in steps, so that the one who knows where the project's head
+   is chooses where the layer goes (shim/lib/sandbox.c: here, or through
+   the store's remote):
+     esbx_publish_open     the session's lock and record;
+     esbx_publish_prepare  its change set (FLAGS: ESBX_CHANGES_INCLUDE_IGNORED)
+                           checked (unmerged paths refused, ESBX_ERR_UNMERGED;
+                           a changed file holding the value of one of the
+                           session's secrets not in ALLOW refused,
+                           ESBX_ERR_FORBIDDEN) and staged as a layer;
+     esbx_publish_commit   the conflict gate against the local head
+                           (ESBX_ERR_CONFLICT, R's conflicts), the layer
+                           installed and the head moved (a git project's
+                           layer is a commit too); or
+     esbx_remote_publish   the same against the head in etcd;
+     esbx_publish_end      the layer remembered in the session's record.
+   A session with no changes publishes nothing (esbx_publish_is_empty:
+   commit is skipped, R->layer NULL).  Ignored paths never reach the layer
+   nor the conflict check: R names them.  */
+struct esbx_publish;
+int esbx_publish_open (esbx_store_t *store, const char *name, const char *message,
+                       struct esbx_publish **out, esbx_error_t *err);
+const char *esbx_publish_project (const struct esbx_publish *p);
+int esbx_publish_prepare (struct esbx_publish *p, unsigned flags, char *const *allow,
                           struct esbx_publish_result *r, esbx_error_t *err);
-/* The same with FLAGS (ESBX_CHANGES_INCLUDE_IGNORED).  Ignored paths never
-   reach the layer nor the conflict check otherwise.  */
-int esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
-                                unsigned flags, struct esbx_publish_result *r, esbx_error_t *err);
-/* The same; a changed file holding the value of one of the session's
-   secrets (secret.c) is refused (ESBX_ERR_FORBIDDEN, naming the path)
-   unless ALLOW (NULL-terminated names, may be NULL) names that secret.  */
-int esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *message,
-                                unsigned flags, char *const *allow, struct esbx_publish_result *r,
-                                esbx_error_t *err);
+bool esbx_publish_is_empty (const struct esbx_publish *p);
+int esbx_publish_commit (struct esbx_publish *p, struct esbx_publish_result *r, esbx_error_t *err);
+int esbx_publish_end (struct esbx_publish *p, struct esbx_publish_result *r, esbx_error_t *err);
+/* Unstages what was not committed and lets the session go.  */
+void esbx_publish_free (struct esbx_publish *p);
+/* A shared project's publish (remote/remote_publish.c): W, started with
+   esbx_remote_warm_start as soon as the project is known, does beside the
+   scan what the remote work needs first (loading libcurl and libarchive,
+   uploads, the head's manifest).  */
+struct esbx_remote_warm;
+struct esbx_remote_warm *esbx_remote_warm_start (esbx_store_t *store, const char *project);
+void esbx_remote_warm_free (struct esbx_remote_warm *w);
+int esbx_remote_publish (struct esbx_publish *p, struct esbx_remote_warm *w,
+                         struct esbx_publish_result *r, esbx_error_t *err);
 /* Move the session's base to the head (remounting it), merging what both
    sides changed where it can (rebase.c): text three ways, renames followed,
    a directory's mode, a file's mode or content changed on one side only.

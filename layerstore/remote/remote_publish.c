@@ -511,10 +511,13 @@ out:
   return ret;
 }
 
-int
-esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
-                    struct esbx_staged *st, struct esbx_layer *l, struct esbx_remote_warm *w,
-                    struct esbx_publish_result *r, esbx_error_t *err)
+/* The layer L staged in ST of session S through the remote: conflict
+   check against the remote head, push, etcd transaction, then
+   esbx_layer_commit.  0: committed (L->id), 1: conflicts in R, -1.  */
+static int
+commit (esbx_store_t *store, const struct esbx_session *s, struct esbx_staged *st,
+        struct esbx_layer *l, struct esbx_remote_warm *w, struct esbx_publish_result *r,
+        esbx_error_t *err)
 {
   struct esbx_registry reg = { 0 };
   struct esbx_remote_desc mine = { 0 };
@@ -526,9 +529,6 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   size_t nlocal = 0;
   int i, k = -1;
 
-  l->session = xstrdup (s->name);
-  l->message = xstrdup (message ? message : "");
-  l->labels = esbx_labels_copy (s->labels);
   warm_join (w);
   if (!w->loaded)
     {
@@ -584,4 +584,36 @@ out:
   free (mine.diff_id);
   esbx_registry_close (&reg);
   return k;
+}
+
+int
+esbx_remote_publish (struct esbx_publish *p, struct esbx_remote_warm *w,
+                     struct esbx_publish_result *r, esbx_error_t *err)
+{
+  struct esbx_upstream up = { 0 };
+  _cleanup_strv_ char **ids = NULL;
+  size_t n;
+  int k;
+
+  if (p->git)
+    return esbx_make_error (err, 0,
+                            "publish `%s`: a git project shared through a registry is not "
+                            "supported yet",
+                            p->name);
+  k = commit (p->store, p->s, &p->staged, &p->layer, w, r, err);
+  if (k == 0)
+    return 0;
+  /* The attempt brought the local stack to the remote head: the
+     conflicts are told apart from it.  */
+  if (k > 0 && (k = esbx_project_stack (p->store, p->s->project, &ids, &n, err)) == 0
+      && (k = esbx_upstream_load (p->store, p->s->project, p->s->base, p->s->published, ids, n, &up,
+                                  err))
+             == 0)
+    k = esbx_publish_refuse (p, ids, n, &up, r, err) < 0
+            ? -1
+            : esbx_make_error (err, 0, "the remote head's conflicts are gone once read");
+  esbx_upstream_free (&up);
+  if (k < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
+    esbx_error_wrap (err, "publish `%s`", p->name);
+  return k < 0 ? -1 : 0;
 }
