@@ -293,6 +293,7 @@ cli_print_rebased (struct esbx_cli *cli, const json_t *o)
       _cleanup_json_ json_t *view = json_copy (o);
       json_remove (view, "error");
       json_remove (view, "code");
+      json_remove (view, "kind");
       cli_print_json (view);
       return;
     }

@@ -754,8 +754,9 @@ esbx_http_status_of_error (const struct esbx_error *err)
     case ESBX_ERR_USAGE:
     case ESBX_ERR_EXISTS:
     case ESBX_ERR_BUSY:
-    case ESBX_ERR_FORBIDDEN:
       return MHD_HTTP_BAD_REQUEST;
+    case ESBX_ERR_FORBIDDEN:
+      return MHD_HTTP_FORBIDDEN;
     case ESBX_ERR_NOT_FOUND:
       return MHD_HTTP_NOT_FOUND;
     case ESBX_ERR_CONFLICT:

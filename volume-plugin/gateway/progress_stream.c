@@ -158,8 +158,7 @@ end_line (struct work *w)
     json_set (o, "result", steal_pointer (&w->result));
   else
     {
-      json_set_string (o, "error", w->err->msg);
-      json_set_int (o, "code", esbx_error_exit_status (w->err));
+      json_set_error (o, w->err);
     }
   free (w->out);
   w->out = json_serialize (o, false, &n);
@@ -248,15 +247,13 @@ esbx_gateway_reply_progress (struct esbx_gateway_ctx *ctx, esbx_gateway_work_fn 
                                                    stream_free);
   if (ctx->stream == NULL)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                "cannot start the progress stream");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "cannot start the progress stream");
       return work_free (w);
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, ESBX_GATEWAY_PROGRESS_TYPE);
   ctx->status = MHD_HTTP_OK;
   return;
 fail:
-  esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                            "progress stream: %s", strerror (errno));
+  esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "progress stream: %s", strerror (errno));
   work_free (w);
 }

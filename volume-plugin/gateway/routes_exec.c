@@ -7,7 +7,7 @@
      {"stdout": TEXT} or {"stdout_hex": HEX}   a piece of its stdout
      {"stderr": TEXT} or {"stderr_hex": HEX}   a piece of its stderr
      {"status": N}                             the end: its exit status
-     {"error": MSG, "code": N}                 the end: it stopped short
+     {"error": MSG, "kind": K, "code": N}      the end: it stopped short
 
    esbxd holds one piece of output (EXEC_CHUNK bytes) at a time: when the
    client reads slowly, the command waits on its pipe as it would on a
@@ -125,8 +125,7 @@ start (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, struct exec
   r->pidfd = pidfd_open (r->pid, 0);
   return 0;
 fail:
-  esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "exec: %s",
-                            strerror (errno));
+  esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "exec: %s", strerror (errno));
   for (int i = 0; i < 2; i++)
     {
       if (out[i] >= 0)
@@ -304,8 +303,7 @@ add_end (struct exec_run *r)
   o = json_new (JSON_OBJECT);
   if (r->failure)
     {
-      json_set_string (o, "error", r->failure->msg);
-      json_set_int (o, "code", esbx_error_exit_status (r->failure));
+      json_set_error (o, r->failure);
     }
   else
     json_set_int (o, "status", exit_status (r->wstatus));
@@ -435,8 +433,7 @@ reply_stream (struct esbx_gateway_ctx *ctx, struct exec_run *r)
                                                    stream_free);
   if (ctx->stream == NULL)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                "exec: cannot start the output stream");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "exec: cannot start the output stream");
       return run_free (r);
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
@@ -482,8 +479,8 @@ log_limit (struct esbx_gateway_ctx *ctx, uint64_t *limit)
     return 0;
   if (esbx_parse_size (s, &asked, &err) < 0 || asked == 0)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "field `log_limit` must be a size of at least 1 byte, e.g. 1M");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                               "field `log_limit` must be a size of at least 1 byte, e.g. 1M");
       esbx_error_free (&err);
       return -1;
     }
@@ -510,8 +507,8 @@ esbx_gateway_session_exec (struct esbx_gateway_ctx *ctx)
     return;
   a = json_get (ctx->json, "argv");
   if (a == NULL || a->type != JSON_ARRAY || json_len (a) == 0)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "field `argv` is required: a non-empty array of strings");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                    "field `argv` is required: a non-empty array of strings");
   argv = esbx_gateway_strings (a);
   env = esbx_gateway_strings (json_get (ctx->json, "env"));
   for (i = 0; env[i]; i++)
