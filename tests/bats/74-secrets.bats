@@ -6,7 +6,8 @@
 
 bats_require_minimum_version 1.5.0
 # The gateway's helpers (their hooks replaced below); a test starts esbxd
-# only when it needs one.
+# on its store only when it needs one (setup_gateway keeps the store that
+# setup made).
 load gateway_helpers
 
 # A value no test writes by accident: long enough to be scanned at publish.
@@ -18,18 +19,6 @@ setup() {
 }
 
 teardown() { teardown_gateway; }
-
-# esbxd on this test's store (gateway_helpers.bash's setup_gateway, whose
-# setup_store keeps the store made by setup).
-start_esbxd() {
-  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
-  GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
-  GW_SOCK=$GW_DIR/gateway.sock
-  GW_LOG=$GW_DIR/esbxd.log
-  METRICS_PORT=$((20000 + RANDOM % 20000))
-  export GW_DIR GW_SOCK GW_LOG METRICS_PORT
-  start_gateway
-}
 
 # Every file under the store but the secrets' own directory that holds the
 # value; the test's other directories are added by the caller.
@@ -216,7 +205,7 @@ grep_value() {
 }
 
 @test "gateway: secrets with the manage scope; no token reads a value, observe and runtime see names only" {
-  start_esbxd
+  setup_gateway
   manage=$(token manage)
   runtime=$(token runtime)
   observe=$(token observe)
@@ -281,7 +270,7 @@ grep_value() {
 # The volume plugin's protocol straight on esbxd's plugin socket (no
 # dockerd: 30-plugin.bats has the `docker volume create -o secret=` test).
 @test "plugin protocol: Create with -o secret= and secret.KEY= attaches secrets; an unknown one makes nothing" {
-  start_esbxd
+  setup_gateway
   printf 'second-value-0a1b2c3d' | "$ESBX" secret create tok2
   plugin() {
     local out
