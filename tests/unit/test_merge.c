@@ -191,7 +191,6 @@ test_merge_fails (void **state)
 {
   _cleanup_close_ int ours = text_file ("f-ours", "a\n");
   _cleanup_close_ int out = text_file ("f-out", "");
-  _cleanup_free_ char *missing = xasprintf ("%s/f-missing", tmp);
   esbx_error_t err = NULL;
   bool markers = false;
   int closed;
