@@ -1,10 +1,10 @@
 /* Unit tests of the remote's parts that need no registry or etcd
-   (layerstore/remote*.c, registry*.c, etcd.c): the store's remote
-   configuration, the shared marker, the head's key and value, etcd's
-   encodings, manifests' layer descriptors and the record manifest,
-   digests, which failed reads are tried again, the Bearer challenges that
-   ask for a token, and the layer blob made from a diff.  The bats suites
-   8x run the rest against a real docker-registry and etcd.  */
+   (layerstore/remote/): the store's remote configuration, the shared
+   marker, the head's key and value, etcd's encodings, manifests' layer
+   descriptors and the record manifest, digests, which failed reads are
+   tried again, the Bearer challenges that ask for a token, and the layer
+   blob made from a diff.  The bats suites 8x run the rest against a real
+   docker-registry and etcd.  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
