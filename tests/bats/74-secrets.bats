@@ -292,7 +292,7 @@ grep_value() {
 }
 
 @test "secret create --project: only that project's sessions use it, Docker volumes included" {
-  start_esbxd
+  setup_gateway
   esbx_ok project create q
   printf 'owned-by-p-value-31f0' | "$ESBX" secret create ofp --project p
   esbx_fails 1 secret create x --project nosuch <<<"some-value-123"
@@ -344,7 +344,7 @@ grep_value() {
 }
 
 @test "ps and the gateway's ps show command lines redacted, as logs and events are" {
-  start_esbxd
+  setup_gateway
   make_session p s2 --secret tok,env=T
   "$ESBX" exec s2 -- sh -c 'exec sh -c "sleep 60" "$T"' >/dev/null 2>&1 &
   bg=$!
@@ -415,7 +415,7 @@ grep_value() {
 }
 
 @test "publish refuses a secret's value in a file name or a symlink target; diff shows them redacted" {
-  start_esbxd
+  setup_gateway
   make_session p s2 --secret tok,env=T
   esbx_ok exec s2 -- sh -c 'mkdir -p /workspace/d && touch "/workspace/d/x-$T.txt"'
   esbx_fails 1 publish s2 -m leak
