@@ -2,7 +2,7 @@
 # The gateway: authentication, scopes, limits, audit, bad requests, file
 # operations, metrics.
 
-load ./gateway_helpers.bash
+load gateway_helpers
 
 @test "gateway: no, malformed or unknown token gets 401, changes nothing, is audited" {
   make_demo
