@@ -16,6 +16,8 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include "thread.h"
+
 #include <pthread.h>
 #include <string.h>
 
@@ -38,8 +40,7 @@ enum beside_kind
 
 struct beside
 {
-  pthread_t thread;
-  bool started;
+  struct esbx_thread thread;
   enum beside_kind kind;
   const struct esbx_remote *rm;
   const char *project;
@@ -97,18 +98,14 @@ static void
 beside_start (struct beside *b, enum beside_kind kind)
 {
   b->kind = kind;
-  b->started = pthread_create (&b->thread, NULL, beside_main, b) == 0;
-  if (!b->started)
-    beside_main (b);
+  esbx_thread_start_or_run (&b->thread, beside_main, b);
 }
 
 /* Wait for B to end; its result stays for beside_wait.  */
 static void
 beside_join (struct beside *b)
 {
-  if (b->started)
-    pthread_join (b->thread, NULL);
-  b->started = false;
+  esbx_thread_join (&b->thread);
 }
 
 /* Wait for B and take its result: its error moved to *ERR (once).  */
@@ -187,8 +184,8 @@ besides_join (struct besides *bs)
    here is done again, and reported, by the publish itself.  */
 struct esbx_remote_warm
 {
-  pthread_t thread;
-  bool started, joined;
+  struct esbx_thread thread;
+  bool joined;
   esbx_store_t *store;
   char *project;
   struct esbx_remote rm;
@@ -264,7 +261,7 @@ esbx_remote_warm_start (esbx_store_t *store, const char *project)
 
   w->store = store;
   w->project = xstrdup (project);
-  w->started = pthread_create (&w->thread, NULL, warm_main, w) == 0;
+  esbx_thread_start_or_run (&w->thread, warm_main, w);
   return w;
 }
 
@@ -274,10 +271,7 @@ warm_join (struct esbx_remote_warm *w)
 {
   if (w->joined)
     return;
-  if (w->started)
-    pthread_join (w->thread, NULL);
-  else
-    warm_main (w);
+  esbx_thread_join (&w->thread);
   w->joined = true;
 }
 
