@@ -117,7 +117,7 @@ remove_unlocked (struct gc *g, int dirfd, const char *name, const char *path, co
 
   if (fd < 0 && errno == ENOENT)
     return;
-  if (fd >= 0 && flock (fd, LOCK_EX | (removing ? 0 : LOCK_NB)) < 0)
+  if (fd >= 0 && esbx_lock_fd (fd, true, removing, name, NULL) < 0)
     return;
   if (removing && !esbx_exists_at (dirfd, name))
     return;
@@ -230,9 +230,8 @@ gc_half_project (struct gc *g, const char *name)
   _cleanup_close_ int lock = -1;
   esbx_error_t e = NULL;
 
-  lock = TEMP_FAILURE_RETRY (
-      openat (g->store->rootfd, lockrel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
+  lock = esbx_lock_at (g->store->rootfd, lockrel, true, false, NULL);
+  if (lock < 0)
     return;
   if (esbx_rm_rf_at (g->store->rootfd, rel, &e) < 0)
     {

@@ -56,7 +56,7 @@ esbx_rm_rf_detached (esbx_store_t *store, const char *rel)
     return 0;
   dirfd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dirfd < 0 || flock (dirfd, LOCK_EX | LOCK_NB) < 0)
+  if (dirfd < 0 || esbx_lock_fd (dirfd, true, false, rel, NULL) < 0)
     return 0;
   /* Twice, so that the remover is nobody's child to wait for.  */
   pid = fork ();

@@ -220,9 +220,13 @@ esbx_session_save (esbx_store_t *store, const char *name, const json_t *record, 
 int
 esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
-  _cleanup_free_ char *path = xasprintf ("sessions/%s/lock", name);
-  int fd = esbx_lock_at (store->rootfd, path, true, true, err);
+  _cleanup_free_ char *path = NULL;
+  int fd;
 
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  path = xasprintf ("sessions/%s/lock", name);
+  fd = esbx_lock_at (store->rootfd, path, true, true, err);
   if (fd < 0)
     return esbx_error_wrap (err, "session `%s`", name);
   return fd;

@@ -264,7 +264,7 @@ start_tls_etcd() {
 watch_marked() {
   local var="HOST_$1" ino
   ino=$(stat -c %i "${!var}/remote.watch" 2>/dev/null) || return 1
-  grep -qE "OFDLCK +ADVISORY +WRITE .*:$ino " /proc/locks
+  grep -qE "FLOCK +ADVISORY +WRITE .*:$ino " /proc/locks
 }
 
 create_asks_etcd() {
