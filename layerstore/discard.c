@@ -116,7 +116,7 @@ esbx_session_discard (esbx_store_t *store, const char *name, unsigned int flags,
 
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
-  rel = xasprintf ("sessions/%s", name);
+  rel = esbx_session_rel (name);
   if (!esbx_exists_at (store->rootfd, rel))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
   /* A bad keeping time changes nothing.  */

@@ -182,7 +182,7 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
   _cleanup_strv_ char **ids = NULL;
   _cleanup_strv_ char **layers = NULL;
   _cleanup_strv_ char **sessions = NULL;
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/layers", project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "layers");
   _cleanup_close_ int lfd = -1;
   size_t n, i, k;
 
@@ -209,7 +209,7 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
       if (used || layer_in_use (store, sessions, layers[i])
           || esbx_snapshot_uses_layer (store, project, layers[i]))
         continue;
-      shown = xasprintf ("projects/%s/layers/%s", project, layers[i]);
+      shown = esbx_layer_rel (project, layers[i]);
       if (esbx_rm_rf_at (lfd, layers[i], &e) < 0)
         gc_failed (g, shown, &e);
       else if (g->report)
@@ -225,7 +225,7 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
 static void
 gc_half_project (struct gc *g, const char *name)
 {
-  _cleanup_free_ char *rel = xasprintf ("projects/%s", name);
+  _cleanup_free_ char *rel = esbx_project_rel (name);
   _cleanup_free_ char *lockrel = xasprintf ("%s/lock", rel);
   _cleanup_close_ int lock = -1;
   esbx_error_t e = NULL;
@@ -260,7 +260,7 @@ gc_temp_areas (struct gc *g, char **projects, esbx_error_t *err)
     return -1;
   for (i = 0; projects[i]; i++)
     {
-      _cleanup_free_ char *tmprel = xasprintf ("projects/%s/tmp", projects[i]);
+      _cleanup_free_ char *tmprel = esbx_project_file (projects[i], "tmp");
       _cleanup_close_ int pfd = -1;
       esbx_error_t e = NULL;
 

@@ -48,6 +48,21 @@ typedef struct esbx_store
   bool detach_removals; /* esbx_store_detach_removals */
 } esbx_store_t;
 
+/* The store's layout (layout.c): where a project, a layer and a session
+   keep their parts, relative to the root: "projects/P", "projects/P/FILE",
+   "projects/P/layers/ID[/FILE]", "sessions/S[/FILE]"; esbx_store_abs makes
+   one absolute.  */
+char *esbx_project_rel (const char *project);
+char *esbx_project_file (const char *project, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+char *esbx_layer_rel (const char *project, const char *id);
+char *esbx_layer_file (const char *project, const char *id, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+char *esbx_session_rel (const char *name);
+char *esbx_session_file (const char *name, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+char *esbx_store_abs (esbx_store_t *store, const char *rel);
+
 /* Open (creating if needed) the store at ROOT; NULL means $ESBX_ROOT or the
    default.  */
 int esbx_store_open (const char *root, esbx_store_t **out, esbx_error_t *err);

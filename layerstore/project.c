@@ -142,7 +142,7 @@ create (esbx_store_t *store, const char *name, const struct source *src, esbx_er
     return -1;
   if (from && !esbx_exists_at (AT_FDCWD, from))
     return esbx_make_error (err, ENOENT, "project `%s`: source `%s`", name, from);
-  rel = xasprintf ("projects/%s", name);
+  rel = esbx_project_rel (name);
   if (mkdirat (store->rootfd, rel, 0711) < 0)
     {
       if (errno == EEXIST)
@@ -218,7 +218,7 @@ esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
     return -1;
   if (refuse_if_sessions (store, name, "project rm", err) < 0)
     return -1;
-  rel = xasprintf ("projects/%s", name);
+  rel = esbx_project_rel (name);
   hex = esbx_random_hex (6);
   grave = xasprintf ("tmp/project-rm-%s-%s", name, hex);
   if (renameat (store->rootfd, rel, store->rootfd, grave) < 0)

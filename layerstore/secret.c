@@ -231,7 +231,7 @@ users_of (esbx_store_t *store, const char *name, esbx_error_t *err)
     }
   for (i = 0; projects[i]; i++)
     {
-      _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+      _cleanup_free_ char *dir = esbx_project_file (projects[i], "snapshots");
       _cleanup_strv_ char **snaps = NULL;
       esbx_error_t ignored = NULL;
 

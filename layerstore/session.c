@@ -17,19 +17,25 @@
 char *
 esbx_session_dir (esbx_store_t *store, const char *name)
 {
-  return xasprintf ("%s/sessions/%s", store->root, name);
+  _cleanup_free_ char *rel = esbx_session_rel (name);
+
+  return esbx_store_abs (store, rel);
 }
 
 char *
 esbx_session_merged (esbx_store_t *store, const char *name)
 {
-  return xasprintf ("%s/sessions/%s/merged", store->root, name);
+  _cleanup_free_ char *rel = esbx_session_file (name, "merged");
+
+  return esbx_store_abs (store, rel);
 }
 
 char *
 esbx_session_upper (esbx_store_t *store, const char *name)
 {
-  return xasprintf ("%s/sessions/%s/upper", store->root, name);
+  _cleanup_free_ char *rel = esbx_session_file (name, "upper");
+
+  return esbx_store_abs (store, rel);
 }
 
 int
@@ -40,7 +46,7 @@ esbx_session_open_dir (esbx_store_t *store, const char *name, esbx_error_t *err)
 
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
-  rel = xasprintf ("sessions/%s", name);
+  rel = esbx_session_rel (name);
   fd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (fd < 0 && errno == ENOENT)
@@ -57,7 +63,7 @@ esbx_session_exists (esbx_store_t *store, const char *name)
 
   if (!esbx_name_valid (name))
     return false;
-  path = xasprintf ("sessions/%s/session.json", name);
+  path = esbx_session_file (name, "session.json");
   return esbx_exists_at (store->rootfd, path);
 }
 
@@ -187,7 +193,7 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
 
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
-  path = xasprintf ("sessions/%s/session.json", name);
+  path = esbx_session_file (name, "session.json");
   return load_record (store->rootfd, path, name, out, err);
 }
 
@@ -203,7 +209,7 @@ esbx_session_load_at (int dfd, const char *name, struct esbx_session **out, esbx
 int
 esbx_session_save (esbx_store_t *store, const char *name, const json_t *record, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = xasprintf ("sessions/%s", name);
+  _cleanup_free_ char *dir = esbx_session_rel (name);
   _cleanup_free_ char *text = NULL;
   _cleanup_close_ int dfd = -1;
   size_t len;
@@ -225,7 +231,7 @@ esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
-  path = xasprintf ("sessions/%s/lock", name);
+  path = esbx_session_file (name, "lock");
   fd = esbx_lock_at (store->rootfd, path, true, true, err);
   if (fd < 0)
     return esbx_error_wrap (err, "session `%s`", name);

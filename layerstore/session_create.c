@@ -270,7 +270,7 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
       /* Keep generated names within the rule's 128 characters.  */
       name = xasprintf ("%.110s-%s", project, hex);
     }
-  if (esbx_exists_at (store->rootfd, (dest = xasprintf ("sessions/%s", name))))
+  if (esbx_exists_at (store->rootfd, (dest = esbx_session_rel (name))))
     {
       json_free (labels);
       return esbx_make_error (err, EEXIST, "session `%s`", name);

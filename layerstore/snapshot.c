@@ -194,14 +194,14 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
       esbx_make_error (err, EEXIST, "snapshot `%s`", snap);
       goto out;
     }
-  dir = xasprintf ("projects/%s/snapshots", s->project);
+  dir = esbx_project_file (s->project, "snapshots");
   if (mkdirat (store->rootfd, dir, 0755) < 0 && errno != EEXIST)
     {
       esbx_make_error (err, errno, "mkdir `%s`", dir);
       goto out;
     }
   free (dir);
-  dir = xasprintf ("projects/%s/tmp", s->project);
+  dir = esbx_project_file (s->project, "tmp");
   if (mkdirat (store->rootfd, dir, 0700) < 0 && errno != EEXIST)
     {
       esbx_make_error (err, errno, "mkdir `%s`", dir);
@@ -209,7 +209,7 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
     }
   /* Locked: gc leaves it alone while we work, and removes it after a
      crash.  */
-  tmp = xasprintf ("projects/%s/tmp/snapshot-%s", s->project, hex);
+  tmp = esbx_project_file (s->project, "tmp/snapshot-%s", hex);
   tfd = esbx_mkdir_locked (store, tmp, err);
   if (tfd < 0)
     goto out;
@@ -266,7 +266,7 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
       goto out;
     }
   free (dir);
-  dir = xasprintf ("projects/%s/snapshots", s->project);
+  dir = esbx_project_file (s->project, "snapshots");
   if (esbx_fsync_at (store->rootfd, dir, err) < 0)
     goto out;
   free (tmp);
@@ -297,7 +297,7 @@ users (esbx_store_t *store, const char *project, const char *name, struct strv *
 {
   _cleanup_strv_ char **names = esbx_session_list (store, project, err);
   _cleanup_strv_ char **snaps = NULL;
-  _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", project);
+  _cleanup_free_ char *dir = esbx_project_file (project, "snapshots");
   size_t i;
 
   if (names == NULL)
@@ -392,7 +392,7 @@ esbx_snapshot_list (esbx_store_t *store, const char *project, esbx_error_t *err)
   arr = json_new (JSON_ARRAY);
   for (i = 0; projects[i]; i++)
     {
-      _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+      _cleanup_free_ char *dir = esbx_project_file (projects[i], "snapshots");
       _cleanup_strv_ char **snaps = NULL;
       esbx_error_t e = NULL;
 
@@ -438,7 +438,7 @@ remove_unused (esbx_store_t *store, const char *project, const char *name, char 
       return 1;
     }
   /* Out of snapshots/ first: a crash half-way leaves a temp dir for gc.  */
-  grave = xasprintf ("projects/%s/tmp/rm-snapshot-%s", project, hex);
+  grave = esbx_project_file (project, "tmp/rm-snapshot-%s", hex);
   if (renameat (store->rootfd, rel, store->rootfd, grave) < 0)
     return esbx_make_error (err, errno, "snapshot `%s`: remove", name);
   if (esbx_rm_rf_at (store->rootfd, grave, err) < 0)
@@ -480,7 +480,7 @@ esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
       removed = false;
       for (i = 0; projects[i]; i++)
         {
-          _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+          _cleanup_free_ char *dir = esbx_project_file (projects[i], "snapshots");
           _cleanup_strv_ char **snaps = NULL;
           _cleanup_close_ int lock = -1;
 
@@ -513,7 +513,7 @@ esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 bool
 esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const char *layer)
 {
-  _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", project);
+  _cleanup_free_ char *dir = esbx_project_file (project, "snapshots");
   _cleanup_strv_ char **snaps = NULL;
   esbx_error_t e = NULL;
   size_t i;

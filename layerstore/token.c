@@ -274,7 +274,7 @@ esbx_project_id (esbx_store_t *store, const char *project, char **id, esbx_error
   if (!esbx_project_exists (store, project))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
                                  project);
-  rel = xasprintf ("projects/%s", project);
+  rel = esbx_project_rel (project);
   pfd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (pfd < 0)

@@ -335,7 +335,7 @@ restore_locked (esbx_store_t *store, const char *entry, const char *name, const 
                 esbx_error_t *err)
 {
   _cleanup_free_ char *rel = xasprintf ("trash/%s", entry);
-  _cleanup_free_ char *dest = xasprintf ("sessions/%s", name);
+  _cleanup_free_ char *dest = esbx_session_rel (name);
   _cleanup_free_ char *text = NULL;
   _cleanup_close_ int dfd = -1;
   size_t len;

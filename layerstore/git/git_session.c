@@ -261,8 +261,8 @@ esbx_git_open_layers (esbx_store_t *store, const char *project, const char *id, 
     return esbx_make_error (err, 0, "object database: %s", esbx_git_error ());
   for (i = 0; i < n; i++)
     {
-      _cleanup_free_ char *objects
-          = xasprintf ("%s/projects/%s/layers/%s/diff/.git/objects", store->root, project, ids[i]);
+      _cleanup_free_ char *rel = esbx_layer_file (project, ids[i], "diff/.git/objects");
+      _cleanup_free_ char *objects = esbx_store_abs (store, rel);
 
       if (access (objects, F_OK) == 0 && git_odb_add_disk_alternate (*odb, objects) < 0)
         return esbx_make_error (err, 0, "layer `%s`: objects: %s", ids[i], esbx_git_error ());

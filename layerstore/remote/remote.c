@@ -198,14 +198,14 @@ esbx_project_is_shared (esbx_store_t *store, const char *project)
 
   if (!esbx_name_valid (project))
     return false;
-  path = xasprintf ("projects/%s/remote", project);
+  path = esbx_project_file (project, "remote");
   return esbx_exists_at (store->rootfd, path);
 }
 
 int
 esbx_remote_mark_shared (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = xasprintf ("projects/%s", project);
+  _cleanup_free_ char *dir = esbx_project_rel (project);
   _cleanup_close_ int dfd = esbx_open_dir_at (store->rootfd, dir, err);
 
   if (dfd < 0)

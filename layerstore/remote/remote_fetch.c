@@ -121,7 +121,7 @@ unpack (esbx_store_t *store, const char *project, struct pull *p, const char *bl
 static int
 install (esbx_store_t *store, const char *project, struct pull *p, size_t n, esbx_error_t *err)
 {
-  _cleanup_free_ char *layers = xasprintf ("projects/%s/layers", project);
+  _cleanup_free_ char *layers = esbx_project_file (project, "layers");
   _cleanup_close_ int lfd = esbx_open_dir_at (store->rootfd, layers, err);
   size_t i;
 
@@ -154,7 +154,7 @@ esbx_remote_fetch_layers (esbx_store_t *store, struct esbx_registry *reg, const 
 
   for (i = from; i < to; i++)
     {
-      _cleanup_free_ char *dest = xasprintf ("projects/%s/layers/%s", project, d[i].id);
+      _cleanup_free_ char *dest = esbx_layer_rel (project, d[i].id);
 
       if (esbx_exists_at (store->rootfd, dest))
         continue;

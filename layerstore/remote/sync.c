@@ -141,7 +141,7 @@ esbx_project_pull (esbx_store_t *store, const char *project, size_t *fetched, es
         return esbx_error_wrap (err, "project pull");
       return 0;
     }
-  rel = xasprintf ("projects/%s", project);
+  rel = esbx_project_rel (project);
   if (mkdirat (store->rootfd, rel, 0711) < 0)
     return esbx_make_error (err, errno, "project pull `%s`: mkdir", project);
   pfd = esbx_open_dir_at (store->rootfd, rel, err);
