@@ -1,4 +1,5 @@
-/* esbx project create|list|log|rm|squash|lifetime|network|git-dir (push|pull: cmd_remote.c) */
+/* esbx project create|list|log|rm|squash|lifetime|network|git-dir (push|pull: cmd_remote.c,
+   push-git|pull-git: cmd_project_git.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
@@ -341,5 +342,9 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cmd_project_pull (cli, argv[2], err);
   if (strcmp (sub, "git-dir") == 0)
     return project_git_dir (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "push-git") == 0)
+    return cmd_project_push_git (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "pull-git") == 0)
+    return cmd_project_pull_git (cli, argc - 1, argv + 1, err);
   return cli_usage (err, "project: unknown subcommand `%s`", sub);
 }
