@@ -9,6 +9,9 @@
 #include "grants.h"
 #include "utils.h"
 
+#include <string.h>
+#include <strings.h>
+
 static void
 sync_route (struct esbx_gateway_ctx *ctx, bool push)
 {
@@ -29,6 +32,11 @@ sync_route (struct esbx_gateway_ctx *ctx, bool push)
     return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
                                      "field `%s` is for %s", push ? "ref" : "branch",
                                      push ? "pull-git" : "push-git");
+  if (o.remote && (strstr (o.remote, "://") == NULL || strncasecmp (o.remote, "file:", 5) == 0))
+    return esbx_gateway_reply_forbidden (
+        ctx, xasprintf ("remote `%s` is a path of the daemon's host: name a URL (http, https, "
+                        "ssh, git)",
+                        o.remote));
   if (o.secret)
     {
       char *specs[] = { (char *)o.secret, NULL };
