@@ -129,10 +129,6 @@ int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 int cmd_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_project_push (struct esbx_cli *cli, const char *name, esbx_error_t *err);
 int cmd_project_pull (struct esbx_cli *cli, const char *name, esbx_error_t *err);
-/* cmd_project_git.c: `project push-git|pull-git NAME ...`, ARGV[0] the
-   subcommand.  */
-int cmd_project_push_git (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
-int cmd_project_pull_git (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
