@@ -249,6 +249,14 @@ esbx_project_pull_git (esbx_store_t *store, const char *project, const struct es
                             project);
       return NULL;
     }
+  if (esbx_project_is_shared (store, project))
+    {
+      esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                            "pull-git `%s`: a git project shared through a registry is not "
+                            "supported yet",
+                            project);
+      return NULL;
+    }
   view = json_new (JSON_OBJECT);
   if (esbx_git_load (err) < 0 || pull (store, project, o, &r, view, err) < 0)
     {

@@ -147,7 +147,7 @@ push (esbx_store_t *store, const char *project, const struct esbx_git_sync_opts 
         return esbx_make_error_kind (err, ESBX_ERR_CONFLICT, 0, "`%s` refused %s", r->shown,
                                      r->refused);
     }
-  if (remember (store, project, r->shown, ref, head, ids[n - 1], err) < 0)
+  if (remember (store, project, r->url, ref, head, ids[n - 1], err) < 0)
     return esbx_error_wrap (err, "pushed, but not remembered");
   json_set_string (view, "remote", r->shown);
   json_set_string (view, "ref", ref);
