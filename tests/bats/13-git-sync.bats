@@ -291,6 +291,83 @@ objects() { git -C "$1" count-objects -v | awk '$1 == "count:" || $1 == "in-pack
   assert_output --partial "not made from a git repository"
 }
 
+# A commit on UP's master, its parent the current one, adding the entry
+# MODE NAME (escapes allowed) to the root (WHERE "/") or to src/.
+hostile_push() {
+  python3 - "$UP" "$1" "$2" "$3" <<'PY'
+import subprocess, sys
+repo, mode, where = sys.argv[1], sys.argv[2].encode(), sys.argv[4]
+name = sys.argv[3].encode().decode('unicode_escape').encode()
+def git(*args, data=None):
+    return subprocess.run(['git', '-C', repo, *args], input=data, capture_output=True,
+                          check=True).stdout
+def obj(kind, data):
+    return git('hash-object', '-t', kind, '--literally', '-w', '--stdin', data=data).strip().decode()
+def entries(tree):
+    out = []
+    for line in git('ls-tree', '-z', tree).split(b'\0'):
+        if line:
+            meta, n = line.split(b'\t', 1)
+            m, _, oid = meta.split(b' ')
+            out.append((m.lstrip(b'0'), n, oid.decode()))
+    return out
+def tree(ents):
+    ents = sorted(ents, key=lambda e: e[1] + (b'/' if e[0] == b'40000' else b''))
+    return obj('tree', b''.join(m + b' ' + n + b'\0' + bytes.fromhex(o) for m, n, o in ents))
+target = obj('tree', b'') if mode == b'40000' else '1' * 40 if mode == b'160000' else obj('blob', b'x')
+master = git('rev-parse', 'master').strip().decode()
+root = entries(master + '^{tree}')
+if where == '/':
+    root.append((mode, name, target))
+else:
+    src = [e for e in root if e[1] == b'src'][0]
+    root = [e for e in root if e[1] != b'src']
+    root.append((b'40000', b'src', tree(entries(src[2]) + [(mode, name, target)])))
+commit = obj('commit', f'tree {tree(root)}\nparent {master}\nauthor A <a@b> 0 +0000\n'
+             f'committer A <a@b> 0 +0000\n\nhostile\n'.encode())
+git('update-ref', 'refs/heads/master', commit)
+PY
+}
+
+@test "pull-git: hostile commits are refused in one line and land nothing; a gitlink is an empty directory" {
+  esbx_ok project create r --from-git "$UP"
+  local before master spec
+  before=$("$ESBX" project log r)
+  master=$(git -C "$UP" rev-parse master)
+  for spec in "40000 .git /" "40000 .. src" "120000 .git src" "100644 .GIT /" "100644 a\\nb src" \
+    "100644 a/b /"; do
+    git -C "$UP" update-ref refs/heads/master "$master"
+    read -r mode name where <<<"$spec"
+    hostile_push "$mode" "$name" "$where"
+    esbx_fails 1 project pull-git r
+    [ "${#lines[@]}" = 1 ]
+    assert_equal "$("$ESBX" project log r)" "$before"
+  done
+  run ls -A "$ESBX_ROOT/projects/r/tmp"
+  assert_output ""
+  # A symlink out of the tree, then a directory of that name: written in
+  # the layer, never through the link.
+  git -C "$UP" update-ref refs/heads/master "$master"
+  mkdir "$BATS_TEST_TMPDIR/outside"
+  upstream "a link out" ln -s "$BATS_TEST_TMPDIR/outside" evil
+  esbx_ok project pull-git r
+  upstream "a directory there" sh -c 'rm evil && mkdir evil && echo x >evil/x'
+  esbx_ok project pull-git r
+  run ls -A "$BATS_TEST_TMPDIR/outside"
+  assert_output ""
+  # A submodule: an empty directory, and the index has it.
+  hostile_push 160000 sub /
+  esbx_ok project pull-git r
+  assert_output --partial "\`/sub\` is a submodule"
+  make_session r s
+  [ "$(cat "$m/evil/x")" = x ]
+  run ls -A "$m/sub"
+  assert_output ""
+  run git -C "$m" status --porcelain
+  assert_output ""
+  [ "$(git -C "$m" ls-files -s sub | cut -c1-6)" = 160000 ]
+}
+
 @test "pull-git and project create over HTTP (git http-backend, anonymous)" {
   start_http
   local url=http://127.0.0.1:$HTTP_PORT/up.git
