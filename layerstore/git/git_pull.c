@@ -132,15 +132,16 @@ source_of (esbx_store_t *store, const char *project, const struct esbx_git_sync_
 {
   _cleanup_free_ char *rel = xasprintf ("projects/%s/git.json", project);
   _cleanup_json_ json_t *rec = json_parse_file_at (store->rootfd, rel, err);
+  const char *source, *recorded;
 
   if (rec == NULL)
     return -1;
-  *remote = xstrdup (o->remote ? o->remote : json_get_string (rec, "source"));
-  *ref = xstrdup (o->ref                                              ? o->ref
-                  : o->remote == NULL && json_get_string (rec, "ref") ? json_get_string (rec, "ref")
-                                                                      : "HEAD");
-  if (*remote == NULL)
+  source = o->remote ? o->remote : json_get_string (rec, "source");
+  recorded = o->remote ? NULL : json_get_string (rec, "ref");
+  if (source == NULL)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "git.json names no source: name a remote");
+  *remote = xstrdup (source);
+  *ref = xstrdup (o->ref ? o->ref : recorded ? recorded : "HEAD");
   return 0;
 }
 
