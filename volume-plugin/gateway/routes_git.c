@@ -29,9 +29,8 @@ sync_route (struct esbx_gateway_ctx *ctx, bool push)
   else
     o.ref = json_get_string (ctx->json, "ref");
   if ((push && json_get (ctx->json, "ref")) || (!push && json_get (ctx->json, "branch")))
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "field `%s` is for %s", push ? "ref" : "branch",
-                                     push ? "pull-git" : "push-git");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "field `%s` is for %s",
+                                    push ? "ref" : "branch", push ? "pull-git" : "push-git");
   if (o.remote && (strstr (o.remote, "://") == NULL || strncasecmp (o.remote, "file:", 5) == 0))
     return esbx_gateway_reply_forbidden (
         ctx, xasprintf ("remote `%s` is a path of the daemon's host: name a URL (http, https, "
