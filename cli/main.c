@@ -29,7 +29,9 @@ static const struct verb verbs[] = {
     "project squash NAME\n"
     "project push NAME\n"
     "project pull NAME\n"
-    "project git-dir NAME" },
+    "project git-dir NAME\n"
+    "project push-git NAME REMOTE [--branch B] [--secret NAME]\n"
+    "project pull-git NAME [REMOTE] [--ref REF] [--secret NAME]" },
   { "remote", cmd_remote,
     "remote set --registry URL --etcd URL [--ca FILE] [--cert FILE --key FILE] [--token-file "
     "FILE] [--compression gzip|none]\nremote show" },

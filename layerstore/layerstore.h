@@ -179,6 +179,29 @@ bool esbx_project_is_git (esbx_store_t *store, const char *project);
 /* ROOT/projects/P/git: a bare repository plain git reads (its objects are
    the layers', refs/heads/esbx/head the head's commit).  */
 char *esbx_project_git_dir (esbx_store_t *store, const char *project);
+/* A git project and another repository (layerstore/git/git_push.c,
+   git_pull.c; README, "Git projects").  */
+struct esbx_git_sync_opts
+{
+  const char *remote; /* a path or a URL; pull-git: NULL for the source of git.json */
+  const char *branch; /* push-git: refs/heads/BRANCH (NULL: "esbx") */
+  const char *ref;    /* pull-git: the remote's ref (NULL: git.json's, else HEAD) */
+  const char *secret; /* a secret: "USER:PASSWORD" or a token, for http(s) */
+  bool urls_only;     /* refuse local paths and file:// (the gateway) */
+};
+/* Push the head's commit to REMOTE's refs/heads/BRANCH, which must be an
+   ancestor of it (a fast-forward; else ESBX_ERR_CONFLICT naming both
+   commits); remembered in git.json ("pushed").  The view:
+   {"remote", "ref", "commit", "layer", "previous" (or null), "layers" (how
+   many the remote did not have), "pushed"}.  */
+json_t *esbx_project_push_git (esbx_store_t *store, const char *project,
+                               const struct esbx_git_sync_opts *o, esbx_error_t *err);
+/* Land the new first-parent commits of REF of REMOTE as layers, one each,
+   when REF descends from the head's commit (else ESBX_ERR_CONFLICT).  The
+   view: {"remote", "ref", "commit", "previous", "layers": [{"id",
+   "commit"}] (empty: up to date)}.  */
+json_t *esbx_project_pull_git (esbx_store_t *store, const char *project,
+                               const struct esbx_git_sync_opts *o, esbx_error_t *err);
 int esbx_project_create (esbx_store_t *store, const char *name, const char *from,
                          esbx_error_t *err);
 bool esbx_project_exists (esbx_store_t *store, const char *name);
@@ -476,6 +499,10 @@ int esbx_secret_owner (esbx_store_t *store, const char *name, char **project, es
 int esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 int esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_t *len,
                       esbx_error_t *err);
+/* The same for PROJECT's use (push-git's credentials): refused
+   (ESBX_ERR_FORBIDDEN) when NAME is another project's.  */
+int esbx_secret_read_for (esbx_store_t *store, const char *name, const char *project, char **value,
+                          size_t *len, esbx_error_t *err);
 /* ROOT/secrets/NAME, for the holder that copies it to the session's tmpfs.  */
 char *esbx_secret_path (esbx_store_t *store, const char *name);
 /* SPECS (session create --secret) as the record's "secrets" array (*OUT

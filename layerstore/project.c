@@ -8,6 +8,8 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -99,9 +101,12 @@ write_git_record (int pfd, const struct source *src, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL;
+  char abs[PATH_MAX];
   size_t len;
 
-  json_set_string (j, "source", src->git);
+  /* A path as an absolute one: pull-git reads it again from anywhere.  */
+  json_set_string (j, "source",
+                   strstr (src->git, "://") == NULL && realpath (src->git, abs) ? abs : src->git);
   json_set_string (j, "ref", src->git_ref ? src->git_ref : "HEAD");
   text = json_serialize (j, true, &len);
   return esbx_write_file_atomic_at (pfd, "git.json", text, len, 0644, err);

@@ -306,6 +306,22 @@ check_use (esbx_store_t *store, const char *name, const char *project, esbx_erro
   return esbx_secret_owner_check (store, name, owner, project, err);
 }
 
+int
+esbx_secret_read_for (esbx_store_t *store, const char *name, const char *project, char **value,
+                      size_t *len, esbx_error_t *err)
+{
+  if (esbx_secret_read (store, name, value, len, err) < 0)
+    return -1;
+  if (check_use (store, name, project, err) < 0)
+    {
+      explicit_bzero (*value, *len);
+      free (*value);
+      *value = NULL;
+      return -1;
+    }
+  return 0;
+}
+
 static int
 parse_spec (esbx_store_t *store, const char *project, const char *spec, json_t **out,
             esbx_error_t *err)
