@@ -26,6 +26,7 @@ static const struct verb verbs[] = {
     "project lifetime NAME [--ttl DURATION] [--idle-ttl DURATION] [--on-expiry discard|snapshot]\n"
     "project network NAME [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
+    "project disk NAME [--disk SIZE|none|default]\n"
     "project squash NAME\n"
     "project push NAME\n"
     "project pull NAME\n"
@@ -40,13 +41,14 @@ static const struct verb verbs[] = {
     "    [--tmpfs-size SIZE] [--shm-size SIZE]\n"
     "    [--env K=V]... [--env-file FILE]... [--secret NAME[,env=VAR][,file=/run/secrets/F]]...\n"
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
-    "    [--on-expiry discard|snapshot]\n"
+    "    [--on-expiry discard|snapshot] [--disk SIZE|none]\n"
     "session snapshot S [--name SNAP]\n"
     "session fork S [--name N] [--label K=V]... [--ttl DURATION] [--idle-ttl DURATION] ...\n"
     "session list [--project P]\n"
     "session inspect S\n"
     "session path S\n"
-    "session stop S" },
+    "session stop S\n"
+    "session default-disk [SIZE|none]" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
   { "diff", cmd_diff,
     "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },
