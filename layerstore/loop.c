@@ -39,7 +39,8 @@ esbx_loop_unavailable (void)
 {
   _cleanup_close_ int fd = TEMP_FAILURE_RETRY (open (LOOP_CONTROL, O_RDWR | O_CLOEXEC));
 
-  if (fd < 0)
+  /* Something else at that path (a container's /dev) is no loop control.  */
+  if (fd < 0 || ioctl (fd, LOOP_CTL_GET_FREE) < 0)
     return xasprintf ("this host has no loop devices (%s: %s)", LOOP_CONTROL, strerror (errno));
   return NULL;
 }
