@@ -16,6 +16,7 @@
  * flock, so one image is never mounted by two processes at once.  */
 #include "internal.h"
 #include "copy.h"
+#include "failpoint.h"
 #include "fs.h"
 #include "text.h"
 #include "utils.h"
@@ -338,7 +339,11 @@ esbx_session_disk_make (int dfd, const char *dir, int64_t bytes, esbx_error_t *e
     return esbx_make_error (err, errno, "mkdir `%s/" DISK_DIR "`", dir);
   if (TEMP_FAILURE_RETRY (flock (img, LOCK_EX)) < 0)
     return esbx_make_error (err, errno, "lock `%s/" DISK_IMAGE "`", dir);
-  return mount_locked (dfd, dir, img, err);
+  if (mount_locked (dfd, dir, img, err) < 0)
+    return -1;
+  /* A crash from here on leaves a temp dir with a mounted disk for gc.  */
+  esbx_failpoint ("session-disk-mounted");
+  return 0;
 }
 
 int

@@ -308,5 +308,24 @@ plugin_call() {
   plugin_call VolumeDriver.Unmount '{"Name": "v1", "ID": "c1"}'
   plugin_call VolumeDriver.Remove '{"Name": "v1"}'
   [ "$http_code" = 200 ]
-  ! loops_of_store | grep -qF sessions/v1/
+  [ -z "$(loops_of_store | grep -F sessions/v1/ || true)" ]
+}
+
+@test "a create killed once its disk is mounted leaves a temp dir that gc clears, mount and device" {
+  if ! strings "$ESBX" | grep -qx 'ESBX_FAILPOINT'; then
+    skip "esbx built without ESBX_FAILPOINTS"
+  fi
+  setup_project
+  run env ESBX_FAILPOINT=session-disk-mounted "$ESBX" session create p --name half --disk 20M
+  [ "$status" -eq 137 ]
+  [ ! -e "$ESBX_ROOT/sessions/half" ]
+  [ -n "$(mounts_of_store)" ]
+  [ -n "$(loops_of_store)" ]
+  esbx_ok gc
+  assert_output --partial "removed"
+  [ -z "$(ls "$ESBX_ROOT/tmp")" ]
+  [ -z "$(mounts_of_store)" ]
+  for _ in $(seq 20); do [ -z "$(loops_of_store)" ] && break; sleep 0.1; done
+  [ -z "$(loops_of_store)" ]
+  make_session p half --disk 20M
 }
