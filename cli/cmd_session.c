@@ -1,4 +1,4 @@
-/* esbx session create|list|inspect|path|stop|snapshot|fork|default-disk */
+/* esbx session create|list|inspect|path|stop|snapshot|fork */
 #include "cli.h"
 #include "sandbox.h"
 #include "text.h"
@@ -408,31 +408,6 @@ session_fork (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   return ret;
 }
 
-/* esbx session default-disk [SIZE|none]: the store's default disk of new
-   sessions (README, "A session's disk"); without SIZE, print it.  */
-static int
-session_default_disk (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
-{
-  _cleanup_free_ char *shown = NULL;
-  esbx_store_t *store;
-  int64_t bytes;
-
-  if (argc > 2)
-    return cli_usage (err, "session default-disk: expected at most one size");
-  if (cli_remote_mode (cli))
-    return cli_usage (err, "session default-disk: a setting of the store: not through the gateway");
-  store = cli_store (cli, err);
-  if (store == NULL)
-    return -1;
-  if (argc == 2)
-    return esbx_store_disk_set (store, argv[1], err);
-  if (esbx_store_disk_default (store, &bytes, err) < 0)
-    return -1;
-  shown = esbx_disk_size_string (bytes);
-  printf ("%s\n", shown);
-  return 0;
-}
-
 int
 cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -446,8 +421,6 @@ cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return session_fork (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "create") == 0)
     return session_create (cli, argc - 1, argv + 1, err);
-  if (strcmp (sub, "default-disk") == 0)
-    return session_default_disk (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "list") == 0 || strcmp (sub, "ls") == 0)
     return session_list (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "inspect") != 0 && strcmp (sub, "path") != 0 && strcmp (sub, "stop") != 0)

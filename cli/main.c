@@ -47,8 +47,7 @@ static const struct verb verbs[] = {
     "session list [--project P]\n"
     "session inspect S\n"
     "session path S\n"
-    "session stop S\n"
-    "session default-disk [SIZE|none]" },
+    "session stop S" },
   { "blame", cmd_blame, "blame PROJECT PATH" },
   { "diff", cmd_diff,
     "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },

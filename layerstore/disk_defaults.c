@@ -1,11 +1,12 @@
 /* The disk of new sessions that name none (README, "A session's disk"):
  * a fork (or a session made from a snapshot) takes the size its session
  * had; else the project's default, in
- * ROOT/projects/P/disk.json ({"disk": "10G"}); else the store's, in
- * ROOT/session-disk ("20M"), which $ESBX_SESSION_DISK overrides.  No file:
- * no disk of its own, as before.  The session's record keeps the size it
+ * ROOT/projects/P/disk.json ({"disk": "10G"}); else the store's, `disk =
+ * 20M` in ROOT/defaults.conf (session_defaults.c).  None of them: no disk
+ * of its own, as before.  The session's record keeps the size it
  * got, so a later change of a default leaves existing sessions alone.  */
 #include "internal.h"
+#include "conffile.h"
 #include "fs.h"
 #include "text.h"
 #include "utils.h"
@@ -17,8 +18,6 @@
 #include <unistd.h>
 
 #define PROJECT_FILE "disk.json"
-#define STORE_FILE   "session-disk"
-#define STORE_ENV    "ESBX_SESSION_DISK"
 
 static int
 project_must_exist (esbx_store_t *store, const char *project, esbx_error_t *err)
@@ -51,43 +50,25 @@ project_default (esbx_store_t *store, const char *project, int64_t *bytes, esbx_
   return 0;
 }
 
-int
-esbx_store_disk_default (esbx_store_t *store, int64_t *bytes, esbx_error_t *err)
+static int
+disk_key (const char *key, const char *value, const char *where, void *data, esbx_error_t *err)
 {
-  const char *env = getenv (STORE_ENV);
-  _cleanup_free_ char *text = NULL;
-  size_t len;
-
-  *bytes = 0;
-  if (env && env[0])
-    return esbx_disk_size_parse (env, bytes, err) < 0 ? esbx_error_wrap (err, STORE_ENV) : 0;
-  if (!esbx_exists_at (store->rootfd, STORE_FILE))
+  if (strcmp (key, "disk") != 0)
     return 0;
-  if (esbx_read_file_at (store->rootfd, STORE_FILE, 64, &text, &len, err) < 0)
-    return esbx_error_wrap (err, "the store's disk default");
-  text[strcspn (text, "\n")] = '\0';
-  if (esbx_disk_size_parse (text, bytes, err) < 0)
-    return esbx_error_wrap (err, "%s/" STORE_FILE, store->root);
+  if (esbx_disk_size_parse (value, data, err) < 0)
+    return esbx_error_wrap (err, "%s", where);
   return 0;
 }
 
 int
-esbx_store_disk_set (esbx_store_t *store, const char *size, esbx_error_t *err)
+esbx_store_disk_default (esbx_store_t *store, int64_t *bytes, esbx_error_t *err)
 {
-  _cleanup_free_ char *text = NULL, *shown = NULL;
-  int64_t bytes;
+  _cleanup_free_ char *path = xasprintf ("%s/" ESBX_DEFAULTS_CONF, store->root);
 
-  if (esbx_disk_size_parse (size, &bytes, err) < 0)
-    return -1;
-  if (bytes <= 0)
-    {
-      if (unlinkat (store->rootfd, STORE_FILE, 0) < 0 && errno != ENOENT)
-        return esbx_make_error (err, errno, "remove `%s/" STORE_FILE "`", store->root);
-      return 0;
-    }
-  shown = esbx_disk_size_string (bytes);
-  text = xasprintf ("%s\n", shown);
-  return esbx_write_file_atomic_at (store->rootfd, STORE_FILE, text, strlen (text), 0644, err);
+  *bytes = 0;
+  if (esbx_conf_read (path, false, disk_key, bytes, err) < 0)
+    return esbx_error_wrap (err, "the store's defaults");
+  return 0;
 }
 
 int

@@ -297,10 +297,8 @@ char *esbx_disk_size_string (int64_t bytes);
    project's default, else the store's (0: none; ESBX_DISK_NONE: the
    project says none).  */
 int esbx_disk_default (esbx_store_t *store, const char *project, int64_t *bytes, esbx_error_t *err);
-/* The store's default ($ESBX_SESSION_DISK, else ROOT/session-disk); set
-   it (SIZE "none" removes it).  */
+/* The store's default: `disk = SIZE` in ROOT/defaults.conf.  */
 int esbx_store_disk_default (esbx_store_t *store, int64_t *bytes, esbx_error_t *err);
-int esbx_store_disk_set (esbx_store_t *store, const char *size, esbx_error_t *err);
 /* PROJECT's default (SIZE "none": none, whatever the store's); clear it;
    {"disk": SIZE|null, "store": SIZE|null}.  */
 int esbx_project_disk_set (esbx_store_t *store, const char *project, const char *size,

@@ -18,13 +18,13 @@
 #include "copy.h"
 #include "failpoint.h"
 #include "fs.h"
+#include "run.h"
 #include "text.h"
 #include "utils.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -117,70 +117,52 @@ image_size (uint64_t bytes)
   return (size + 4095) & ~4095ull;
 }
 
-/* mkfs.ext4 on the image IMG (as /proc/self/fd/3 in the child): tables
-   left to be read as zeros (the file is sparse), no discard of a file
-   that holds nothing yet.  Its output goes to a memfd read after it
-   exits; an error names its first line.  */
+/* mkfs.ext4 on the image IMG (/proc/self/fd/IMG in the child): tables
+   left to be read as zeros (the file is sparse), no discard of a file that
+   holds nothing yet.  Its output goes to a memfd read after it exits; an
+   error names its first line.  */
 static int
 run_mkfs (int img, esbx_error_t *err)
 {
-  char *argv[] = { "mkfs.ext4",
-                   "-q",
-                   "-F",
-                   "-m",
-                   "0",
-                   "-b",
-                   "4096",
-                   "-i",
-                   "16384",
-                   "-I",
-                   "256",
-                   "-J",
+  static const char *const dirs[] = { "/usr/sbin", "/sbin", NULL };
+  _cleanup_free_ char *dev = xasprintf ("/proc/self/fd/%d", img);
+  char *argv[] = { "mkfs.ext4", "-q",
+                   "-F",        "-m",
+                   "0",         "-b",
+                   "4096",      "-i",
+                   "16384",     "-I",
+                   "256",       "-J",
                    "size=4", /* JOURNAL_MIB */
-                   "-O",
-                   "^resize_inode",
-                   "-E",
-                   "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-                   "-L",
-                   "esbx-session",
-                   "/proc/self/fd/3",
-                   NULL };
-  const char *path = mkfs_path ();
-  _cleanup_close_ int out = -1, null = -1;
+                   "-O",        "^resize_inode",
+                   "-E",        "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
+                   "-L",        "esbx-session",
+                   dev,         NULL };
+  _cleanup_close_ int out = memfd_create ("mkfs", MFD_CLOEXEC);
+  _cleanup_close_ int null = TEMP_FAILURE_RETRY (open ("/dev/null", O_RDONLY | O_CLOEXEC));
+  struct esbx_run r = { .argv = argv,
+                        .dirs = dirs,
+                        .in = null,
+                        .out = out,
+                        .err = out,
+                        .keep = &img,
+                        .n_keep = 1,
+                        .netns = -1 };
   char msg[256];
-  ssize_t r;
+  ssize_t n;
   int status;
-  pid_t pid;
 
-  if (path == NULL)
-    return esbx_make_error (err, 0, "mkfs.ext4 is not installed (e2fsprogs)");
-  out = memfd_create ("mkfs", MFD_CLOEXEC);
-  null = TEMP_FAILURE_RETRY (open ("/dev/null", O_RDONLY | O_CLOEXEC));
   if (out < 0 || null < 0)
     return esbx_make_error (err, errno, "mkfs.ext4: output");
-  pid = fork ();
-  if (pid < 0)
-    return esbx_make_error (err, errno, "fork");
-  if (pid == 0)
-    {
-      sigset_t none;
-
-      sigemptyset (&none);
-      sigprocmask (SIG_SETMASK, &none, NULL);
-      if (dup2 (null, 0) < 0 || dup2 (out, 1) < 0 || dup2 (out, 2) < 0 || dup2 (img, 3) < 0)
-        _exit (126);
-      syscall (SYS_close_range, 4, ~0U, 0);
-      execv (path, argv);
-      _exit (127);
-    }
-  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
-    return esbx_make_error (err, errno, "waitpid");
+  if (esbx_run (&r, &status, err) < 0)
+    return -1;
   if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
     return 0;
-  r = pread (out, msg, sizeof msg - 1, 0);
-  msg[r > 0 ? r : 0] = '\0';
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 127)
+    return esbx_make_error (err, 0, "mkfs.ext4 is not installed (e2fsprogs)");
+  n = pread (out, msg, sizeof msg - 1, 0);
+  msg[n > 0 ? n : 0] = '\0';
   msg[strcspn (msg, "\n")] = '\0';
-  return esbx_make_error (err, 0, "%s exited %d%s%s", path,
+  return esbx_make_error (err, 0, "mkfs.ext4 exited %d%s%s",
                           WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status),
                           msg[0] ? ": " : "", msg);
 }

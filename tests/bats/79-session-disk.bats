@@ -40,7 +40,7 @@ fill_inside() {
 @test "a store default of 20M: the filler gets ENOSPC at its limit, the other session writes" {
   setup_small_store 256
   setup_project
-  export ESBX_SESSION_DISK=20M
+  echo 'disk = 20M' >>"$ESBX_ROOT/defaults.conf"
   make_sessions p filler other
   run "$ESBX" exec filler -- sh -c 'head -c 400M /dev/zero >/workspace/blob'
   assert_failure
@@ -95,10 +95,12 @@ mounts_of_store() { grep -F "$ESBX_ROOT/" /proc/self/mountinfo | awk '{print $5}
   [ "$status" -eq 2 ]
   assert_line --index 0 "esbx: project \`p\`: invalid disk size \`lots\`: expected e.g. 512M or 10G (from 8M to 16384G), or none"
   [ ! -e "$ESBX_ROOT/projects/p/disk.json" ]
-  ESBX_SESSION_DISK=big run "$ESBX" session create p --name s
+  echo 'disk = big' >"$ESBX_ROOT/defaults.conf"
+  run "$ESBX" session create p --name s
   assert_failure
-  assert_output --partial "ESBX_SESSION_DISK: invalid disk size \`big\`"
+  assert_output --partial "defaults.conf:1: invalid disk size \`big\`"
   [ ! -e "$ESBX_ROOT/sessions/s" ]
+  rm "$ESBX_ROOT/defaults.conf"
   [ -z "$(loops_of_store)" ]
 }
 
@@ -221,9 +223,7 @@ mounts_of_store() { grep -F "$ESBX_ROOT/" /proc/self/mountinfo | awk '{print $5}
   setup_project
   esbx_ok project disk p
   echo "$output" | jq -e '.disk == null and .store == null'
-  esbx_ok session default-disk 24M
-  esbx_ok session default-disk
-  assert_output 24M
+  echo 'disk = 24M' >"$ESBX_ROOT/defaults.conf"
   make_session p a
   esbx_ok --json session inspect a
   echo "$output" | jq -e '.limits.disk == 25165824'
@@ -245,7 +245,7 @@ mounts_of_store() { grep -F "$ESBX_ROOT/" /proc/self/mountinfo | awk '{print $5}
   esbx_ok --json session inspect e
   echo "$output" | jq -e '.limits.disk == null'
   esbx_ok project disk p --disk default
-  esbx_ok session default-disk none
+  echo 'disk = none' >"$ESBX_ROOT/defaults.conf"
   make_session p f
   esbx_ok --json session inspect f
   echo "$output" | jq -e '.limits.disk == null'
@@ -278,7 +278,7 @@ plugin_call() {
   echo "$output" | jq -e '.limits.disk == 20971520'
   # With a store default, a project token may ask for less, not for more
   # or for none; a token without limits may.
-  esbx_ok session default-disk 24M
+  echo 'disk = 24M' >"$ESBX_ROOT/defaults.conf"
   TOKEN=$(token manage,runtime,observe --project p)
   gw_expect 201 POST /v1/sessions "$TOKEN" '{"project":"p","name":"t1"}'
   gw_expect 200 GET /v1/sessions/t1 "$TOKEN"
