@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,6 +73,7 @@ esbx_store_disk_default (esbx_store_t *store, int64_t *bytes, esbx_error_t *err)
 int
 esbx_disk_default (esbx_store_t *store, const char *project, int64_t *bytes, esbx_error_t *err)
 {
+  *bytes = 0;
   if (esbx_project_exists (store, project) && project_default (store, project, bytes, err) < 0)
     return -1;
   if (*bytes > 0 || *bytes == ESBX_DISK_NONE)

@@ -41,7 +41,8 @@
 /* ext4's journal of the image: 1024 blocks, the least jbd2 takes.  */
 #define JOURNAL_MIB 4
 
-static const char *const mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
+/* Where mkfs.ext4 is looked for (a daemon's PATH may lack them).  */
+static const char *const sbin_dirs[] = { "/usr/sbin", "/sbin", NULL };
 
 int
 esbx_disk_size_parse (const char *text, int64_t *bytes, esbx_error_t *err)
@@ -80,15 +81,18 @@ esbx_disk_size_string (int64_t bytes)
   return xasprintf ("%" PRId64, bytes);
 }
 
-static const char *
-mkfs_path (void)
+static bool
+have_mkfs (void)
 {
   size_t i;
 
-  for (i = 0; i < ARRAY_SIZE (mkfs_paths); i++)
-    if (access (mkfs_paths[i], X_OK) == 0)
-      return mkfs_paths[i];
-  return NULL;
+  for (i = 0; sbin_dirs[i]; i++)
+    {
+      _cleanup_free_ char *path = xasprintf ("%s/mkfs.ext4", sbin_dirs[i]);
+      if (access (path, X_OK) == 0)
+        return true;
+    }
+  return false;
 }
 
 int
@@ -99,7 +103,7 @@ esbx_disk_check_host (int64_t bytes, esbx_error_t *err)
 
   if (why)
     return esbx_make_error (err, 0, "a disk of %s: %s", shown, why);
-  if (mkfs_path () == NULL)
+  if (!have_mkfs ())
     return esbx_make_error (err, 0, "a disk of %s: mkfs.ext4 is not installed (e2fsprogs)", shown);
   return 0;
 }
@@ -124,7 +128,6 @@ image_size (uint64_t bytes)
 static int
 run_mkfs (int img, esbx_error_t *err)
 {
-  static const char *const dirs[] = { "/usr/sbin", "/sbin", NULL };
   _cleanup_free_ char *dev = xasprintf ("/proc/self/fd/%d", img);
   char *argv[] = { "mkfs.ext4", "-q",
                    "-F",        "-m",
@@ -140,7 +143,7 @@ run_mkfs (int img, esbx_error_t *err)
   _cleanup_close_ int out = memfd_create ("mkfs", MFD_CLOEXEC);
   _cleanup_close_ int null = TEMP_FAILURE_RETRY (open ("/dev/null", O_RDONLY | O_CLOEXEC));
   struct esbx_run r = { .argv = argv,
-                        .dirs = dirs,
+                        .dirs = sbin_dirs,
                         .in = null,
                         .out = out,
                         .err = out,
