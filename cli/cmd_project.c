@@ -1,4 +1,4 @@
-/* esbx project create|list|log|rm|squash|lifetime|network|git-dir|push-git|pull-git
+/* esbx project create|list|log|rm|squash|lifetime|network|disk|git-dir|push-git|pull-git
    (push|pull: cmd_remote.c) */
 #include "cli.h"
 #include "text.h"
@@ -199,6 +199,48 @@ project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
     return esbx_lifetime_set_defaults (cli->store, argv[optind], ttl, idle, on_expiry, err);
   {
     _cleanup_json_ json_t *j = esbx_lifetime_defaults (cli->store, argv[optind], err);
+    if (j == NULL)
+      return -1;
+    cli_print_json (j);
+  }
+  return 0;
+}
+
+/* esbx project disk NAME [--disk SIZE|none|default]: the disk of new
+   sessions that name none ("default": the store's again); without
+   options, print it.  */
+static int
+project_disk (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "disk", required_argument, NULL, 'D' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  const char *size = NULL;
+  int c;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'D':
+        size = optarg;
+        break;
+      case 'J':
+        break;
+      default:
+        return cli_usage (err, "project disk: unknown option `%s`", argv[optind - 1]);
+      }
+  if (optind + 1 != argc)
+    return cli_usage (err, "project disk: expected NAME");
+  if (cli_remote_mode (cli))
+    return cli_usage (err, "project disk: a setting of the store: not through the gateway");
+  if (cli_store (cli, err) == NULL)
+    return -1;
+  if (size && strcmp (size, "default") == 0)
+    return esbx_project_disk_clear (cli->store, argv[optind], err);
+  if (size)
+    return esbx_project_disk_set (cli->store, argv[optind], size, err);
+  {
+    _cleanup_json_ json_t *j = esbx_project_disk_get (cli->store, argv[optind], err);
     if (j == NULL)
       return -1;
     cli_print_json (j);
@@ -454,6 +496,8 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_lifetime (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "network") == 0)
     return project_network (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "disk") == 0)
+    return project_disk (cli, argc - 1, argv + 1, err);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "project %s: expected NAME", sub);
   if (strcmp (sub, "log") == 0)

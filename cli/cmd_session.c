@@ -16,7 +16,7 @@ struct create_opts
   struct strv env;           /* --env-file lines, then --env: later ones win */
   struct strv secrets;       /* --secret NAME[,env=VAR][,file=PATH] */
   const char *memory, *pids; /* as given, for the gateway to parse */
-  const char *tmpfs_size, *shm_size;
+  const char *tmpfs_size, *shm_size, *disk;
   const char *ttl, *idle_ttl;
   struct strv allow; /* --allow, in order */
 };
@@ -44,6 +44,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "allow", required_argument, NULL, 'A' },
                                         { "tmpfs-size", required_argument, NULL, 'Z' },
                                         { "shm-size", required_argument, NULL, 'H' },
+                                        { "disk", required_argument, NULL, 'D' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -123,6 +124,11 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
           return -1;
         o->shm_size = optarg;
         break;
+      case 'D':
+        if (esbx_disk_size_parse (optarg, &o->session.disk, err) < 0)
+          return -1;
+        o->disk = optarg;
+        break;
       default:
         return cli_usage (err, "%s: unknown option `%s`", argv[0], argv[optind - 1]);
       }
@@ -192,6 +198,7 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
   set_optional (body, "ttl", o->ttl);
   set_optional (body, "idle_ttl", o->idle_ttl);
   set_optional (body, "on_expiry", o->session.on_expiry);
+  set_optional (body, "disk", o->disk);
   if (o->secrets.n > 0)
     {
       json_t *secrets = json_new (JSON_ARRAY);
@@ -385,6 +392,7 @@ session_fork (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       set_optional (body, "ttl", o.ttl);
       set_optional (body, "idle_ttl", o.idle_ttl);
       set_optional (body, "on_expiry", o.session.on_expiry);
+      set_optional (body, "disk", o.disk);
       ret = cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions/%s/fork",
                               o.project);
     }

@@ -362,6 +362,12 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
         gc_failed (&g, "expired trash entries", &e);
       }
   }
+  {
+    esbx_error_t e = NULL;
+
+    if (esbx_session_disk_gc (store, report, &e) < 0)
+      gc_failed (&g, "unused loop devices", &e);
+  }
   for (i = 0; projects[i]; i++)
     {
       _cleanup_free_ char *what = xasprintf ("unused layers of project `%s`", projects[i]);

@@ -348,6 +348,55 @@ int esbx_network_defaults_apply (esbx_store_t *store, const char *project,
                                  esbx_error_t *err);
 void esbx_network_defaults_clear (struct esbx_network_defaults *d);
 
+/* Loop devices (loop.c).  NULL, or why this host cannot make them.  */
+char *esbx_loop_unavailable (void);
+/* A loop device over the image FD (opened read-write): the one already
+   bound to that file when there is one, else a free one with autoclear.
+   Returns its open fd (closing it unbinds a new device that was not
+   mounted meanwhile) and its path in *DEV.  */
+int esbx_loop_attach (int fd, char **dev, esbx_error_t *err);
+/* Unbind the device bound to the file FD, unless a mount still uses it.  */
+void esbx_loop_detach_file (int fd);
+/* Unbind the devices over files beneath PREFIX that no mount uses (and
+   whose file nobody holds the flock of), saying so on REPORT.  */
+int esbx_loop_detach_unused (const char *prefix, FILE *report, esbx_error_t *err);
+
+/* Sessions' own disks (session_disk.c).  An error unless this host can
+   make a disk of BYTES (loop devices, mkfs.ext4).  */
+int esbx_disk_check_host (int64_t bytes, esbx_error_t *err);
+/* Where O names no disk: its project's or the store's default; then the
+   host checked for it (disk_defaults.c).  */
+int esbx_disk_defaults_apply (esbx_store_t *store, const char *project, struct esbx_session_opts *o,
+                              esbx_error_t *err);
+/* Make and mount the disk of a session being built in DFD (absolute DIR),
+   its upper/ and work/ directories there already: DIR/upper becomes the
+   disk's.  */
+int esbx_session_disk_make (int dfd, const char *dir, int64_t bytes, esbx_error_t *err);
+/* Mount S's disk where it is not (after a reboot); 0 at once for a session
+   without one.  Everything that reads an upper calls it first.  */
+int esbx_session_disk_mount (esbx_store_t *store, const struct esbx_session *s, esbx_error_t *err);
+/* Unmount session NAME's disk (lazily where busy): *LOCK receives the
+   image's flock (-1 without a disk), which the caller holds until the
+   session's directory is moved away, so nobody mounts it again
+   meanwhile.  */
+int esbx_session_disk_unmount (esbx_store_t *store, const char *name, int *lock, esbx_error_t *err);
+/* Best effort, for a session directory DIR being removed.  */
+void esbx_session_disk_unmount_dir (const char *dir);
+/* ROOT/sessions/S/disk, the mount holding S's upper and work directories;
+   NULL when S has no disk.  */
+char *esbx_session_disk_dir (esbx_store_t *store, const struct esbx_session *s);
+/* Bytes the image of session directory REL (beneath DIRFD) takes on the
+   store's filesystem; 0 without one.  */
+uint64_t esbx_session_disk_allocated_at (int dirfd, const char *rel);
+/* {"limit", "size", "mounted", "used", "available", "allocated"}, or null.  */
+json_t *esbx_session_disk_json (esbx_store_t *store, const struct esbx_session *s);
+/* gc: unbind the loop devices of the store's images no mount uses.  */
+int esbx_session_disk_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+/* renameat, or where FROM and TO are on different filesystems (an upper on
+   a disk of its own) a copy of the regular file FROM renamed into place
+   with its owner and mode, then FROM removed.  */
+int esbx_move_file_at (int fromfd, const char *from, int tofd, const char *to, esbx_error_t *err);
+
 /* Random bytes of a session id: 32 hex digits.  */
 #define ESBX_SESSION_ID_BYTES 16
 

@@ -238,6 +238,7 @@ struct esbx_session_opts
   char **allow;          /* NULL-terminated egress allow-list (network "egress" only) */
   char **secrets;        /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
   const char *token;     /* the gateway token that makes it (its caps count it), or NULL */
+  int64_t disk;          /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
 };
 
 struct esbx_session
@@ -259,6 +260,7 @@ struct esbx_session
   char *rootfs;   /* key of its image root (rootfs.c), NULL: the host's */
   json_t *env;    /* object of strings, may be empty: what its commands start with */
   char *snapshot; /* the snapshot it was made from (a lower layer over its base) */
+  int64_t disk;   /* bytes of its own disk (session_disk.c), 0: none */
   json_t *record; /* the whole session.json */
   char *view;     /* a scan's merged view of snapshot and upper (snapshot.c),
                      removed by esbx_session_free */
@@ -318,6 +320,29 @@ int esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s
                                esbx_error_t *err);
 bool esbx_session_is_mounted (esbx_store_t *store, const char *name);
 int esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* A session's own disk (session_disk.c, disk_defaults.c): its upper on a
+   filesystem of that size.  SIZE is "512M", "10G" (ESBX_DISK_MIN to
+   ESBX_DISK_MAX) or "none"/"0" (ESBX_DISK_NONE); anything else is a usage
+   error naming it.  */
+#define ESBX_DISK_NONE (-1)
+#define ESBX_DISK_MIN  (8ull << 20)
+#define ESBX_DISK_MAX  (16384ull << 30)
+int esbx_disk_size_parse (const char *text, int64_t *bytes, esbx_error_t *err);
+/* "20M", "10G", "none" (BYTES <= 0).  */
+char *esbx_disk_size_string (int64_t bytes);
+/* The disk a new session of PROJECT gets when it names none: the
+   project's default, else the store's (0: none; ESBX_DISK_NONE: the
+   project says none).  */
+int esbx_disk_default (esbx_store_t *store, const char *project, int64_t *bytes, esbx_error_t *err);
+/* The store's default: `disk = SIZE` in ROOT/defaults.conf.  */
+int esbx_store_disk_default (esbx_store_t *store, int64_t *bytes, esbx_error_t *err);
+/* PROJECT's default (SIZE "none": none, whatever the store's); clear it;
+   {"disk": SIZE|null, "store": SIZE|null}.  */
+int esbx_project_disk_set (esbx_store_t *store, const char *project, const char *size,
+                           esbx_error_t *err);
+int esbx_project_disk_clear (esbx_store_t *store, const char *project, esbx_error_t *err);
+json_t *esbx_project_disk_get (esbx_store_t *store, const char *project, esbx_error_t *err);
 /* Delete unpublished changes too: no trash.  */
 #define ESBX_DISCARD_FORCE 1u
 /* Unmount and delete the session's private state.  The holder (shim/) must

@@ -551,6 +551,9 @@ esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esb
   _cleanup_close_ int ufd = -1;
 
   memset (out, 0, sizeof *out);
+  /* After a reboot a session's own disk is mounted by its first use.  */
+  if (esbx_session_disk_mount (store, s, err) < 0)
+    return -1;
   /* A git project's sessions keep their repository in `/.git`: never a
      change (layerstore/git/git_repo.c).  */
   if (esbx_project_is_git (store, s->project))

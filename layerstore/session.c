@@ -173,6 +173,8 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
     s->tmpfs_size = (uint64_t)v;
   if (json_get_int (j, "shm_size", &v) && v > 0)
     s->shm_size = (uint64_t)v;
+  if (json_get_int (j, "disk", &v) && v > 0)
+    s->disk = v;
   arr = json_get (j, "published");
   if (arr && arr->type == JSON_ARRAY)
     json_array_foreach (arr, i, item)

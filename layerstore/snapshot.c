@@ -213,6 +213,8 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   tfd = esbx_mkdir_locked (store, tmp, err);
   if (tfd < 0)
     goto out;
+  if (esbx_session_disk_mount (store, s, err) < 0)
+    goto out;
   ufd = esbx_open_dir_at (sfd, "upper", err);
   if (ufd < 0 || mkdirat (tfd, "diff", 0755) < 0 || (dfd = esbx_open_dir_at (tfd, "diff", err)) < 0)
     {
@@ -244,6 +246,9 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   json_set (rec, "parent", s->snapshot ? json_new_string (s->snapshot) : json_new (JSON_NULL));
   json_set_string (rec, "created", now);
   json_set_int (rec, "bytes", (int64_t)bytes);
+  /* What is made from it gets a disk of the same size.  */
+  if (s->disk > 0)
+    json_set_int (rec, "disk", s->disk);
   /* Paths a rebase left unmerged are frozen with the files: a fork
      publishes them only once resolved, as the session would.  */
   {

@@ -85,7 +85,7 @@ _esbx() {
     [ -n "${p:-}" ] && _esbx_reply "$(_esbx_layers "$p")"
     return
     ;;
-  --name | -m | --message | --label | --env | --user | --memory | --pids | --cpus | --tmpfs-size | --shm-size | --ttl | --log-limit)
+  --name | -m | --message | --label | --env | --user | --memory | --pids | --cpus | --tmpfs-size | --shm-size | --disk | --ttl | --log-limit)
     return
     ;;
   esac

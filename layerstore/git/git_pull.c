@@ -130,7 +130,7 @@ static int
 source_of (esbx_store_t *store, const char *project, const struct esbx_git_sync_opts *o,
            char **remote, char **ref, esbx_error_t *err)
 {
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/git.json", project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "git.json");
   _cleanup_json_ json_t *rec = json_parse_file_at (store->rootfd, rel, err);
   const char *source, *recorded;
 

@@ -26,7 +26,7 @@ static int
 remember (esbx_store_t *store, const char *project, const char *remote, const char *ref,
           const char *commit, const char *layer, esbx_error_t *err)
 {
-  _cleanup_free_ char *rel = xasprintf ("projects/%s", project), *text = NULL, *now = NULL;
+  _cleanup_free_ char *rel = esbx_project_rel (project), *text = NULL, *now = NULL;
   _cleanup_close_ int pfd = -1, lock = -1;
   _cleanup_json_ json_t *rec = NULL;
   json_t *pushed, *kept, *e;

@@ -71,7 +71,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   static const char *const fields[]
       = { "project", "name",  "base",       "labels",   "network",  "workspace", "memory",
           "pids",    "cpus",  "env",        "ttl",      "idle_ttl", "snapshot",  "on_expiry",
-          "secrets", "allow", "tmpfs_size", "shm_size", NULL };
+          "secrets", "allow", "tmpfs_size", "shm_size", "disk",     NULL };
   struct esbx_session_opts o = { 0 };
   _cleanup_free_ char **labels = NULL, **secrets = NULL, **allow = NULL;
   _cleanup_strv_ char **env = NULL;
@@ -81,7 +81,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   esbx_error_t err = NULL;
   char *reason = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaass") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaasss") < 0)
     return;
   if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
@@ -117,6 +117,10 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
     return esbx_gateway_reply_err (ctx, &err);
   if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
+  if ((s = json_get_string (ctx->json, "disk")) && esbx_disk_size_parse (s, &o.disk, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if (!esbx_grant_disk (ctx, project, o.disk, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   /* Counted and made under the token's lock: the last place is taken
      once.  */
   if (!esbx_grant_room (ctx, project, o.network, &lock, &reason))
