@@ -256,7 +256,7 @@ grep_value() {
   assert_output "***gw1***"
   esbx_ok discard g2 --force
   gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","cp /run/secrets/gw1 /workspace/copy"]}'
-  gw_expect 400 POST /v1/sessions/g1/publish "$manage" '{}'
+  gw_expect 403 POST /v1/sessions/g1/publish "$manage" '{}'
   assert_output --partial '/copy'
   refute_output --partial gateway-value
   gw_expect 200 POST /v1/sessions/g1/publish "$manage" '{"allow_secrets":["gw1"]}'
@@ -327,7 +327,7 @@ grep_value() {
     output=${out%$'\n'*}
   }
   plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "q", "secret": "ofp"}}'
-  assert_equal "$http_code" 400
+  assert_equal "$http_code" 403
   assert_output --partial "belongs to project"
   run "$ESBX" session inspect v1
   assert_failure
