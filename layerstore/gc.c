@@ -286,37 +286,35 @@ gc_temp_areas (struct gc *g, char **projects, esbx_error_t *err)
 static int
 gc_rootfs (esbx_store_t *store, FILE *report, esbx_error_t *err)
 {
-  _cleanup_strv_ char **keys = NULL, **sessions = NULL;
-  char **k, **s;
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  _cleanup_strv_ char **keys = NULL;
+  struct strv used = { 0 };
+  struct esbx_session *sess;
+  char **k;
   int ret = 0;
 
   if (!esbx_exists_at (store->rootfd, "rootfs"))
     return 0;
   keys = esbx_list_dir_at (store->rootfd, "rootfs", err);
-  sessions = keys ? esbx_session_list (store, NULL, err) : NULL;
-  if (sessions == NULL)
+  if (keys == NULL || esbx_sessions_open (store, NULL, &it, err) < 0)
     return -1;
+  while ((sess = esbx_sessions_next (&it)))
+    if (sess->rootfs)
+      strv_push (&used, xstrdup (sess->rootfs));
+  /* A session whose record cannot be read may use any: keep them all.  */
+  if (it.unreadable > 0)
+    {
+      strv_free (&used);
+      return 0;
+    }
   for (k = keys; *k; k++)
     {
       _cleanup_free_ char *rel = xasprintf ("rootfs/%s", *k);
-      bool used = false;
+      bool in_use = false;
 
-      for (s = sessions; *s && !used; s++)
-        {
-          struct esbx_session *sess = NULL;
-          esbx_error_t lerr = NULL;
-
-          if (esbx_session_load (store, *s, &sess, &lerr) < 0)
-            {
-              /* Unreadable: keep what it might use.  */
-              esbx_error_free (&lerr);
-              used = true;
-              continue;
-            }
-          used = sess->rootfs && strcmp (sess->rootfs, *k) == 0;
-          esbx_session_free (sess);
-        }
-      if (used)
+      for (size_t i = 0; i < used.n && !in_use; i++)
+        in_use = strcmp (used.v[i], *k) == 0;
+      if (in_use)
         continue;
       if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
         {
@@ -326,6 +324,7 @@ gc_rootfs (esbx_store_t *store, FILE *report, esbx_error_t *err)
       if (report)
         fprintf (report, "removed rootfs `%s`, which no session uses\n", *k);
     }
+  strv_free (&used);
   return ret;
 }
 

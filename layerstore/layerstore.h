@@ -304,6 +304,31 @@ int esbx_session_load (esbx_store_t *store, const char *name, struct esbx_sessio
 int esbx_session_load_at (int dfd, const char *name, struct esbx_session **out, esbx_error_t *err);
 void esbx_session_free (struct esbx_session *s);
 bool esbx_session_exists (esbx_store_t *store, const char *name);
+/* Walking the sessions (of PROJECT when not NULL), in name order, each
+   loaded once; one discarded or unreadable meanwhile is skipped:
+     struct esbx_sessions it; struct esbx_session *s;
+     if (esbx_sessions_open (store, NULL, &it, err) < 0) ...
+     while ((s = esbx_sessions_next (&it))) ... S is valid until the next call
+     esbx_sessions_close (&it);  */
+struct esbx_sessions
+{
+  esbx_store_t *store;
+  char *project;
+  char **names;
+  size_t i;
+  struct esbx_session *cur;
+  size_t unreadable; /* listed, there, and not loaded */
+};
+int esbx_sessions_open (esbx_store_t *store, const char *project, struct esbx_sessions *it,
+                        esbx_error_t *err);
+struct esbx_session *esbx_sessions_next (struct esbx_sessions *it);
+void esbx_sessions_close (struct esbx_sessions *it);
+static inline void
+cleanup_sessionsp (struct esbx_sessions *it)
+{
+  esbx_sessions_close (it);
+}
+#define _cleanup_sessions_ __attribute__ ((cleanup (cleanup_sessionsp)))
 /* Sessions (of PROJECT when not NULL), sorted.  */
 char **esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err);
 /* ROOT/sessions/NAME and its merged/ and upper/ directories.  */

@@ -240,38 +240,78 @@ esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
   return fd;
 }
 
+int
+esbx_sessions_open (esbx_store_t *store, const char *project, struct esbx_sessions *it,
+                    esbx_error_t *err)
+{
+  memset (it, 0, sizeof *it);
+  it->store = store;
+  it->project = project ? xstrdup (project) : NULL;
+  it->names = esbx_list_dir_at (store->rootfd, "sessions", err);
+  return it->names ? 0 : -1;
+}
+
+struct esbx_session *
+esbx_sessions_next (struct esbx_sessions *it)
+{
+  esbx_session_free (it->cur);
+  it->cur = NULL;
+  while (it->names && it->names[it->i])
+    {
+      const char *name = it->names[it->i++];
+      esbx_error_t ignored = NULL;
+
+      /* Discarded while the walk goes on, or not a session: skipped.  */
+      if (!esbx_session_exists (it->store, name))
+        continue;
+      if (esbx_session_load (it->store, name, &it->cur, &ignored) < 0)
+        {
+          esbx_error_free (&ignored);
+          if (esbx_session_exists (it->store, name))
+            it->unreadable++;
+          continue;
+        }
+      if (it->project == NULL || strcmp (it->cur->project, it->project) == 0)
+        return it->cur;
+      esbx_session_free (it->cur);
+      it->cur = NULL;
+    }
+  return NULL;
+}
+
+void
+esbx_sessions_close (struct esbx_sessions *it)
+{
+  esbx_session_free (it->cur);
+  cleanup_strvp (&it->names);
+  free (it->project);
+  memset (it, 0, sizeof *it);
+}
+
 char **
 esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "sessions", err);
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  struct esbx_session *s;
   struct strv out = { 0 };
-  size_t i;
 
-  if (names == NULL)
-    return NULL;
-  for (i = 0; names[i]; i++)
+  /* Without a project, the names alone: no record is read.  */
+  if (project == NULL)
     {
-      struct esbx_session *s = NULL;
-      esbx_error_t ignored = NULL;
+      _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "sessions", err);
+      size_t i;
 
-      if (!esbx_session_exists (store, names[i]))
-        continue;
-      if (project)
-        {
-          if (esbx_session_load (store, names[i], &s, &ignored) < 0)
-            {
-              esbx_error_free (&ignored);
-              continue;
-            }
-          if (strcmp (s->project, project) != 0)
-            {
-              esbx_session_free (s);
-              continue;
-            }
-          esbx_session_free (s);
-        }
-      strv_push (&out, xstrdup (names[i]));
+      if (names == NULL)
+        return NULL;
+      for (i = 0; names[i]; i++)
+        if (esbx_session_exists (store, names[i]))
+          strv_push (&out, xstrdup (names[i]));
+      return out.v ? out.v : xmalloc0 (sizeof (char *));
     }
+  if (esbx_sessions_open (store, project, &it, err) < 0)
+    return NULL;
+  while ((s = esbx_sessions_next (&it)))
+    strv_push (&out, xstrdup (s->name));
   return out.v ? out.v : xmalloc0 (sizeof (char *));
 }
 

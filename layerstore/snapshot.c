@@ -300,27 +300,17 @@ static int
 users (esbx_store_t *store, const char *project, const char *name, struct strv *sessions,
        struct strv *children, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_session_list (store, project, err);
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
   _cleanup_strv_ char **snaps = NULL;
   _cleanup_free_ char *dir = esbx_project_file (project, "snapshots");
+  struct esbx_session *s;
   size_t i;
 
-  if (names == NULL)
+  if (esbx_sessions_open (store, project, &it, err) < 0)
     return -1;
-  for (i = 0; names[i]; i++)
-    {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      if (s->snapshot && strcmp (s->snapshot, name) == 0)
-        strv_push (sessions, xstrdup (s->name));
-      esbx_session_free (s);
-    }
+  while ((s = esbx_sessions_next (&it)))
+    if (s->snapshot && strcmp (s->snapshot, name) == 0)
+      strv_push (sessions, xstrdup (s->name));
   if (!esbx_exists_at (store->rootfd, dir))
     return 0;
   snaps = esbx_list_dir_at (store->rootfd, dir, err);

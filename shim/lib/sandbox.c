@@ -198,28 +198,16 @@ json_t *
 esbx_sandbox_list (esbx_store_t *store, const char *project, esbx_sandbox_filter_t visible,
                    const void *data, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_session_list (store, project, err);
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  struct esbx_session *s;
   json_t *arr;
-  size_t i;
 
-  if (names == NULL)
+  if (esbx_sessions_open (store, project, &it, err) < 0)
     return NULL;
   arr = json_new (JSON_ARRAY);
-  for (i = 0; names[i]; i++)
-    {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-
-      /* A session discarded while we list is simply gone.  */
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      if (visible == NULL || visible (s, data))
-        json_append (arr, esbx_session_json (store, s, NULL));
-      esbx_session_free (s);
-    }
+  while ((s = esbx_sessions_next (&it)))
+    if (visible == NULL || visible (s, data))
+      json_append (arr, esbx_session_json (store, s, NULL));
   return arr;
 }
 
