@@ -60,7 +60,7 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
                             "create the project on the host",
                             o->git ? "-git" : "");
   json_set_string (body, "name", o->name);
-  return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/projects");
+  return cli_gateway_print (cli, "POST", body, NULL, "name", err, "/v1/projects");
 }
 
 static int
@@ -71,7 +71,7 @@ project_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (parse_create_opts (cli, argc, argv, &o, err) < 0)
     return -1;
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return create_remote (cli, &o, err);
   cli_progress_start (cli, false);
   store = cli_store (cli, err);
@@ -92,8 +92,8 @@ project_list (struct esbx_cli *cli, esbx_error_t *err)
   _cleanup_json_ json_t *arr = NULL;
   size_t i;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_projects, NULL, err, "/v1/projects");
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_projects, NULL, err, "/v1/projects");
   store = cli_store (cli, err);
   if (store == NULL || (names = esbx_project_list (store, err)) == NULL)
     return -1;
@@ -116,8 +116,8 @@ project_log (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   _cleanup_json_ json_t *arr = NULL;
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_log, NULL, err, "/v1/projects/%s/log",
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_log, NULL, err, "/v1/projects/%s/log",
                              name);
   store = cli_store (cli, err);
   if (store == NULL || (arr = esbx_project_log_json (store, name, err)) == NULL)
@@ -131,8 +131,8 @@ project_rm (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/projects/%s", name);
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/projects/%s", name);
   store = cli_store (cli, err);
   return store && esbx_project_rm (store, name, err) == 0 ? 0 : -1;
 }
@@ -143,8 +143,8 @@ project_squash (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   _cleanup_free_ char *id = NULL;
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash", name);
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash", name);
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_squash (store, name, &id, err) < 0)
     return -1;
@@ -191,7 +191,7 @@ project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
       }
   if (optind + 1 != argc)
     return cli_usage (err, "project lifetime: expected NAME");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "project lifetime: a setting of the store: not through the gateway");
   if (cli_store (cli, err) == NULL)
     return -1;
@@ -231,7 +231,7 @@ project_disk (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       }
   if (optind + 1 != argc)
     return cli_usage (err, "project disk: expected NAME");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "project disk: a setting of the store: not through the gateway");
   if (cli_store (cli, err) == NULL)
     return -1;
@@ -260,7 +260,7 @@ set_or_print_remote (struct esbx_cli *cli, const char *project, bool set, const 
 
   if (!set)
     {
-      if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/projects/%s/network", project) < 0)
+      if (cli_gateway_json (cli, "GET", NULL, &j, err, "/v1/projects/%s/network", project) < 0)
         return -1;
       cli_print_json (j);
       return 0;
@@ -272,7 +272,7 @@ set_or_print_remote (struct esbx_cli *cli, const char *project, bool set, const 
   for (i = 0; allow && allow[i]; i++)
     json_append (list, json_new_string (allow[i]));
   json_set (body, "allow", list);
-  return cli_remote_json (cli, "PUT", body, &j, err, "/v1/projects/%s/network", project);
+  return cli_gateway_json (cli, "PUT", body, &j, err, "/v1/projects/%s/network", project);
 }
 
 static int
@@ -281,7 +281,7 @@ set_or_print_network (struct esbx_cli *cli, const char *project, bool set, const
 {
   _cleanup_json_ json_t *j = NULL;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return set_or_print_remote (cli, project, set, network, allow, err);
   if (cli_store (cli, err) == NULL)
     return -1;
@@ -341,7 +341,7 @@ project_git_dir (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (argc != 2)
     return cli_usage (err, "project git-dir: expected NAME");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return esbx_make_error (err, 0, "project git-dir: a path of the store's host; run it there");
   store = cli_store (cli, err);
   if (store == NULL)
@@ -454,7 +454,7 @@ project_git_sync (struct esbx_cli *cli, int argc, char **argv, bool push, esbx_e
 
   if (parse_git_sync (argc, argv, push, &name, &o, err) < 0)
     return -1;
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
 
@@ -466,7 +466,7 @@ project_git_sync (struct esbx_cli *cli, int argc, char **argv, bool push, esbx_e
         json_set_string (body, "ref", o.ref);
       if (o.secret)
         json_set_string (body, "secret", o.secret);
-      return cli_remote_print (cli, "POST", body, push ? print_pushed : print_pulled, NULL, err,
+      return cli_gateway_print (cli, "POST", body, push ? print_pushed : print_pulled, NULL, err,
                                push ? "/v1/projects/%s/push-git" : "/v1/projects/%s/pull-git",
                                name);
     }

@@ -1,5 +1,5 @@
 /* What the verbs print, from the JSON views that `--json` shows.  Embedded
-   mode builds the views from the store, remote mode receives them from the
+   mode builds the views from the store, gateway mode receives them from the
    gateway; both print through these functions so that scripts see the same
    bytes either way.  */
 #include "cli.h"

@@ -257,7 +257,7 @@ struct esbx_session
   uint64_t tmpfs_size; /* 0: a record older than sizes, ESBX_DEFAULT_TMPFS_SIZE */
   uint64_t shm_size;   /* 0: likewise, ESBX_DEFAULT_SHM_SIZE */
   char *cpus;
-  char *rootfs;   /* key of its image root (rootfs.c), NULL: the host's */
+  char *rootfs;   /* key of its image root (image_root.c), NULL: the host's */
   json_t *env;    /* object of strings, may be empty: what its commands start with */
   char *snapshot; /* the snapshot it was made from (a lower layer over its base) */
   int64_t disk;   /* bytes of its own disk (session_disk.c), 0: none */

@@ -40,7 +40,7 @@
 
 static const char *const stream_name[2] = { "stdout", "stderr" };
 
-struct exec_run
+struct gateway_exec
 {
   pid_t pid; /* the child running esbx_exec_run; 0 once reaped */
   int pidfd;
@@ -105,7 +105,7 @@ nonblocking_pipe (int p[2])
 }
 
 static int
-start (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, struct exec_run *r)
+start (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, struct gateway_exec *r)
 {
   int out[2] = { -1, -1 }, err[2] = { -1, -1 };
 
@@ -180,7 +180,7 @@ set_bytes (json_t *o, const char *name, const char *data, size_t len)
 }
 
 static void
-add_frame (struct exec_run *r, json_t *o)
+add_frame (struct gateway_exec *r, json_t *o)
 {
   size_t n;
   _cleanup_free_ char *line = json_serialize (o, false, &n);
@@ -193,7 +193,7 @@ add_frame (struct exec_run *r, json_t *o)
 }
 
 static void
-keep_bytes (struct exec_run *r, int i, const char *data, size_t len)
+keep_bytes (struct gateway_exec *r, int i, const char *data, size_t len)
 {
   size_t room = EXEC_KEEP - r->nkeep[i];
 
@@ -209,7 +209,7 @@ keep_bytes (struct exec_run *r, int i, const char *data, size_t len)
 
 /* A piece of stream I (LAST: its end).  */
 static void
-add_output (struct exec_run *r, int i, const char *buf, size_t n, bool last)
+add_output (struct gateway_exec *r, int i, const char *buf, size_t n, bool last)
 {
   _cleanup_free_ char *data = xmalloc (r->ntail[i] + n + 1);
   size_t len = r->ntail[i] + n, hold;
@@ -234,7 +234,7 @@ add_output (struct exec_run *r, int i, const char *buf, size_t n, bool last)
 }
 
 static void
-reap (struct exec_run *r, bool wait)
+reap (struct gateway_exec *r, bool wait)
 {
   pid_t p;
 
@@ -248,7 +248,7 @@ reap (struct exec_run *r, bool wait)
    the pipe, and nothing more is coming even when a copy of the write end
    lingers in another process: "nothing now" is then the end.  */
 static void
-read_stream (struct exec_run *r, int i, bool *got)
+read_stream (struct gateway_exec *r, int i, bool *got)
 {
   char buf[EXEC_CHUNK];
   ssize_t n = TEMP_FAILURE_RETRY (read (r->fd[i], buf, sizeof buf));
@@ -269,7 +269,7 @@ read_stream (struct exec_run *r, int i, bool *got)
 /* The error esbx_exec_run sent, if it failed: the child has ended, so the
    report holds all it ever will.  */
 static void
-read_failure (struct exec_run *r)
+read_failure (struct gateway_exec *r)
 {
   struct esbx_sync_msg msg;
 
@@ -292,7 +292,7 @@ exit_status (int wstatus)
 }
 
 static void
-add_end (struct exec_run *r)
+add_end (struct gateway_exec *r)
 {
   json_t *o;
 
@@ -313,7 +313,7 @@ add_end (struct exec_run *r)
 /* Wait for the command's next piece of output, or its end.  Without a
    pidfd (kernels before 5.3) the child is looked at every 100 ms.  */
 static void
-step (struct exec_run *r)
+step (struct gateway_exec *r)
 {
   bool got = false;
   int i;
@@ -351,7 +351,7 @@ step (struct exec_run *r)
 /* ---- the answer --------------------------------------------------------- */
 
 static void
-run_free (struct exec_run *r)
+run_free (struct gateway_exec *r)
 {
   int i;
 
@@ -384,7 +384,7 @@ run_free (struct exec_run *r)
 static ssize_t
 stream_read (void *cls, uint64_t pos, char *buf, size_t max)
 {
-  struct exec_run *r = cls;
+  struct gateway_exec *r = cls;
   size_t n;
 
   (void)pos;
@@ -412,7 +412,7 @@ stream_free (void *cls)
    any output (esbx_http_status_of_error: 422 when it could not be
    started).  */
 static bool
-reply_failure (struct esbx_gateway_ctx *ctx, struct exec_run *r)
+reply_failure (struct esbx_gateway_ctx *ctx, struct gateway_exec *r)
 {
   if (r->failure == NULL)
     return false;
@@ -421,7 +421,7 @@ reply_failure (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 }
 
 static void
-reply_stream (struct esbx_gateway_ctx *ctx, struct exec_run *r)
+reply_stream (struct esbx_gateway_ctx *ctx, struct gateway_exec *r)
 {
   /* Until the first piece of output, a failure to start is still an
      HTTP error.  */
@@ -441,7 +441,7 @@ reply_stream (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 }
 
 static void
-reply_document (struct esbx_gateway_ctx *ctx, struct exec_run *r)
+reply_document (struct esbx_gateway_ctx *ctx, struct gateway_exec *r)
 {
   json_t *res;
   int i;
@@ -497,7 +497,7 @@ esbx_gateway_session_exec (struct esbx_gateway_ctx *ctx)
       = { "argv", "env", "cwd", "user", "detach", "stream", "log_limit", NULL };
   struct esbx_exec_opts o = { 0 };
   _cleanup_free_ char **argv = NULL, **env = NULL;
-  struct exec_run *r;
+  struct gateway_exec *r;
   const json_t *a;
   esbx_error_t err = NULL;
   size_t i;

@@ -1,4 +1,4 @@
-/* Remote mode: `esbx --host unix:///run/esbx/gateway.sock VERB ...` (or
+/* Gateway mode: `esbx --host unix:///run/esbx/gateway.sock VERB ...` (or
    $ESBX_HOST, with the bearer token in $ESBX_TOKEN).  Each verb parses its
    arguments as in embedded mode (cmd_*.c) and then becomes one gateway
    request through these functions; the gateway answers with the JSON view
@@ -125,7 +125,7 @@ call_into (struct esbx_cli *cli, const char *method, const char *path, const cha
   if (token == NULL || token[0] == '\0')
     return esbx_make_error (
         err, 0, "gateway `%s`: set ESBX_TOKEN to a token from `esbx token create`", cli->host);
-  if (esbx_curl_load ("gateway: remote mode", err) < 0)
+  if (esbx_curl_load ("gateway mode", err) < 0)
     return -1;
   url = xasprintf ("%s%s", base, path);
   auth = xasprintf ("Authorization: Bearer %s", token);
@@ -232,7 +232,7 @@ request_json (struct esbx_cli *cli, const char *method, const json_t *body, json
 }
 
 int
-cli_remote_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
+cli_gateway_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
                  esbx_error_t *err, const char *fmt, ...)
 {
   va_list ap;
@@ -245,7 +245,7 @@ cli_remote_json (struct esbx_cli *cli, const char *method, const json_t *body, j
 }
 
 int
-cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *body,
+cli_gateway_print (struct esbx_cli *cli, const char *method, const json_t *body,
                   void (*print) (struct esbx_cli *, const json_t *), const char *key,
                   esbx_error_t *err, const char *fmt, ...)
 {
@@ -266,7 +266,7 @@ cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *body,
 }
 
 int
-cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err, const char *fmt,
+cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err, const char *fmt,
                 ...)
 {
   _cleanup_free_ char *path = NULL;
@@ -390,7 +390,7 @@ on_exec_data (char *data, size_t size, size_t nmemb, void *userdata)
 }
 
 int
-cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err)
+cli_gateway_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err)
 {
   _cleanup_free_ char *e = esbx_url_escape (session), *path = NULL, *doc = NULL;
   struct relay r = { .status = -1 };
@@ -443,7 +443,7 @@ struct progress_relay
   bool want_nothing; /* the result has come and nothing may follow */
 };
 
-/* A report of the gateway, drawn as a local one would be (progress.c),
+/* A report of the gateway, drawn as a local one would be (progress_draw.c),
    at the pace of the local sink.  */
 static void
 relay_report (struct progress_relay *r, const json_t *j)
@@ -595,7 +595,7 @@ progress_end (struct esbx_cli *cli, struct progress_relay *r, long status, json_
 }
 
 int
-cli_remote_progress (struct esbx_cli *cli, const char *method, const char *file, json_t **result,
+cli_gateway_progress (struct esbx_cli *cli, const char *method, const char *file, json_t **result,
                      esbx_error_t *err, const char *fmt, ...)
 {
   _cleanup_free_ char *path = NULL;
