@@ -567,7 +567,7 @@ int esbx_session_secrets (esbx_store_t *store, const struct esbx_session *s,
                           struct esbx_secret **out, size_t *n, esbx_error_t *err);
 void esbx_secrets_free (struct esbx_secret *v, size_t n);
 
-/* ---- image roots (rootfs.c) --------------------------------------------- */
+/* ---- image roots (image_root.c) ----------------------------------------- */
 
 /* Import FROM once per distinct source into ROOT/rootfs and give its key.  */
 int esbx_rootfs_add (esbx_store_t *store, const char *from, char **key, esbx_error_t *err);
