@@ -398,6 +398,9 @@ int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 int esbx_session_diff (esbx_store_t *store, const char *name, unsigned flags,
                        struct esbx_changeset *out, struct esbx_changeset *ignored,
                        esbx_error_t *err);
+/* The same for a session whose record is loaded.  */
+int esbx_session_changes_of (esbx_store_t *store, const struct esbx_session *s,
+                             struct esbx_changeset *out, esbx_error_t *err);
 /* esbx_session_diff without flags or the ignored list.  */
 int esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
                           esbx_error_t *err);

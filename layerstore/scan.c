@@ -608,3 +608,15 @@ esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changes
 {
   return esbx_session_diff (store, name, 0, out, NULL, err);
 }
+
+int
+esbx_session_changes_of (esbx_store_t *store, const struct esbx_session *s,
+                         struct esbx_changeset *out, esbx_error_t *err)
+{
+  int ufd = esbx_session_scan (store, s, NULL, 0, out, NULL, NULL, err);
+
+  if (ufd < 0)
+    return -1;
+  close (ufd);
+  return 0;
+}

@@ -181,24 +181,3 @@ esbx_registry_get_blobs (struct esbx_registry *r, struct esbx_registry_blob *b, 
     }
   return 0;
 }
-
-int
-esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
-{
-  struct esbx_registry_blob b = { .digest = digest, .fd = fd };
-
-  return esbx_registry_get_blobs (r, &b, 1, err);
-}
-
-int
-esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
-                            esbx_error_t *err)
-{
-  struct esbx_registry_blob b = { .digest = digest, .fd = -1 };
-
-  if (esbx_registry_get_blobs (r, &b, 1, err) < 0)
-    return -1;
-  *buf = b.buf;
-  *len = b.len;
-  return 0;
-}

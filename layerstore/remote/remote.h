@@ -73,11 +73,6 @@ void esbx_registry_read_pause (int attempt);
    the last attempt, nor when the registry or its realm refused the
    credentials (ESBX_ERR_FORBIDDEN: asking again changes nothing).  */
 bool esbx_registry_read_again (const esbx_error_t e, int attempt);
-/* Download blob DIGEST into FD (truncated first) and verify its digest.  */
-int esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err);
-/* The same into memory (records, configs: at most JSON_MAX_DOCUMENT).  */
-int esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf,
-                                size_t *len, esbx_error_t *err);
 /* One blob of esbx_registry_get_blobs: into FD (truncated first) or, when
    FD < 0, into BUF/LEN (the caller frees BUF).  */
 struct esbx_registry_blob

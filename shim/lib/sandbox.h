@@ -116,9 +116,8 @@ struct esbx_expire_result
 int esbx_sandbox_expire (esbx_store_t *store, long retry_ms, FILE *report,
                          struct esbx_expire_result *res, esbx_error_t *err);
 
-/* esbx_gc plus the sessions whose holder died or whose owner crashed.  */
-int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
-/* What gc does besides (flags of esbx_sandbox_gc_flags).  */
+/* What gc does besides (flags of esbx_sandbox_gc_flags: esbx_gc plus the
+   sessions whose holder died or whose owner crashed).  */
 #define ESBX_GC_SNAPSHOTS 1u /* remove the snapshots nothing uses */
 #define ESBX_GC_CACHE     2u /* and the copies of shared projects nothing uses (esbx_gc_cache) */
 int esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report,

@@ -612,23 +612,24 @@ volume_status (struct esbx_driver *d, const struct esbx_volume *vol)
         }
       json_set (st, "head", nullable_string (head));
       json_set_string (st, "network", s->network ? s->network : "none");
+      /* The record read once serves the scan too.  */
+      if (esbx_session_changes_of (d->store, s, &cs, &err) == 0)
+        {
+          json_set_int (st, "changes", (int64_t)cs.n);
+          esbx_changeset_free (&cs);
+        }
+      else
+        {
+          json_set (st, "changes", json_new (JSON_NULL));
+          esbx_warn ("get `%s`: changes: %s", vol->name, err->msg);
+          esbx_error_free (&err);
+        }
       esbx_session_free (s);
     }
   else
     {
-      esbx_warn ("get `%s`: %s", vol->name, err->msg);
-      esbx_error_free (&err);
-    }
-
-  if (esbx_session_changes (d->store, vol->name, &cs, &err) == 0)
-    {
-      json_set_int (st, "changes", (int64_t)cs.n);
-      esbx_changeset_free (&cs);
-    }
-  else
-    {
       json_set (st, "changes", json_new (JSON_NULL));
-      esbx_warn ("get `%s`: changes: %s", vol->name, err->msg);
+      esbx_warn ("get `%s`: %s", vol->name, err->msg);
       esbx_error_free (&err);
     }
 
