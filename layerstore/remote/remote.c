@@ -50,6 +50,8 @@ esbx_remote_free (struct esbx_remote *rm)
   free (rm->cert);
   free (rm->key);
   free (rm->token_file);
+  free (rm->credentials);
+  free (rm->credentials_error);
   memset (rm, 0, sizeof *rm);
 }
 
@@ -113,6 +115,30 @@ esbx_remote_set (esbx_store_t *store, const struct esbx_remote_config *c, esbx_e
   return esbx_write_file_atomic_at (store->rootfd, REMOTE_FILE, text, len, 0644, err);
 }
 
+/* The token file's first line, read once for every registry handle of
+   this remote (a publish opens six).  */
+static void
+read_credentials (struct esbx_remote *rm)
+{
+  _cleanup_free_ char *text = NULL;
+  esbx_error_t e = NULL;
+  size_t len;
+
+  if (rm->token_file == NULL)
+    return;
+  if (esbx_read_file_at (AT_FDCWD, rm->token_file, 4096, &text, &len, &e) < 0)
+    {
+      rm->credentials_error = xasprintf ("token file: %s", e->msg);
+      esbx_error_free (&e);
+      return;
+    }
+  len = strcspn (text, "\r\n");
+  if (len == 0)
+    rm->credentials_error = xasprintf ("token file `%s` is empty", rm->token_file);
+  else
+    rm->credentials = xstrndup (text, len);
+}
+
 int
 esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err)
 {
@@ -164,6 +190,7 @@ esbx_remote_load (esbx_store_t *store, struct esbx_remote *rm, esbx_error_t *err
   rm->etcd_auth.ca = rm->ca;
   rm->etcd_auth.cert = rm->cert;
   rm->etcd_auth.key = rm->key;
+  read_credentials (rm);
   return 0;
 }
 

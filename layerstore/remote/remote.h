@@ -136,7 +136,12 @@ struct esbx_remote
   char *ca; /* absolute paths, or NULL */
   char *cert;
   char *key;
-  char *token_file;  /* the registry's credentials */
+  char *token_file; /* the registry's credentials */
+  /* Read from TOKEN_FILE once, when the remote is loaded: its first line
+     ("user:password" or a bearer token), or why it could not be read
+     (said when a registry is opened).  */
+  char *credentials;
+  char *credentials_error;
   bool uncompressed; /* "compression": "none" */
   struct esbx_http_auth etcd_auth;
 };
