@@ -63,8 +63,9 @@ struct esbx_mcp_host
                          char **reason);
   /* Whether session_list shows S; NULL: the limits above decide alone.  */
   bool (*sees) (void *data, const struct esbx_session *s);
-  /* A tool call ended (ERROR NULL) or failed or was refused.  */
-  void (*called) (void *data, const struct esbx_mcp_act *act, const char *error);
+  /* A tool call ended (ERROR NULL), failed, or was REFUSED before it ran
+     (the caller's limits, its scopes, the front end's decision).  */
+  void (*called) (void *data, const struct esbx_mcp_act *act, const char *error, bool refused);
   void *data;
 };
 

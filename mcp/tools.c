@@ -516,6 +516,7 @@ mcp_tools_call (struct esbx_mcp_server *s, const char *name, const json_t *args,
   esbx_error_t err = NULL;
   const char *made;
   json_t *res;
+  bool refused = false;
   size_t i;
   int r;
 
@@ -546,7 +547,7 @@ mcp_tools_call (struct esbx_mcp_server *s, const char *name, const json_t *args,
   if (r < 0)
     esbx_error_wrap (&err, "%s", t->name);
   else
-    r = admit (s, t, args, &act, &err);
+    refused = (r = admit (s, t, args, &act, &err)) < 0;
   if (r == 0)
     {
       c.session = act.session;
@@ -571,7 +572,7 @@ mcp_tools_call (struct esbx_mcp_server *s, const char *name, const json_t *args,
   if (t->fn != mcp_tool_discard || r < 0)
     record (s, &act, made, r < 0 ? err->msg : c.is_error ? c.text : NULL);
   if (s->host.called)
-    s->host.called (s->host.data, &act, r < 0 ? err->msg : c.is_error ? c.text : NULL);
+    s->host.called (s->host.data, &act, r < 0 ? err->msg : c.is_error ? c.text : NULL, refused);
   esbx_error_free (&err);
   json_free (c.structured);
   free (c.text);
