@@ -22,6 +22,7 @@ struct esbx_mcp_server
   int log_level;
   struct mcp_inflight *calls;
   size_t n_calls;
+  bool ending; /* esbx_mcp_cancel_all: calls still to start end at once */
 };
 
 /* One tool call.  */

@@ -35,6 +35,7 @@ struct esbx_mcp_act
   const char *session; /* the session it acts on, NULL for none */
   const char *project; /* the project it makes a session of, or lists */
   bool content;        /* it reads file content (diff's patch) */
+  const char *target;  /* what the call named (a session or project), refused or not */
 };
 
 /* The caller a server serves, and what it may reach.  */
@@ -97,7 +98,8 @@ json_t *esbx_mcp_handle_text (struct esbx_mcp_server *s, const char *buf, size_t
 /* A JSON-RPC error answer to ID (NULL: null).  */
 json_t *esbx_mcp_error (const json_t *id, int code, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
-/* End every call in flight: the client is gone.  */
+/* End every call in flight, and every one that starts from now on: the
+   client is gone.  They still answer (a run what it had of the output).  */
 void esbx_mcp_cancel_all (struct esbx_mcp_server *s);
 /* Calls in flight now.  */
 size_t esbx_mcp_calls (struct esbx_mcp_server *s);
@@ -113,8 +115,9 @@ bool esbx_mcp_version_supported (const char *v);
 #define ESBX_MCP_BUSY             -32000
 
 /* The stdio transport: messages one a line from IN, answers and
-   notifications one a line to OUT, until IN ends; then the calls still
-   running are cancelled and waited for.  Fails only when OUT breaks.  */
+   notifications one a line to OUT, until IN ends (the client's way to
+   stop it); then the commands still running are ended and every call
+   read answers.  Fails only when OUT breaks.  */
 int esbx_mcp_serve_stdio (struct esbx_mcp_server *s, int in, int out, esbx_error_t *err);
 
 #endif

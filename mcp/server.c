@@ -35,6 +35,7 @@ struct mcp_inflight
   char *key; /* the request id, serialized */
   int efd;
   bool cancelled;
+  bool by_client; /* notifications/cancelled: no answer is due */
 };
 
 bool
@@ -126,6 +127,7 @@ esbx_mcp_cancel_all (struct esbx_mcp_server *s)
   struct mcp_inflight *c;
 
   pthread_mutex_lock (&s->lock);
+  s->ending = true;
   for (c = s->calls; c; c = c->next)
     {
       c->cancelled = true;
@@ -159,7 +161,7 @@ cancel (struct esbx_mcp_server *s, const json_t *params)
   for (c = s->calls; c; c = c->next)
     if (strcmp (c->key, key) == 0)
       {
-        c->cancelled = true;
+        c->cancelled = c->by_client = true;
         eventfd_write (c->efd, 1);
       }
   pthread_mutex_unlock (&s->lock);
@@ -258,6 +260,12 @@ enter (struct esbx_mcp_server *s, const json_t *id, json_t **refusal)
       return NULL;
     }
   c->key = steal_pointer (&key);
+  /* The client is gone: what still starts ends at once.  */
+  if (s->ending)
+    {
+      c->cancelled = true;
+      eventfd_write (c->efd, 1);
+    }
   c->next = s->calls;
   s->calls = c;
   s->n_calls++;
@@ -265,7 +273,7 @@ enter (struct esbx_mcp_server *s, const json_t *id, json_t **refusal)
   return c;
 }
 
-/* Unregister C; whether it was cancelled.  */
+/* Unregister C; whether the client cancelled it.  */
 static bool
 leave (struct esbx_mcp_server *s, struct mcp_inflight *c)
 {
@@ -280,7 +288,7 @@ leave (struct esbx_mcp_server *s, struct mcp_inflight *c)
         break;
       }
   s->n_calls--;
-  cancelled = c->cancelled;
+  cancelled = c->by_client;
   pthread_mutex_unlock (&s->lock);
   close (c->efd);
   free (c->key);

@@ -5,9 +5,10 @@
    running call) and queues tool calls for up to MAX_WORKERS threads.  A
    line longer than ESBX_MCP_MAX_MESSAGE is read to its end and refused;
    the calls queued are bounded in count and bytes, past which a call is
-   refused as busy: the server keeps serving whatever a client sends.  At
-   the end of stdin the calls still queued or running finish and answer;
-   SIGTERM or SIGINT cancels them first.  */
+   refused as busy: the server keeps serving whatever a client sends.  The
+   end of stdin is the client's way to stop the server: the commands still
+   running are ended, the calls read answer, and it exits; SIGTERM or
+   SIGINT drops what is queued too.  */
 #include "internal.h"
 #include "fs.h"
 #include "log.h"
@@ -259,6 +260,8 @@ esbx_mcp_serve_stdio (struct esbx_mcp_server *s, int in, int out, esbx_error_t *
         }
       if (eof && len && !discarding)
         handle_line (&io, buf, len);
+      if (eof)
+        esbx_mcp_cancel_all (s);
       if (len == 0 && cap > 4 * READ_CHUNK)
         {
           free (buf);

@@ -121,7 +121,8 @@ static const struct mcp_tool tools[] = {
     "{\"type\": \"object\", \"properties\": {\"exit_code\": {\"type\": \"integer\"}, \"stdout\": "
     "{\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"}, \"stdout_cut\": {\"type\": "
     "\"integer\"}, \"stderr_cut\": {\"type\": \"integer\"}, \"timed_out\": {\"type\": "
-    "\"boolean\"}, \"background\": {\"type\": \"boolean\"}, \"duration_ms\": {\"type\": "
+    "\"boolean\"}, \"cancelled\": {\"type\": \"boolean\"}, \"background\": {\"type\": "
+    "\"boolean\"}, \"duration_ms\": {\"type\": "
     "\"integer\"}}, \"required\": [\"exit_code\", \"stdout\", \"stderr\"]}" },
   { "file_read", "Read a file",
     "Read a text file of the session's workspace, whole or a range of lines (1-based, "
@@ -535,6 +536,9 @@ mcp_tools_call (struct esbx_mcp_server *s, const char *name, const json_t *args,
   act.route = t->route;
   act.scope = t->scope;
   act.content = t->fn == mcp_tool_diff && json_get_bool (args, "patch", false);
+  act.target = json_get_string (args, t->target == ON_SESSION ? "session" : "project");
+  if (act.target == NULL)
+    act.target = t->target == ON_SESSION ? s->host.session : s->host.project;
   c.srv = s;
   c.store = s->host.store;
   c.args = args;
@@ -569,7 +573,8 @@ mcp_tools_call (struct esbx_mcp_server *s, const char *name, const json_t *args,
   made = (t->fn == mcp_tool_session_create || t->fn == mcp_tool_session_fork) && r == 0
              ? json_get_string (c.structured, "name")
              : act.session;
-  if (t->fn != mcp_tool_discard || r < 0)
+  /* A refused call leaves nothing in a session it may not reach.  */
+  if (!refused && (t->fn != mcp_tool_discard || r < 0))
     record (s, &act, made, r < 0 ? err->msg : c.is_error ? c.text : NULL);
   if (s->host.called)
     s->host.called (s->host.data, &act, r < 0 ? err->msg : c.is_error ? c.text : NULL, refused);

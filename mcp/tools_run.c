@@ -100,6 +100,8 @@ mcp_tool_run (struct mcp_call *c, esbx_error_t *err)
   if (r.timed_out)
     fprintf (f, "timed out after %" PRId64 " s: the command and what it started were ended\n",
              mcp_arg_int (c, "timeout_s", 0));
+  else if (r.cancelled)
+    fprintf (f, "cancelled: the command and what it started were ended\n");
   if (o.detach)
     fprintf (f, "started in the background; its output goes to the session's logs\n");
   else
@@ -116,10 +118,11 @@ mcp_tool_run (struct mcp_call *c, esbx_error_t *err)
     }
   fclose (f);
   json_set (res, "timed_out", json_new_bool (r.timed_out));
+  json_set (res, "cancelled", json_new_bool (r.cancelled));
   json_set (res, "background", json_new_bool (o.detach));
   json_set_int (res, "duration_ms", r.elapsed_ms);
   esbx_exec_capture_free (&r);
   mcp_result_text (c, res, steal_pointer (&text));
-  c->is_error = r.timed_out;
+  c->is_error = r.timed_out || r.cancelled;
   return 0;
 }

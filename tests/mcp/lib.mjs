@@ -8,11 +8,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { execFileSync } from 'node:child_process';
+import { Agent, fetch } from 'undici';
 import assert from 'node:assert/strict';
 
 export const transport = process.env.MCP_TRANSPORT || 'stdio';
 
-export async function connect({ token = process.env.MCP_TOKEN, args = null } = {}) {
+// CONNECTIONS bounds the HTTP client's connections (undici's pool),
+// as a browser or an agent's HTTP stack does; 0: as many as it likes.
+export async function connect({ token = process.env.MCP_TOKEN, args = null, connections = 0 } = {}) {
   const client = new Client({ name: 'esbx-tests', version: '1.0.0' });
   let t;
   if (transport === 'stdio') {
@@ -24,8 +27,10 @@ export async function connect({ token = process.env.MCP_TOKEN, args = null } = {
       stderr: 'inherit',
     });
   } else {
+    const dispatcher = connections ? new Agent({ connections }) : undefined;
     t = new StreamableHTTPClientTransport(new URL(process.env.MCP_URL), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      ...(dispatcher ? { fetch: (url, init) => fetch(url, { ...init, dispatcher }) } : {}),
     });
   }
   await client.connect(t);

@@ -125,7 +125,7 @@ static void
 called (void *data, const struct esbx_mcp_act *act, const char *error, bool refused)
 {
   struct mcp_session *ms = data;
-  const char *on = act->session ? act->session : act->project;
+  const char *on = act->target;
   _cleanup_free_ char *path = xasprintf ("/mcp/%s%s%s", act->tool, on ? "/" : "", on ? on : "");
 
   esbx_audit_record (ms->owner->audit, ms->token->id, "MCP", path, !refused,
@@ -508,10 +508,10 @@ sse_run (void *data)
   json_t *res = esbx_mcp_handle (ms->srv, x->msg, &io);
   bool gone;
 
-  if (res == NULL)
-    res = esbx_mcp_error (json_get (x->msg, "id"), ENDED_CODE, "the request was cancelled");
+  /* A cancelled call gets no answer: the stream just ends.  */
   pthread_mutex_lock (&x->lock);
-  sse_push (x, res);
+  if (res)
+    sse_push (x, res);
   x->done = true;
   gone = x->gone;
   pthread_cond_signal (&x->cond);
