@@ -1,6 +1,6 @@
 /* One tool call: its arguments, checked against the tool's input schema
    before the tool runs, and its result.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "utils.h"
 
 #include <stdio.h>

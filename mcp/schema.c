@@ -3,7 +3,7 @@
    a list of types), "required", integer bounds, enums of strings, arrays
    and objects of strings; no property beyond those named.  The schema the
    client reads is the one checked, so the two never disagree.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "utils.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
    runs: a malformed one gets its JSON-RPC error and changes nothing.
    Calls may run on several threads at once; each holds an eventfd that a
    cancellation (or the transport giving up) makes readable.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "text.h"
 #include "utils.h"
 

@@ -9,7 +9,7 @@
    end of stdin is the client's way to stop the server: the commands still
    running are ended, the calls read answer, and it exits; SIGTERM or
    SIGINT drops what is queued too.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "fs.h"
 #include "log.h"
 #include "utils.h"

@@ -3,7 +3,7 @@
    about (a session, a project, the store), its schemas; and for every
    call the limits of the server's caller, checked before the tool runs,
    and the event it leaves in its session.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "events.h"
 #include "log.h"
 #include "text.h"

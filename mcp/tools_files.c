@@ -6,7 +6,7 @@
    workspace, a FIFO or a device is never opened.  Writes go to a new file
    renamed over the old one, so a reader never sees half a file and a
    symlink planted in its place is replaced, never followed.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "fs.h"
 #include "path.h"
 #include "sandbox.h"

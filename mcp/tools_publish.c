@@ -2,7 +2,7 @@
    resolve, discard.  A publish refused for conflicts, and a rebase that
    left paths unmerged, are failed calls that carry their paths as data
    (structuredContent), with what to do next.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "sandbox.h"
 #include "utils.h"
 

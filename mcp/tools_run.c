@@ -2,7 +2,7 @@
    (exec_capture.h: the same holder, monitor, logs, events and redaction),
    its output bounded with the cut said, progress while it runs, and a
    cancellation or its timeout ending it with what it started.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "exec_capture.h"
 #include "utils.h"
 

@@ -2,7 +2,7 @@
    their changes and events, publish, rebase, resolve, discard.  Each calls
    the lifecycle API (sandbox.h) as the CLI's verb and the gateway's route
    of the same name do, and answers the same JSON views.  */
-#include "internal.h"
+#include "mcp_internal.h"
 #include "events.h"
 #include "sandbox.h"
 #include "secret_redact.h"

@@ -3,8 +3,8 @@
    a tool's input schema), tools_session.c, tools_files.c, tools_run.c (the
    tools), tools.c (the table, confinement, events), server.c (JSON-RPC and
    the lifecycle), stdio.c (the stdio transport).  */
-#ifndef ESBX_MCP_INTERNAL_H
-#define ESBX_MCP_INTERNAL_H
+#ifndef ESBX_MCP_MCP_INTERNAL_H
+#define ESBX_MCP_MCP_INTERNAL_H
 
 #include "mcp.h"
 
