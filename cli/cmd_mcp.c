@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,6 +75,10 @@ cmd_mcp (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (esbx_mcp_server_new (&host, &srv, err) < 0)
     return -1;
+  /* A client that closed its end is an error to see (esbx_mcp_serve_stdio
+     ends the calls and returns), not a signal that kills the server while
+     its commands run.  */
+  signal (SIGPIPE, SIG_IGN);
   /* The protocol owns stdout: whatever else would write there (a warning
      of the library) goes to stderr instead.  */
   out = fcntl (STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
