@@ -45,13 +45,15 @@ await fails(client, 'file_read', { session: '../x', path: 'README' }, /invalid s
 
 // 1,000 calls at once: each answered, and right.  Over HTTP through a
 // pool of 100 connections (the server sees 100 requests at a time).
+// A slow host (a sanitizer build) may take longer than the SDK's 60 s.
+const slow = { timeout: 600000 };
 async function thousand(c) {
   const calls = [];
   for (let i = 0; i < 1000; i++)
     calls.push(
       i % 10 === 0
-        ? c.callTool({ name: 'run', arguments: { session, command: ['echo', `n${i}`] } })
-        : c.callTool({ name: 'file_read', arguments: { session, path: 'README' } }),
+        ? c.callTool({ name: 'run', arguments: { session, command: ['echo', `n${i}`] } }, undefined, slow)
+        : c.callTool({ name: 'file_read', arguments: { session, path: 'README' } }, undefined, slow),
     );
   const settled = await Promise.allSettled(calls);
   let answered = 0, first = null;
