@@ -1,6 +1,6 @@
 /* esbx CLI: one verb per file (cmd_<verb>.c), dispatched from main.c.  A
    verb parses its arguments once, then runs on the store (embedded mode)
-   or as a request to the gateway (remote mode, --host), so that both modes
+   or as a request to the gateway (gateway mode, --host), so that both modes
    take the same options and refuse bad ones with the same errors.  */
 #ifndef ESBX_CLI_H
 #define ESBX_CLI_H
@@ -54,7 +54,7 @@ int cli_publish_failed (struct esbx_cli *cli, struct esbx_publish_result *r);
    rebase's whole view with "base"), from either mode.  */
 void cli_print_refused (struct esbx_cli *cli, const json_t *o);
 
-/* Printing from the JSON views (print.c), shared by embedded and remote mode.  */
+/* Printing from the JSON views (print.c), shared by embedded and gateway mode.  */
 void cli_print_projects (struct esbx_cli *cli, const json_t *arr);
 void cli_print_log (struct esbx_cli *cli, const json_t *arr);
 void cli_print_blame (struct esbx_cli *cli, const json_t *layer);
@@ -70,7 +70,7 @@ void cli_print_trash (struct esbx_cli *cli, const json_t *arr);
 /* `snapshot list`: NAME PROJECT BASE SESSION SIZE SESSIONS CREATED.  */
 void cli_print_snapshots (struct esbx_cli *cli, const json_t *arr);
 
-/* Progress of long operations on stderr (progress.c).  A verb that runs
+/* Progress of long operations on stderr (progress_draw.c).  A verb that runs
    one puts CLI_PROGRESS_OPTIONS in its getopt table, hands each option to
    cli_progress_option (true when it was one of them), and calls
    cli_progress_start before the work; main calls cli_progress_stop.
@@ -87,42 +87,42 @@ bool cli_progress_option (struct esbx_cli *cli, int c);
 void cli_progress_start (struct esbx_cli *cli, bool stdout_busy);
 void cli_progress_stop (void);
 
-/* Remote mode (remote.c): requests to the gateway at cli->host.  Each goes
+/* Gateway mode (gateway_client.c): requests to the gateway at cli->host.  Each goes
    to the path FMT, whose only conversions are %s: each is replaced by its
    argument, percent-encoded.  */
 static inline bool
-cli_remote_mode (const struct esbx_cli *cli)
+cli_gateway_mode (const struct esbx_cli *cli)
 {
   return cli->host && cli->host[0];
 }
 /* One request (BODY NULL: none) whose answer is a JSON document, in *OUT.
    An error answer fails with the gateway's message and exit class, after
    printing the conflicts it carries.  */
-int cli_remote_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
+int cli_gateway_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
                      esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 6, 7)));
 /* The same, handing the answer to PRINT, or printing its string KEY on a
    line of its own (both NULL: printing nothing).  */
-int cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *body,
+int cli_gateway_print (struct esbx_cli *cli, const char *method, const json_t *body,
                       void (*print) (struct esbx_cli *, const json_t *), const char *key,
                       esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 7, 8)));
 /* A GET whose answer is raw bytes (a patch, an archive): *DATA is owned
    and NUL-terminated.  */
-int cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err,
+int cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err,
                     const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
 /* A request whose answer is a progress stream (the path asks for
    ?progress=1; volume-plugin/gateway/progress_stream.h): its reports are
-   drawn on this thread's progress sink as local ones are (progress.c), its
+   drawn on this thread's progress sink as local ones are (progress_draw.c), its
    result goes to *RESULT (owned), and what follows the result to FILE ("-":
    stdout; NULL: nothing may follow), opened only once the result has come
    and removed when the stream breaks off.  */
-int cli_remote_progress (struct esbx_cli *cli, const char *method, const char *file,
+int cli_gateway_progress (struct esbx_cli *cli, const char *method, const char *file,
                          json_t **result, esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 6, 7)));
 /* Run BODY (the exec request) in SESSION and relay the command's output
    to stdout and stderr as it comes; returns its exit status.  */
-int cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err);
+int cli_gateway_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err);
 
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 /* cmd_remote.c: `remote set|show`, and `project push|pull NAME`.  */

@@ -10,8 +10,8 @@ cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (argc != 3)
     return cli_usage (err, "blame: expected PROJECT PATH");
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_blame, NULL, err,
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_blame, NULL, err,
                              "/v1/projects/%s/blame?path=%s", argv[1], argv[2]);
   store = cli_store (cli, err);
   if (store == NULL || esbx_blame (store, argv[1], argv[2], &l, err) < 0)

@@ -56,7 +56,7 @@ patch_remote (struct esbx_cli *cli, const char *session, esbx_error_t *err)
   _cleanup_free_ char *patch = NULL;
   size_t len;
 
-  if (cli_remote_raw (cli, &patch, &len, err, "/v1/sessions/%s/diff?patch=1", session) < 0)
+  if (cli_gateway_raw (cli, &patch, &len, err, "/v1/sessions/%s/diff?patch=1", session) < 0)
     return -1;
   fwrite (patch, 1, len, stdout);
   return 0;
@@ -87,17 +87,17 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (parse_diff_opts (cli, argc, argv, &o, err) < 0)
     return -1;
-  if (cli_remote_mode (cli) && o.patch)
+  if (cli_gateway_mode (cli) && o.patch)
     return patch_remote (cli, o.session, err);
   /* The query is literal: every %s argument of a remote URL is escaped.  */
-  if (cli_remote_mode (cli) && o.ignored)
-    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err,
+  if (cli_gateway_mode (cli) && o.ignored)
+    return cli_gateway_print (cli, "GET", NULL, cli_print_changes, NULL, err,
                              "/v1/sessions/%s/diff?ignored=1", o.session);
-  if (cli_remote_mode (cli) && o.include_ignored)
-    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err,
+  if (cli_gateway_mode (cli) && o.include_ignored)
+    return cli_gateway_print (cli, "GET", NULL, cli_print_changes, NULL, err,
                              "/v1/sessions/%s/diff?include_ignored=1", o.session);
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_changes, NULL, err, "/v1/sessions/%s/diff",
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_changes, NULL, err, "/v1/sessions/%s/diff",
                              o.session);
   store = cli_store (cli, err);
   if (store == NULL)

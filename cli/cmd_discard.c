@@ -27,8 +27,8 @@ cmd_discard (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (session == NULL)
     return cli_usage (err, "discard: expected a session name");
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err,
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err,
                              force ? "/v1/sessions/%s?force=1" : "/v1/sessions/%s", session);
   store = cli_store (cli, err);
   if (store == NULL

@@ -77,7 +77,7 @@ events_remote (struct esbx_cli *cli, const struct events_opts *o, esbx_error_t *
       size_t i;
 
       snprintf (off, sizeof off, "%" PRId64, offset);
-      if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/sessions/%s/events?offset=%s",
+      if (cli_gateway_json (cli, "GET", NULL, &j, err, "/v1/sessions/%s/events?offset=%s",
                            o->session, off)
           < 0)
         {
@@ -109,7 +109,7 @@ cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (parse_events_opts (argc, argv, &o, err) < 0)
     return -1;
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return events_remote (cli, &o, err);
   store = cli_store (cli, err);
   if (store == NULL)

@@ -120,7 +120,7 @@ exec_remote (struct esbx_cli *cli, const struct exec_args *a, esbx_error_t *err)
       _cleanup_free_ char *limit = xasprintf ("%" PRIu64, a->run.log_limit);
       json_set_string (body, "log_limit", limit);
     }
-  return cli_remote_exec (cli, a->session, body, err);
+  return cli_gateway_exec (cli, a->session, body, err);
 }
 
 int
@@ -131,9 +131,9 @@ cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   int ret, status = 0;
 
   ret = parse_exec_args (argc, argv, &a, err);
-  if (ret == 0 && cli_remote_mode (cli) && a.run.tty)
+  if (ret == 0 && cli_gateway_mode (cli) && a.run.tty)
     ret = cli_usage (err, "exec: --tty is not available over the gateway");
-  else if (ret == 0 && cli_remote_mode (cli))
+  else if (ret == 0 && cli_gateway_mode (cli))
     ret = exec_remote (cli, &a, err);
   else if (ret == 0 && (store = cli_store (cli, err)) == NULL)
     ret = -1;

@@ -71,9 +71,9 @@ export_remote (struct esbx_cli *cli, const struct export_opts *o, esbx_error_t *
 
   cli_progress_start (cli, to_stdout);
   if (esbx_progress_get ())
-    return cli_remote_progress (cli, "GET", o->file, &result, err,
+    return cli_gateway_progress (cli, "GET", o->file, &result, err,
                                 "/v1/export?ref=%s&format=%s&progress=1", o->ref, o->format_name);
-  if (cli_remote_raw (cli, &archive, &len, err, "/v1/export?ref=%s&format=%s", o->ref,
+  if (cli_gateway_raw (cli, &archive, &len, err, "/v1/export?ref=%s&format=%s", o->ref,
                       o->format_name)
       < 0)
     return -1;
@@ -92,7 +92,7 @@ cmd_export (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (parse_export_opts (cli, argc, argv, &o, err) < 0)
     return -1;
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return export_remote (cli, &o, err);
   /* -o - writes the archive to stdout.  */
   cli_progress_start (cli, strcmp (o.file, "-") == 0);

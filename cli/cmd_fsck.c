@@ -9,11 +9,11 @@ cmd_fsck (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (argc > 2 || (project && project[0] == '-'))
     return cli_usage (err, "fsck: expected at most a project name");
-  if (cli_remote_mode (cli) && project)
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/fsck?project=%s",
+  if (cli_gateway_mode (cli) && project)
+    return cli_gateway_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/fsck?project=%s",
                              project);
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/fsck");
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/fsck");
   store = cli_store (cli, err);
   if (store == NULL || esbx_fsck (store, project, stdout, err) < 0)
     return -1;

@@ -15,10 +15,10 @@ gc_remote (struct esbx_cli *cli, unsigned int flags, esbx_error_t *err)
 
   /* The query in the format itself: arguments are percent-encoded.  */
   if (esbx_progress_get () == NULL)
-    return cli_remote_print (cli, "POST", NULL, cli_print_report, NULL, err,
+    return cli_gateway_print (cli, "POST", NULL, cli_print_report, NULL, err,
                              snaps ? (cache ? "/v1/gc?snapshots=1&cache=1" : "/v1/gc?snapshots=1")
                                    : (cache ? "/v1/gc?cache=1" : "/v1/gc"));
-  if (cli_remote_progress (cli, "POST", NULL, &result, err,
+  if (cli_gateway_progress (cli, "POST", NULL, &result, err,
                            snaps ? (cache ? "/v1/gc?progress=1&snapshots=1&cache=1"
                                           : "/v1/gc?progress=1&snapshots=1")
                                  : (cache ? "/v1/gc?progress=1&cache=1" : "/v1/gc?progress=1"))
@@ -53,7 +53,7 @@ cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "gc: takes no argument");
   /* What gc removes is reported on stdout as it goes.  */
   cli_progress_start (cli, true);
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return gc_remote (cli, flags, err);
   store = cli_store (cli, err);
   if (store == NULL || esbx_sandbox_gc_flags (store, flags, stdout, err) < 0)

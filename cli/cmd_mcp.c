@@ -54,7 +54,7 @@ cmd_mcp (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       }
   if (optind < argc)
     return cli_usage (err, "mcp: unexpected `%s`", argv[optind]);
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "mcp: with --host, point the agent at the gateway's /mcp with a token "
                            "(README, \"Agents over MCP\")");
   if ((host.store = cli_store (cli, err)) == NULL)

@@ -1,9 +1,11 @@
-/* esbx project create|list|log|rm|squash|lifetime|network|git-dir (push|pull: cmd_remote.c) */
+/* esbx project create|list|log|rm|squash|lifetime|network|disk|git-dir|push-git|pull-git
+   (push|pull: cmd_remote.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <string.h>
 
 struct create_opts
@@ -58,7 +60,7 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
                             "create the project on the host",
                             o->git ? "-git" : "");
   json_set_string (body, "name", o->name);
-  return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/projects");
+  return cli_gateway_print (cli, "POST", body, NULL, "name", err, "/v1/projects");
 }
 
 static int
@@ -69,7 +71,7 @@ project_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (parse_create_opts (cli, argc, argv, &o, err) < 0)
     return -1;
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return create_remote (cli, &o, err);
   cli_progress_start (cli, false);
   store = cli_store (cli, err);
@@ -90,8 +92,8 @@ project_list (struct esbx_cli *cli, esbx_error_t *err)
   _cleanup_json_ json_t *arr = NULL;
   size_t i;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_projects, NULL, err, "/v1/projects");
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_projects, NULL, err, "/v1/projects");
   store = cli_store (cli, err);
   if (store == NULL || (names = esbx_project_list (store, err)) == NULL)
     return -1;
@@ -114,8 +116,8 @@ project_log (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   _cleanup_json_ json_t *arr = NULL;
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_log, NULL, err, "/v1/projects/%s/log",
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_log, NULL, err, "/v1/projects/%s/log",
                              name);
   store = cli_store (cli, err);
   if (store == NULL || (arr = esbx_project_log_json (store, name, err)) == NULL)
@@ -129,8 +131,8 @@ project_rm (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/projects/%s", name);
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/projects/%s", name);
   store = cli_store (cli, err);
   return store && esbx_project_rm (store, name, err) == 0 ? 0 : -1;
 }
@@ -141,8 +143,8 @@ project_squash (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   _cleanup_free_ char *id = NULL;
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash", name);
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash", name);
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_squash (store, name, &id, err) < 0)
     return -1;
@@ -189,7 +191,7 @@ project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
       }
   if (optind + 1 != argc)
     return cli_usage (err, "project lifetime: expected NAME");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "project lifetime: a setting of the store: not through the gateway");
   if (cli_store (cli, err) == NULL)
     return -1;
@@ -197,6 +199,48 @@ project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
     return esbx_lifetime_set_defaults (cli->store, argv[optind], ttl, idle, on_expiry, err);
   {
     _cleanup_json_ json_t *j = esbx_lifetime_defaults (cli->store, argv[optind], err);
+    if (j == NULL)
+      return -1;
+    cli_print_json (j);
+  }
+  return 0;
+}
+
+/* esbx project disk NAME [--disk SIZE|none|default]: the disk of new
+   sessions that name none ("default": the store's again); without
+   options, print it.  */
+static int
+project_disk (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "disk", required_argument, NULL, 'D' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  const char *size = NULL;
+  int c;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'D':
+        size = optarg;
+        break;
+      case 'J':
+        break;
+      default:
+        return cli_usage (err, "project disk: unknown option `%s`", argv[optind - 1]);
+      }
+  if (optind + 1 != argc)
+    return cli_usage (err, "project disk: expected NAME");
+  if (cli_gateway_mode (cli))
+    return cli_usage (err, "project disk: a setting of the store: not through the gateway");
+  if (cli_store (cli, err) == NULL)
+    return -1;
+  if (size && strcmp (size, "default") == 0)
+    return esbx_project_disk_clear (cli->store, argv[optind], err);
+  if (size)
+    return esbx_project_disk_set (cli->store, argv[optind], size, err);
+  {
+    _cleanup_json_ json_t *j = esbx_project_disk_get (cli->store, argv[optind], err);
     if (j == NULL)
       return -1;
     cli_print_json (j);
@@ -216,7 +260,7 @@ set_or_print_remote (struct esbx_cli *cli, const char *project, bool set, const 
 
   if (!set)
     {
-      if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/projects/%s/network", project) < 0)
+      if (cli_gateway_json (cli, "GET", NULL, &j, err, "/v1/projects/%s/network", project) < 0)
         return -1;
       cli_print_json (j);
       return 0;
@@ -228,7 +272,7 @@ set_or_print_remote (struct esbx_cli *cli, const char *project, bool set, const 
   for (i = 0; allow && allow[i]; i++)
     json_append (list, json_new_string (allow[i]));
   json_set (body, "allow", list);
-  return cli_remote_json (cli, "PUT", body, &j, err, "/v1/projects/%s/network", project);
+  return cli_gateway_json (cli, "PUT", body, &j, err, "/v1/projects/%s/network", project);
 }
 
 static int
@@ -237,7 +281,7 @@ set_or_print_network (struct esbx_cli *cli, const char *project, bool set, const
 {
   _cleanup_json_ json_t *j = NULL;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return set_or_print_remote (cli, project, set, network, allow, err);
   if (cli_store (cli, err) == NULL)
     return -1;
@@ -297,7 +341,7 @@ project_git_dir (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (argc != 2)
     return cli_usage (err, "project git-dir: expected NAME");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return esbx_make_error (err, 0, "project git-dir: a path of the store's host; run it there");
   store = cli_store (cli, err);
   if (store == NULL)
@@ -309,6 +353,131 @@ project_git_dir (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return esbx_make_error (err, 0, "project `%s` was not made from a git repository", argv[1]);
   dir = esbx_project_git_dir (store, argv[1]);
   printf ("%s\n", dir);
+  return 0;
+}
+
+/* push-git and pull-git: a git project and another repository
+   (layerstore/git/git_push.c, git_pull.c), on the store or through the
+   gateway (POST /v1/projects/P/push-git, /pull-git).  Credentials come
+   from a secret, by name: never on the command line.  */
+static const char *
+str_of (const json_t *o, const char *key)
+{
+  const char *s = json_get_string (o, key);
+  return s ? s : "";
+}
+
+static void
+print_pushed (struct esbx_cli *cli, const json_t *v)
+{
+  int64_t n = 0;
+
+  if (cli->json)
+    {
+      cli_print_json (v);
+      return;
+    }
+  json_get_int (v, "layers", &n);
+  if (!json_get_bool (v, "pushed", false))
+    printf ("up to date: %s %s at %.12s (layer %s)\n", str_of (v, "remote"), str_of (v, "ref"),
+            str_of (v, "commit"), str_of (v, "layer"));
+  else
+    printf ("pushed %" PRId64 " layer%s to %s %s: %.12s..%.12s (layer %s)\n", n, n == 1 ? "" : "s",
+            str_of (v, "remote"), str_of (v, "ref"),
+            json_get_string (v, "previous") ? str_of (v, "previous") : "(new)",
+            str_of (v, "commit"), str_of (v, "layer"));
+}
+
+static void
+print_pulled (struct esbx_cli *cli, const json_t *v)
+{
+  const json_t *layers = json_get (v, "layers"), *l;
+  size_t i, n = json_len (layers);
+
+  if (cli->json)
+    {
+      cli_print_json (v);
+      return;
+    }
+  if (n == 0)
+    {
+      printf ("up to date: %s %s at %.12s\n", str_of (v, "remote"), str_of (v, "ref"),
+              str_of (v, "commit"));
+      return;
+    }
+  json_array_foreach (layers, i, l)
+    printf ("%s %s\n", str_of (l, "id"), str_of (l, "commit"));
+  printf ("pulled %zu commit%s of %s %s: %.12s..%.12s\n", n, n == 1 ? "" : "s",
+          str_of (v, "remote"), str_of (v, "ref"), str_of (v, "previous"), str_of (v, "commit"));
+}
+
+/* `project push-git NAME REMOTE [--branch B] [--secret S]` and `project
+   pull-git NAME [REMOTE] [--ref REF] [--secret S]`, ARGV[0] the
+   subcommand.  */
+static int
+parse_git_sync (int argc, char **argv, bool push, const char **name, struct esbx_git_sync_opts *o,
+                esbx_error_t *err)
+{
+  static const struct option opts[] = { { "branch", required_argument, NULL, 'b' },
+                                        { "ref", required_argument, NULL, 'r' },
+                                        { "secret", required_argument, NULL, 's' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  int c, left;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    {
+      if (c == 'b' && push)
+        o->branch = optarg;
+      else if (c == 'r' && !push)
+        o->ref = optarg;
+      else if (c == 's')
+        o->secret = optarg;
+      else if (c != 'J')
+        return cli_usage (err, "project %s: unknown option `%s`", argv[0], argv[optind - 1]);
+    }
+  left = argc - optind;
+  if (push ? left != 2 : left < 1 || left > 2)
+    return cli_usage (err, "project %s: expected NAME %s", argv[0], push ? "REMOTE" : "[REMOTE]");
+  *name = argv[optind];
+  o->remote = left == 2 ? argv[optind + 1] : NULL;
+  return 0;
+}
+
+static int
+project_git_sync (struct esbx_cli *cli, int argc, char **argv, bool push, esbx_error_t *err)
+{
+  struct esbx_git_sync_opts o = { 0 };
+  _cleanup_json_ json_t *view = NULL;
+  const char *name = NULL;
+  esbx_store_t *store;
+
+  if (parse_git_sync (argc, argv, push, &name, &o, err) < 0)
+    return -1;
+  if (cli_gateway_mode (cli))
+    {
+      _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
+
+      if (o.remote)
+        json_set_string (body, "remote", o.remote);
+      if (o.branch)
+        json_set_string (body, "branch", o.branch);
+      if (o.ref)
+        json_set_string (body, "ref", o.ref);
+      if (o.secret)
+        json_set_string (body, "secret", o.secret);
+      return cli_gateway_print (cli, "POST", body, push ? print_pushed : print_pulled, NULL, err,
+                               push ? "/v1/projects/%s/push-git" : "/v1/projects/%s/pull-git",
+                               name);
+    }
+  store = cli_store (cli, err);
+  if (store == NULL)
+    return -1;
+  view = push ? esbx_project_push_git (store, name, &o, err)
+              : esbx_project_pull_git (store, name, &o, err);
+  if (view == NULL)
+    return -1;
+  (push ? print_pushed : print_pulled) (cli, view);
   return 0;
 }
 
@@ -327,6 +496,8 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_lifetime (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "network") == 0)
     return project_network (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "disk") == 0)
+    return project_disk (cli, argc - 1, argv + 1, err);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "project %s: expected NAME", sub);
   if (strcmp (sub, "log") == 0)
@@ -341,5 +512,9 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cmd_project_pull (cli, argv[2], err);
   if (strcmp (sub, "git-dir") == 0)
     return project_git_dir (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "push-git") == 0)
+    return project_git_sync (cli, argc - 1, argv + 1, true, err);
+  if (strcmp (sub, "pull-git") == 0)
+    return project_git_sync (cli, argc - 1, argv + 1, false, err);
   return cli_usage (err, "project: unknown subcommand `%s`", sub);
 }

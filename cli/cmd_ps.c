@@ -12,8 +12,8 @@ cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (cli_parse_session (argc, argv, "expected one session", &session, err) < 0)
     return -1;
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_ps, NULL, err, "/v1/sessions/%s/ps",
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_ps, NULL, err, "/v1/sessions/%s/ps",
                              session);
   store = cli_store (cli, err);
   if (store == NULL || (arr = esbx_ps_list (store, session, err)) == NULL)

@@ -67,7 +67,7 @@ publish_remote (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t
         json_append (allow, json_new_string (o->allow.v[i]));
       json_set (body, "allow_secrets", allow);
     }
-  if (cli_remote_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/publish", o->session) < 0)
+  if (cli_gateway_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/publish", o->session) < 0)
     return -1;
   cli_print_published (cli, o->session, answer);
   return 0;
@@ -108,7 +108,7 @@ cmd_publish (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   ret = parse_publish_opts (argc, argv, &o, err);
   if (ret == 0)
-    ret = cli_remote_mode (cli) ? publish_remote (cli, &o, err) : publish_local (cli, &o, err);
+    ret = cli_gateway_mode (cli) ? publish_remote (cli, &o, err) : publish_local (cli, &o, err);
   strv_free (&o.allow);
   return ret;
 }

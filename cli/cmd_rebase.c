@@ -69,12 +69,12 @@ show (struct esbx_cli *cli, const char *session, const char *path, const char *s
   for (i = 0; i < 3; i++)
     if (strcmp (side, names[i]) == 0)
       break;
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       _cleanup_free_ char *data = NULL;
       size_t len;
 
-      if (cli_remote_raw (cli, &data, &len, err, "/v1/sessions/%s/unmerged?path=%s&side=%s",
+      if (cli_gateway_raw (cli, &data, &len, err, "/v1/sessions/%s/unmerged?path=%s&side=%s",
                           session, path, side)
           < 0)
         return -1;
@@ -91,7 +91,7 @@ resolved (struct esbx_cli *cli, const char *session, char **paths, esbx_error_t 
 {
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
       json_t *arr = json_new (JSON_ARRAY);
@@ -99,7 +99,7 @@ resolved (struct esbx_cli *cli, const char *session, char **paths, esbx_error_t 
       for (char **p = paths; *p; p++)
         json_append (arr, json_new_string (*p));
       json_set (body, "paths", arr);
-      return cli_remote_print (cli, "POST", body, NULL, NULL, err, "/v1/sessions/%s/resolved",
+      return cli_gateway_print (cli, "POST", body, NULL, NULL, err, "/v1/sessions/%s/resolved",
                                session);
     }
   store = cli_store (cli, err);
@@ -156,13 +156,13 @@ cmd_rebase (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (optind + 1 != argc)
     return cli_usage (err, "rebase: expected a session name");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
 
       if (restart)
         json_set (body, "restart", json_new_bool (true));
-      return cli_remote_print (cli, "POST", body, print_rebased, NULL, err,
+      return cli_gateway_print (cli, "POST", body, print_rebased, NULL, err,
                                "/v1/sessions/%s/rebase", argv[optind]);
     }
   return rebase_local (cli, argv[optind], restart, err);

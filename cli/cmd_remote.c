@@ -79,7 +79,7 @@ cmd_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   const char *sub = argc > 1 ? argv[1] : NULL;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "remote: a setting of the store: not through the gateway");
   if (sub && strcmp (sub, "set") == 0)
     return remote_set (cli, argc - 1, argv + 1, err);
@@ -93,7 +93,7 @@ cmd_project_push (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "project push: run it on the host of the store");
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_push (store, name, err) < 0)
@@ -108,7 +108,7 @@ cmd_project_pull (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   esbx_store_t *store;
   size_t fetched = 0;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "project pull: run it on the host of the store");
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_pull (store, name, &fetched, err) < 0)

@@ -53,7 +53,7 @@ create_remote (struct esbx_cli *cli, const char *name, const char *project, cons
     json_set_string (body, "project", project);
   json_set_string (body, "value", text);
   explicit_bzero (text, len);
-  return cli_remote_print (cli, "POST", body, NULL, NULL, err, "/v1/secrets");
+  return cli_gateway_print (cli, "POST", body, NULL, NULL, err, "/v1/secrets");
 }
 
 static int
@@ -97,7 +97,7 @@ secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   else if (read_stdin (&value, &len, err) < 0)
     return -1;
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     ret = create_remote (cli, name, project, value, len, err);
   else
     ret = cli_store (cli, err) == NULL
@@ -165,11 +165,11 @@ secret_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (rest != argc)
     return cli_usage (err, "secret list: unexpected argument `%s`", argv[rest]);
-  if (cli_remote_mode (cli) && project)
-    return cli_remote_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets?project=%s",
+  if (cli_gateway_mode (cli) && project)
+    return cli_gateway_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets?project=%s",
                              project);
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets");
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets");
   if (cli_store (cli, err) == NULL || (arr = esbx_secret_list (cli->store, project, err)) == NULL)
     return -1;
   print_secrets (cli, arr);
@@ -191,11 +191,11 @@ secret_rm (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   name = argv[rest];
   if (esbx_check_name ("secret", name, err) < 0)
     return -1;
-  if (cli_remote_mode (cli) && project)
-    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s?project=%s",
+  if (cli_gateway_mode (cli) && project)
+    return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s?project=%s",
                              name, project);
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s", name);
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s", name);
   if (cli_store (cli, err) == NULL)
     return -1;
   if (project

@@ -16,7 +16,7 @@ struct create_opts
   struct strv env;           /* --env-file lines, then --env: later ones win */
   struct strv secrets;       /* --secret NAME[,env=VAR][,file=PATH] */
   const char *memory, *pids; /* as given, for the gateway to parse */
-  const char *tmpfs_size, *shm_size;
+  const char *tmpfs_size, *shm_size, *disk;
   const char *ttl, *idle_ttl;
   struct strv allow; /* --allow, in order */
 };
@@ -44,6 +44,7 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "allow", required_argument, NULL, 'A' },
                                         { "tmpfs-size", required_argument, NULL, 'Z' },
                                         { "shm-size", required_argument, NULL, 'H' },
+                                        { "disk", required_argument, NULL, 'D' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -123,6 +124,11 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
           return -1;
         o->shm_size = optarg;
         break;
+      case 'D':
+        if (esbx_disk_size_parse (optarg, &o->session.disk, err) < 0)
+          return -1;
+        o->disk = optarg;
+        break;
       default:
         return cli_usage (err, "%s: unknown option `%s`", argv[0], argv[optind - 1]);
       }
@@ -192,6 +198,7 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
   set_optional (body, "ttl", o->ttl);
   set_optional (body, "idle_ttl", o->idle_ttl);
   set_optional (body, "on_expiry", o->session.on_expiry);
+  set_optional (body, "disk", o->disk);
   if (o->secrets.n > 0)
     {
       json_t *secrets = json_new (JSON_ARRAY);
@@ -206,7 +213,7 @@ create_remote (struct esbx_cli *cli, const struct create_opts *o, esbx_error_t *
         json_append (allow, json_new_string (o->allow.v[i]));
       json_set (body, "allow", allow);
     }
-  return cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions");
+  return cli_gateway_print (cli, "POST", body, NULL, "name", err, "/v1/sessions");
 }
 
 static int
@@ -218,10 +225,10 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   ret = parse_create_opts (argc, argv, &o, err);
   /* An import reads host paths with the daemon's rights: local only, like
      `project create --from`.  */
-  if (ret == 0 && o.session.rootfs && cli_remote_mode (cli))
+  if (ret == 0 && o.session.rootfs && cli_gateway_mode (cli))
     ret = cli_usage (err, "session create: --rootfs is not available over the gateway");
   else if (ret == 0)
-    ret = cli_remote_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
+    ret = cli_gateway_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
   strv_free (&o.labels);
   strv_free (&o.env_flags);
   strv_free (&o.env);
@@ -271,11 +278,11 @@ session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (parse_list_opts (argc, argv, &project, err) < 0)
     return -1;
-  if (cli_remote_mode (cli) && project)
-    return cli_remote_print (cli, "GET", NULL, cli_print_sessions, NULL, err,
+  if (cli_gateway_mode (cli) && project)
+    return cli_gateway_print (cli, "GET", NULL, cli_print_sessions, NULL, err,
                              "/v1/sessions?project=%s", project);
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_sessions, NULL, err, "/v1/sessions");
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_sessions, NULL, err, "/v1/sessions");
   return list_local (cli, project, err);
 }
 
@@ -300,8 +307,8 @@ session_stop (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "POST", NULL, NULL, NULL, err, "/v1/sessions/%s/stop", name);
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "POST", NULL, NULL, NULL, err, "/v1/sessions/%s/stop", name);
   store = cli_store (cli, err);
   if (store == NULL || esbx_sandbox_stop (store, name, err) < 0)
     return -1;
@@ -325,7 +332,7 @@ inspect_remote (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = NULL;
 
-  if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/sessions/%s", name) < 0)
+  if (cli_gateway_json (cli, "GET", NULL, &j, err, "/v1/sessions/%s", name) < 0)
     return -1;
   cli_print_json (j);
   return 0;
@@ -352,11 +359,11 @@ session_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
     }
   if (optind + 1 != argc)
     return cli_usage (err, "session snapshot: expected a session");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
       set_optional (body, "name", name);
-      return cli_remote_print (cli, "POST", body, NULL, "snapshot", err, "/v1/sessions/%s/snapshot",
+      return cli_gateway_print (cli, "POST", body, NULL, "snapshot", err, "/v1/sessions/%s/snapshot",
                                argv[optind]);
     }
   store = cli_store (cli, err);
@@ -378,14 +385,15 @@ session_fork (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   if (ret == 0 && (o.session.rootfs || o.session.base || o.session.snapshot))
     ret = cli_usage (err, "session fork: --base, --from-snapshot and --rootfs do not apply: a "
                           "fork starts from the session's own state");
-  if (ret == 0 && cli_remote_mode (cli))
+  if (ret == 0 && cli_gateway_mode (cli))
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
       set_optional (body, "name", o.session.name);
       set_optional (body, "ttl", o.ttl);
       set_optional (body, "idle_ttl", o.idle_ttl);
       set_optional (body, "on_expiry", o.session.on_expiry);
-      ret = cli_remote_print (cli, "POST", body, NULL, "name", err, "/v1/sessions/%s/fork",
+      set_optional (body, "disk", o.disk);
+      ret = cli_gateway_print (cli, "POST", body, NULL, "name", err, "/v1/sessions/%s/fork",
                               o.project);
     }
   else if (ret == 0)
@@ -419,12 +427,12 @@ cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "session: unknown subcommand `%s`", sub);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "session %s: expected a session name", sub);
-  if (strcmp (sub, "path") == 0 && cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, NULL, "path", err, "/v1/sessions/%s/path", argv[2]);
+  if (strcmp (sub, "path") == 0 && cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, NULL, "path", err, "/v1/sessions/%s/path", argv[2]);
   if (strcmp (sub, "path") == 0)
     return path_local (cli, argv[2], err);
   if (strcmp (sub, "stop") == 0)
     return session_stop (cli, argv[2], err);
-  return cli_remote_mode (cli) ? inspect_remote (cli, argv[2], err)
+  return cli_gateway_mode (cli) ? inspect_remote (cli, argv[2], err)
                                : inspect_local (cli, argv[2], err);
 }

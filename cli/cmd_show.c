@@ -24,12 +24,12 @@ cmd_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       project[at - project] = '\0';
       layer = at + 1;
     }
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       _cleanup_free_ char *data = NULL;
       size_t len;
 
-      if (cli_remote_raw (cli, &data, &len, err, "/v1/projects/%s/show?path=%s&layer=%s", project,
+      if (cli_gateway_raw (cli, &data, &len, err, "/v1/projects/%s/show?path=%s&layer=%s", project,
                           path, layer ? layer : "head")
           < 0)
         return -1;

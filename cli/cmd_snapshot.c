@@ -27,11 +27,11 @@ snapshot_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "snapshot list: unexpected argument `%s`", argv[optind]);
   if (project && esbx_check_name ("project", project, err) < 0)
     return -1;
-  if (cli_remote_mode (cli) && project)
-    return cli_remote_print (cli, "GET", NULL, cli_print_snapshots, NULL, err,
+  if (cli_gateway_mode (cli) && project)
+    return cli_gateway_print (cli, "GET", NULL, cli_print_snapshots, NULL, err,
                              "/v1/snapshots?project=%s", project);
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_snapshots, NULL, err, "/v1/snapshots");
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_snapshots, NULL, err, "/v1/snapshots");
   if (cli_store (cli, err) == NULL || (arr = esbx_snapshot_list (cli->store, project, err)) == NULL)
     return -1;
   cli_print_snapshots (cli, arr);
@@ -43,9 +43,9 @@ snapshot_inspect (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = NULL;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
-      if (cli_remote_json (cli, "GET", NULL, &j, err, "/v1/snapshots/%s", name) < 0)
+      if (cli_gateway_json (cli, "GET", NULL, &j, err, "/v1/snapshots/%s", name) < 0)
         return -1;
     }
   else if (cli_store (cli, err) == NULL
@@ -58,8 +58,8 @@ snapshot_inspect (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 static int
 snapshot_rm (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/snapshots/%s", name);
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/snapshots/%s", name);
   if (cli_store (cli, err) == NULL || esbx_snapshot_rm (cli->store, name, err) < 0)
     return -1;
   return 0;

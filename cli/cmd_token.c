@@ -143,7 +143,7 @@ cmd_token (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   const char *sub = argc > 1 ? argv[1] : NULL;
   esbx_store_t *store;
 
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "token: not available through the gateway; run it on the host");
   if (sub == NULL)
     return cli_usage (err, "token: expected create, list or revoke");

@@ -14,8 +14,8 @@ trash_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   /* --json is the global option, read before the verb ran.  */
   if (argc != 2 && !(argc == 3 && strcmp (argv[2], "--json") == 0))
     return cli_usage (err, "trash list: takes no argument");
-  if (cli_remote_mode (cli))
-    return cli_remote_print (cli, "GET", NULL, cli_print_trash, NULL, err, "/v1/trash");
+  if (cli_gateway_mode (cli))
+    return cli_gateway_print (cli, "GET", NULL, cli_print_trash, NULL, err, "/v1/trash");
   if (cli_store (cli, err) == NULL)
     return -1;
   arr = esbx_trash_list (cli->store, err);
@@ -44,12 +44,12 @@ trash_restore (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (optind + 2 != argc)
     return cli_usage (err, "trash restore: expected a trash entry");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
       if (name)
         json_set_string (body, "name", name);
-      return cli_remote_print (cli, "POST", body, NULL, "session", err, "/v1/trash/%s/restore",
+      return cli_gateway_print (cli, "POST", body, NULL, "session", err, "/v1/trash/%s/restore",
                                argv[optind + 1]);
     }
   if (cli_store (cli, err) == NULL
@@ -88,10 +88,10 @@ trash_purge (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (all == (entry != NULL))
     return cli_usage (err, "trash purge: expected a trash entry or --all");
-  if (cli_remote_mode (cli))
-    return entry ? cli_remote_print (cli, "DELETE", NULL, cli_print_report, NULL, err,
+  if (cli_gateway_mode (cli))
+    return entry ? cli_gateway_print (cli, "DELETE", NULL, cli_print_report, NULL, err,
                                      "/v1/trash/%s", entry)
-                 : cli_remote_print (cli, "DELETE", NULL, cli_print_report, NULL, err, "/v1/trash");
+                 : cli_gateway_print (cli, "DELETE", NULL, cli_print_report, NULL, err, "/v1/trash");
   if (cli_store (cli, err) == NULL)
     return -1;
   return esbx_trash_purge (cli->store, entry, stdout, err);
@@ -105,7 +105,7 @@ trash_ttl (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 
   if (argc > 3)
     return cli_usage (err, "trash ttl: expected at most one duration");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     return cli_usage (err, "trash ttl: a setting of the store: not through the gateway");
   if (argc == 3 && esbx_parse_duration (argv[2], &seconds, err) < 0)
     return -1;

@@ -43,10 +43,10 @@ cmd_wait (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     }
   if (optind + 1 != argc)
     return cli_usage (err, "wait: expected a project");
-  if (cli_remote_mode (cli))
+  if (cli_gateway_mode (cli))
     {
       secs = xasprintf ("%" PRId64, timeout);
-      return cli_remote_print (cli, "GET", NULL, print_head, NULL, err,
+      return cli_gateway_print (cli, "GET", NULL, print_head, NULL, err,
                                "/v1/projects/%s/wait?after=%s&timeout=%s", argv[optind],
                                after ? after : "head", secs);
     }

@@ -26,10 +26,13 @@ static const struct verb verbs[] = {
     "project lifetime NAME [--ttl DURATION] [--idle-ttl DURATION] [--on-expiry discard|snapshot]\n"
     "project network NAME [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
+    "project disk NAME [--disk SIZE|none|default]\n"
     "project squash NAME\n"
     "project push NAME\n"
     "project pull NAME\n"
-    "project git-dir NAME" },
+    "project git-dir NAME\n"
+    "project push-git NAME REMOTE [--branch B] [--secret NAME]\n"
+    "project pull-git NAME [REMOTE] [--ref REF] [--secret NAME]" },
   { "remote", cmd_remote,
     "remote set --registry URL --etcd URL [--ca FILE] [--cert FILE --key FILE] [--token-file "
     "FILE] [--compression gzip|none]\nremote show" },
@@ -40,7 +43,7 @@ static const struct verb verbs[] = {
     "    [--tmpfs-size SIZE] [--shm-size SIZE]\n"
     "    [--env K=V]... [--env-file FILE]... [--secret NAME[,env=VAR][,file=/run/secrets/F]]...\n"
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
-    "    [--on-expiry discard|snapshot]\n"
+    "    [--on-expiry discard|snapshot] [--disk SIZE|none]\n"
     "session snapshot S [--name SNAP]\n"
     "session fork S [--name N] [--label K=V]... [--ttl DURATION] [--idle-ttl DURATION] ...\n"
     "session list [--project P]\n"

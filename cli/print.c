@@ -1,5 +1,5 @@
 /* What the verbs print, from the JSON views that `--json` shows.  Embedded
-   mode builds the views from the store, remote mode receives them from the
+   mode builds the views from the store, gateway mode receives them from the
    gateway; both print through these functions so that scripts see the same
    bytes either way.  */
 #include "cli.h"
@@ -293,6 +293,7 @@ cli_print_rebased (struct esbx_cli *cli, const json_t *o)
       _cleanup_json_ json_t *view = json_copy (o);
       json_remove (view, "error");
       json_remove (view, "code");
+      json_remove (view, "kind");
       cli_print_json (view);
       return;
     }

@@ -78,6 +78,17 @@ esbx_error_exit_status (const struct esbx_error *err)
 }
 
 enum esbx_error_kind
+esbx_error_kind_of_name (const char *name)
+{
+  size_t i;
+
+  for (i = 0; name && i < sizeof kind_names / sizeof kind_names[0]; i++)
+    if (kind_names[i] && strcmp (kind_names[i], name) == 0)
+      return (enum esbx_error_kind)i;
+  return ESBX_ERR_FAILED;
+}
+
+enum esbx_error_kind
 esbx_error_kind_of_exit (int code)
 {
   switch (code)

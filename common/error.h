@@ -58,8 +58,10 @@ int esbx_make_error_kind (esbx_error_t *err, enum esbx_error_kind kind, int stat
 /* The exit status of the CLI contract for ERR: 2 usage, 3 conflict, 4
    unmerged, 126 and 127 for a command that could not run, 1 otherwise.  */
 int esbx_error_exit_status (const struct esbx_error *err);
-/* The kind an exit status stands for (an answer of the gateway).  */
+/* The kind an exit status stands for (an answer of an older gateway).  */
 enum esbx_error_kind esbx_error_kind_of_exit (int code);
+/* The kind NAME names (esbx_error_kind_name's), or ESBX_ERR_FAILED.  */
+enum esbx_error_kind esbx_error_kind_of_name (const char *name);
 /* "not-found", "usage", ...: the name of a kind.  */
 const char *esbx_error_kind_name (enum esbx_error_kind kind);
 

@@ -582,17 +582,37 @@ esbx_rm_rf_at (int dirfd, const char *name, esbx_error_t *err)
 }
 
 int
+esbx_lock_fd (int fd, bool exclusive, bool wait, const char *shown, esbx_error_t *err)
+{
+  int op = (exclusive ? LOCK_EX : LOCK_SH) | (wait ? 0 : LOCK_NB);
+
+  if (TEMP_FAILURE_RETRY (flock (fd, op)) < 0)
+    return esbx_make_error (err, errno, "lock `%s`", shown);
+  return 0;
+}
+
+int
 esbx_lock_at (int dirfd, const char *name, bool exclusive, bool wait, esbx_error_t *err)
 {
   _cleanup_close_ int fd = -1;
-  int op = (exclusive ? LOCK_EX : LOCK_SH) | (wait ? 0 : LOCK_NB);
 
   fd = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (fd < 0)
     return esbx_make_error (err, errno, "open lock `%s`", name);
-  if (TEMP_FAILURE_RETRY (flock (fd, op)) < 0)
-    return esbx_make_error (err, errno, "lock `%s`", name);
+  if (esbx_lock_fd (fd, exclusive, wait, name, err) < 0)
+    return -1;
   return take_fd (&fd);
+}
+
+bool
+esbx_lock_is_held (int fd)
+{
+  if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+    {
+      flock (fd, LOCK_UN);
+      return false;
+    }
+  return errno == EWOULDBLOCK;
 }
 
 int

@@ -64,8 +64,14 @@ int esbx_mkdir_p (const char *path, mode_t mode, esbx_error_t *err);
 /* Remove NAME in DIRFD recursively, never following a symlink.  Missing is
    not an error.  Trees of any depth: no recursion, at most three fds.  */
 int esbx_rm_rf_at (int dirfd, const char *name, esbx_error_t *err);
-/* flock a file (created if needed) in DIRFD; returns the fd that holds it.  */
+/* The one kind of lock of the store: flock, on a file or a directory,
+   held as long as its fd is open.  esbx_lock_at locks a file (created if
+   needed) in DIRFD and returns the fd that holds it; esbx_lock_fd locks
+   what FD is (SHOWN names it); esbx_lock_is_held tells whether another
+   holds FD's exclusively, taking nothing.  */
 int esbx_lock_at (int dirfd, const char *name, bool exclusive, bool wait, esbx_error_t *err);
+int esbx_lock_fd (int fd, bool exclusive, bool wait, const char *shown, esbx_error_t *err);
+bool esbx_lock_is_held (int fd);
 /* Open a directory (O_DIRECTORY|O_CLOEXEC) relative to DIRFD.  */
 int esbx_open_dir_at (int dirfd, const char *path, esbx_error_t *err);
 bool esbx_exists_at (int dirfd, const char *path);

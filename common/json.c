@@ -472,3 +472,28 @@ json_parse_file_at_limit (int dirfd, const char *path, size_t limit, esbx_error_
     esbx_error_wrap (err, "`%s`", path);
   return j;
 }
+
+void
+json_set_error (json_t *o, const struct esbx_error *e)
+{
+  json_set_string (o, "error", e->msg);
+  json_set_string (o, "kind", esbx_error_kind_name (e->kind));
+  json_set_int (o, "code", esbx_error_exit_status (e));
+}
+
+int
+json_get_error (const json_t *o, const char *dflt, esbx_error_t *err)
+{
+  const char *msg = json_get_string (o, "error"), *kind = json_get_string (o, "kind");
+  int64_t code = ESBX_EXIT_ERROR;
+  enum esbx_error_kind k;
+
+  if (kind)
+    k = esbx_error_kind_of_name (kind);
+  else
+    {
+      json_get_int (o, "code", &code);
+      k = esbx_error_kind_of_exit (code < 1 || code > 255 ? ESBX_EXIT_ERROR : (int)code);
+    }
+  return esbx_make_error_kind (err, k, 0, "%s", msg ? msg : dflt);
+}

@@ -100,6 +100,13 @@ char *json_serialize (const json_t *j, bool pretty, size_t *len);
 
 /* Read and parse a file beneath dirfd, refusing documents over the limit.  */
 json_t *json_parse_file_at (int dirfd, const char *path, esbx_error_t *err);
+/* An error on the wire (the gateway's answers, the progress and exec
+   streams): {"error": MSG, "kind": KIND, "code": EXIT STATUS} in O.  */
+void json_set_error (json_t *o, const struct esbx_error *e);
+/* The error answer O carries, made again in *ERR with its kind ("kind", or
+   "code" from an older esbxd) and its message (DFLT when it has none);
+   returns -1.  */
+int json_get_error (const json_t *o, const char *dflt, esbx_error_t *err);
 json_t *json_parse_file_at_limit (int dirfd, const char *path, size_t limit, esbx_error_t *err);
 
 #endif

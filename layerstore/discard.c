@@ -51,10 +51,12 @@ count_changes (esbx_store_t *store, const char *name, int64_t *changes, int64_t 
 }
 
 /* Move the session (unmounted) to the trash when it holds unpublished
-   changes, saying so: 1 when it went there, 0 when it is to be deleted.  */
+   changes, saying so: 1 when it went there, 0 when it is to be deleted.
+   Its own disk, counted, is unmounted: *DISK_LOCK keeps it so until the
+   session's directory is gone from sessions/.  */
 static int
 keep_unpublished (esbx_store_t *store, const char *name, const char *rel, unsigned int flags,
-                  int64_t ttl, esbx_error_t *err)
+                  int64_t ttl, int *disk_lock, esbx_error_t *err)
 {
   _cleanup_free_ char *why = NULL, *entry = NULL, *expires = NULL, *counted = NULL;
   _cleanup_free_ char *skip = NULL;
@@ -63,6 +65,11 @@ keep_unpublished (esbx_store_t *store, const char *name, const char *rel, unsign
   int ret;
 
   s = count_changes (store, name, &n, &n_ignored, &why);
+  if (esbx_session_disk_unmount (store, name, disk_lock, err) < 0)
+    {
+      esbx_session_free (s);
+      return esbx_error_wrap (err, "discard `%s`", name);
+    }
   if (n == 0)
     {
       esbx_session_free (s);
@@ -110,13 +117,13 @@ int
 esbx_session_discard (esbx_store_t *store, const char *name, unsigned int flags, esbx_error_t *err)
 {
   _cleanup_free_ char *rel = NULL, *graveyard = NULL, *hex = NULL;
-  _cleanup_close_ int lockfd = -1;
+  _cleanup_close_ int lockfd = -1, disk_lock = -1;
   int64_t ttl = 0;
   int kept;
 
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
-  rel = xasprintf ("sessions/%s", name);
+  rel = esbx_session_rel (name);
   if (!esbx_exists_at (store->rootfd, rel))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
   /* A bad keeping time changes nothing.  */
@@ -129,7 +136,7 @@ esbx_session_discard (esbx_store_t *store, const char *name, unsigned int flags,
      alive once its owner said discard.  */
   if (esbx_session_unmount_views (store, name, true, err) < 0)
     return esbx_error_wrap (err, "discard");
-  kept = keep_unpublished (store, name, rel, flags, ttl, err);
+  kept = keep_unpublished (store, name, rel, flags, ttl, &disk_lock, err);
   if (kept != 0)
     return kept < 0 ? -1 : 0;
   /* Move it out of sessions/ first so that a crash half-way through the

@@ -117,7 +117,7 @@ remove_unlocked (struct gc *g, int dirfd, const char *name, const char *path, co
 
   if (fd < 0 && errno == ENOENT)
     return;
-  if (fd >= 0 && flock (fd, LOCK_EX | (removing ? 0 : LOCK_NB)) < 0)
+  if (fd >= 0 && esbx_lock_fd (fd, true, removing, name, NULL) < 0)
     return;
   if (removing && !esbx_exists_at (dirfd, name))
     return;
@@ -182,7 +182,7 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
   _cleanup_strv_ char **ids = NULL;
   _cleanup_strv_ char **layers = NULL;
   _cleanup_strv_ char **sessions = NULL;
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/layers", project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "layers");
   _cleanup_close_ int lfd = -1;
   size_t n, i, k;
 
@@ -209,7 +209,7 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
       if (used || layer_in_use (store, sessions, layers[i])
           || esbx_snapshot_uses_layer (store, project, layers[i]))
         continue;
-      shown = xasprintf ("projects/%s/layers/%s", project, layers[i]);
+      shown = esbx_layer_rel (project, layers[i]);
       if (esbx_rm_rf_at (lfd, layers[i], &e) < 0)
         gc_failed (g, shown, &e);
       else if (g->report)
@@ -225,14 +225,13 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
 static void
 gc_half_project (struct gc *g, const char *name)
 {
-  _cleanup_free_ char *rel = xasprintf ("projects/%s", name);
+  _cleanup_free_ char *rel = esbx_project_rel (name);
   _cleanup_free_ char *lockrel = xasprintf ("%s/lock", rel);
   _cleanup_close_ int lock = -1;
   esbx_error_t e = NULL;
 
-  lock = TEMP_FAILURE_RETRY (
-      openat (g->store->rootfd, lockrel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
+  lock = esbx_lock_at (g->store->rootfd, lockrel, true, false, NULL);
+  if (lock < 0)
     return;
   if (esbx_rm_rf_at (g->store->rootfd, rel, &e) < 0)
     {
@@ -261,7 +260,7 @@ gc_temp_areas (struct gc *g, char **projects, esbx_error_t *err)
     return -1;
   for (i = 0; projects[i]; i++)
     {
-      _cleanup_free_ char *tmprel = xasprintf ("projects/%s/tmp", projects[i]);
+      _cleanup_free_ char *tmprel = esbx_project_file (projects[i], "tmp");
       _cleanup_close_ int pfd = -1;
       esbx_error_t e = NULL;
 
@@ -287,37 +286,35 @@ gc_temp_areas (struct gc *g, char **projects, esbx_error_t *err)
 static int
 gc_rootfs (esbx_store_t *store, FILE *report, esbx_error_t *err)
 {
-  _cleanup_strv_ char **keys = NULL, **sessions = NULL;
-  char **k, **s;
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  _cleanup_strv_ char **keys = NULL;
+  struct strv used = { 0 };
+  struct esbx_session *sess;
+  char **k;
   int ret = 0;
 
   if (!esbx_exists_at (store->rootfd, "rootfs"))
     return 0;
   keys = esbx_list_dir_at (store->rootfd, "rootfs", err);
-  sessions = keys ? esbx_session_list (store, NULL, err) : NULL;
-  if (sessions == NULL)
+  if (keys == NULL || esbx_sessions_open (store, NULL, &it, err) < 0)
     return -1;
+  while ((sess = esbx_sessions_next (&it)))
+    if (sess->rootfs)
+      strv_push (&used, xstrdup (sess->rootfs));
+  /* A session whose record cannot be read may use any: keep them all.  */
+  if (it.unreadable > 0)
+    {
+      strv_free (&used);
+      return 0;
+    }
   for (k = keys; *k; k++)
     {
       _cleanup_free_ char *rel = xasprintf ("rootfs/%s", *k);
-      bool used = false;
+      bool in_use = false;
 
-      for (s = sessions; *s && !used; s++)
-        {
-          struct esbx_session *sess = NULL;
-          esbx_error_t lerr = NULL;
-
-          if (esbx_session_load (store, *s, &sess, &lerr) < 0)
-            {
-              /* Unreadable: keep what it might use.  */
-              esbx_error_free (&lerr);
-              used = true;
-              continue;
-            }
-          used = sess->rootfs && strcmp (sess->rootfs, *k) == 0;
-          esbx_session_free (sess);
-        }
-      if (used)
+      for (size_t i = 0; i < used.n && !in_use; i++)
+        in_use = strcmp (used.v[i], *k) == 0;
+      if (in_use)
         continue;
       if (esbx_rm_rf_at (store->rootfd, rel, err) < 0)
         {
@@ -327,6 +324,7 @@ gc_rootfs (esbx_store_t *store, FILE *report, esbx_error_t *err)
       if (report)
         fprintf (report, "removed rootfs `%s`, which no session uses\n", *k);
     }
+  strv_free (&used);
   return ret;
 }
 
@@ -362,6 +360,12 @@ esbx_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
         g.failed += failed > 1 ? failed - 1 : 0;
         gc_failed (&g, "expired trash entries", &e);
       }
+  }
+  {
+    esbx_error_t e = NULL;
+
+    if (esbx_session_disk_gc (store, report, &e) < 0)
+      gc_failed (&g, "unused loop devices", &e);
   }
   for (i = 0; projects[i]; i++)
     {

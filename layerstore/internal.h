@@ -296,18 +296,27 @@ int esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_sta
    etcd a head for it (remote_fetch.c); 0 also when it has none.  */
 int esbx_remote_pull_absent (esbx_store_t *store, const char *project, esbx_error_t *err);
 
-/* Publish of a session of a shared project (remote_publish.c), called by
-   esbx_session_publish_flags with the layer staged and no project lock:
-   conflict check against the remote head, push, etcd transaction, then
-   esbx_layer_commit.  0: committed (L->id), 1: conflicts in R, -1.  W was
-   started with esbx_remote_warm_start when the publish began: what the
-   remote work needs first, done beside the scan.  */
-struct esbx_remote_warm;
-struct esbx_remote_warm *esbx_remote_warm_start (esbx_store_t *store, const char *project);
-void esbx_remote_warm_free (struct esbx_remote_warm *w);
-int esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
-                        struct esbx_staged *st, struct esbx_layer *l, struct esbx_remote_warm *w,
-                        struct esbx_publish_result *r, esbx_error_t *err);
+/* A publish under way (publish.c; layerstore.h has its steps): the
+   session locked and loaded, its change set scanned and staged as LAYER.  */
+struct esbx_publish
+{
+  esbx_store_t *store;
+  char *name;
+  char *message; /* NULL: none given */
+  struct esbx_session *s;
+  int slock;
+  int ufd; /* what was scanned: the upper, or a fork's view */
+  struct esbx_staged staged;
+  struct esbx_layer layer;
+  struct esbx_changeset ignored;
+  bool empty; /* nothing to publish */
+  bool git;   /* a git project's: the layer is a commit too */
+};
+/* R's conflicts (against UP, the layers up to IDS[N - 1]) refuse P: their
+   kinds told, counted, the error made.  0 when there are none.  */
+int esbx_publish_refuse (struct esbx_publish *p, char **ids, size_t n,
+                         const struct esbx_upstream *up, struct esbx_publish_result *r,
+                         esbx_error_t *err);
 
 /* Lifetimes (lifetime.c): check the options, then write ttl, idle_ttl and
    on_expiry (PROJECT's defaults where the options have none) in RECORD.  */
@@ -338,6 +347,55 @@ int esbx_network_defaults_apply (esbx_store_t *store, const char *project,
                                  struct esbx_session_opts *o, struct esbx_network_defaults *d,
                                  esbx_error_t *err);
 void esbx_network_defaults_clear (struct esbx_network_defaults *d);
+
+/* Loop devices (loop.c).  NULL, or why this host cannot make them.  */
+char *esbx_loop_unavailable (void);
+/* A loop device over the image FD (opened read-write): the one already
+   bound to that file when there is one, else a free one with autoclear.
+   Returns its open fd (closing it unbinds a new device that was not
+   mounted meanwhile) and its path in *DEV.  */
+int esbx_loop_attach (int fd, char **dev, esbx_error_t *err);
+/* Unbind the device bound to the file FD, unless a mount still uses it.  */
+void esbx_loop_detach_file (int fd);
+/* Unbind the devices over files beneath PREFIX that no mount uses (and
+   whose file nobody holds the flock of), saying so on REPORT.  */
+int esbx_loop_detach_unused (const char *prefix, FILE *report, esbx_error_t *err);
+
+/* Sessions' own disks (session_disk.c).  An error unless this host can
+   make a disk of BYTES (loop devices, mkfs.ext4).  */
+int esbx_disk_check_host (int64_t bytes, esbx_error_t *err);
+/* Where O names no disk: its project's or the store's default; then the
+   host checked for it (disk_defaults.c).  */
+int esbx_disk_defaults_apply (esbx_store_t *store, const char *project, struct esbx_session_opts *o,
+                              esbx_error_t *err);
+/* Make and mount the disk of a session being built in DFD (absolute DIR),
+   its upper/ and work/ directories there already: DIR/upper becomes the
+   disk's.  */
+int esbx_session_disk_make (int dfd, const char *dir, int64_t bytes, esbx_error_t *err);
+/* Mount S's disk where it is not (after a reboot); 0 at once for a session
+   without one.  Everything that reads an upper calls it first.  */
+int esbx_session_disk_mount (esbx_store_t *store, const struct esbx_session *s, esbx_error_t *err);
+/* Unmount session NAME's disk (lazily where busy): *LOCK receives the
+   image's flock (-1 without a disk), which the caller holds until the
+   session's directory is moved away, so nobody mounts it again
+   meanwhile.  */
+int esbx_session_disk_unmount (esbx_store_t *store, const char *name, int *lock, esbx_error_t *err);
+/* Best effort, for a session directory DIR being removed.  */
+void esbx_session_disk_unmount_dir (const char *dir);
+/* ROOT/sessions/S/disk, the mount holding S's upper and work directories;
+   NULL when S has no disk.  */
+char *esbx_session_disk_dir (esbx_store_t *store, const struct esbx_session *s);
+/* Bytes the image of session directory REL (beneath DIRFD) takes on the
+   store's filesystem; 0 without one.  */
+uint64_t esbx_session_disk_allocated_at (int dirfd, const char *rel);
+/* {"limit", "size", "mounted", "used", "available", "allocated"}, or null.  */
+json_t *esbx_session_disk_json (esbx_store_t *store, const struct esbx_session *s);
+/* gc: unbind the loop devices of the store's images no mount uses.  */
+int esbx_session_disk_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+/* renameat, or where FROM and TO are on different filesystems (an upper on
+   a disk of its own) a copy of the regular file FROM renamed into place
+   with its owner and mode, then FROM removed.  */
+int esbx_move_file_at (int fromfd, const char *from, int tofd, const char *to, esbx_error_t *err);
 
 /* Random bytes of a session id: 32 hex digits.  */
 #define ESBX_SESSION_ID_BYTES 16

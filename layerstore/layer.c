@@ -99,7 +99,7 @@ int
 esbx_layer_load (esbx_store_t *store, const char *project, const char *id, struct esbx_layer **out,
                  esbx_error_t *err)
 {
-  _cleanup_free_ char *path = xasprintf ("projects/%s/layers/%s/record.json", project, id);
+  _cleanup_free_ char *path = esbx_layer_file (project, id, "record.json");
   _cleanup_json_ json_t *j = NULL;
 
   j = json_parse_file_at_limit (store->rootfd, path, ESBX_MAX_RECORD, err);
@@ -125,7 +125,7 @@ esbx_project_exists (esbx_store_t *store, const char *name)
 
   if (!esbx_name_valid (name))
     return false;
-  path = xasprintf ("projects/%s/stack", name);
+  path = esbx_project_file (name, "stack");
   return esbx_exists_at (store->rootfd, path);
 }
 
@@ -156,7 +156,7 @@ esbx_project_stack (esbx_store_t *store, const char *project, char ***ids, size_
 
   if (esbx_check_name ("project", project, err) < 0)
     return -1;
-  path = xasprintf ("projects/%s/stack", project);
+  path = esbx_project_file (project, "stack");
   if (esbx_read_file_at (store->rootfd, path, 64u << 20, &buf, &len, err) < 0)
     {
       if ((*err)->status == ENOENT)
@@ -181,7 +181,7 @@ int
 esbx_project_write_stack (esbx_store_t *store, const char *project, char *const *ids, size_t n,
                           esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = xasprintf ("projects/%s", project);
+  _cleanup_free_ char *dir = esbx_project_rel (project);
   _cleanup_close_ int dfd = -1;
   _cleanup_free_ char *buf = NULL;
   size_t i, len = 0;
@@ -247,7 +247,9 @@ esbx_layer_resolve (esbx_store_t *store, const char *project, const char *ref, c
 char *
 esbx_layer_diff_path (esbx_store_t *store, const char *project, const char *id)
 {
-  return xasprintf ("%s/projects/%s/layers/%s/diff", store->root, project, id);
+  _cleanup_free_ char *rel = esbx_layer_file (project, id, "diff");
+
+  return esbx_store_abs (store, rel);
 }
 
 int

@@ -48,6 +48,21 @@ typedef struct esbx_store
   bool detach_removals; /* esbx_store_detach_removals */
 } esbx_store_t;
 
+/* The store's layout (layout.c): where a project, a layer and a session
+   keep their parts, relative to the root: "projects/P", "projects/P/FILE",
+   "projects/P/layers/ID[/FILE]", "sessions/S[/FILE]"; esbx_store_abs makes
+   one absolute.  */
+char *esbx_project_rel (const char *project);
+char *esbx_project_file (const char *project, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+char *esbx_layer_rel (const char *project, const char *id);
+char *esbx_layer_file (const char *project, const char *id, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+char *esbx_session_rel (const char *name);
+char *esbx_session_file (const char *name, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+char *esbx_store_abs (esbx_store_t *store, const char *rel);
+
 /* Open (creating if needed) the store at ROOT; NULL means $ESBX_ROOT or the
    default.  */
 int esbx_store_open (const char *root, esbx_store_t **out, esbx_error_t *err);
@@ -164,6 +179,29 @@ bool esbx_project_is_git (esbx_store_t *store, const char *project);
 /* ROOT/projects/P/git: a bare repository plain git reads (its objects are
    the layers', refs/heads/esbx/head the head's commit).  */
 char *esbx_project_git_dir (esbx_store_t *store, const char *project);
+/* A git project and another repository (layerstore/git/git_push.c,
+   git_pull.c; README, "Git projects").  */
+struct esbx_git_sync_opts
+{
+  const char *remote; /* a path or a URL; pull-git: NULL for the source of git.json */
+  const char *branch; /* push-git: refs/heads/BRANCH (NULL: "esbx") */
+  const char *ref;    /* pull-git: the remote's ref (NULL: git.json's, else HEAD) */
+  const char *secret; /* a secret: "USER:PASSWORD" or a token, for http(s) */
+  bool urls_only;     /* refuse local paths and file:// (the gateway) */
+};
+/* Push the head's commit to REMOTE's refs/heads/BRANCH, which must be an
+   ancestor of it (a fast-forward; else ESBX_ERR_CONFLICT naming both
+   commits); remembered in git.json ("pushed").  The view:
+   {"remote", "ref", "commit", "layer", "previous" (or null), "layers" (how
+   many the remote did not have), "pushed"}.  */
+json_t *esbx_project_push_git (esbx_store_t *store, const char *project,
+                               const struct esbx_git_sync_opts *o, esbx_error_t *err);
+/* Land the new first-parent commits of REF of REMOTE as layers, one each,
+   when REF descends from the head's commit (else ESBX_ERR_CONFLICT).  The
+   view: {"remote", "ref", "commit", "previous", "layers": [{"id",
+   "commit"}] (empty: up to date)}.  */
+json_t *esbx_project_pull_git (esbx_store_t *store, const char *project,
+                               const struct esbx_git_sync_opts *o, esbx_error_t *err);
 int esbx_project_create (esbx_store_t *store, const char *name, const char *from,
                          esbx_error_t *err);
 bool esbx_project_exists (esbx_store_t *store, const char *name);
@@ -200,6 +238,7 @@ struct esbx_session_opts
   char **allow;          /* NULL-terminated egress allow-list (network "egress" only) */
   char **secrets;        /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
   const char *token;     /* the gateway token that makes it (its caps count it), or NULL */
+  int64_t disk;          /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
 };
 
 struct esbx_session
@@ -218,9 +257,10 @@ struct esbx_session
   uint64_t tmpfs_size; /* 0: a record older than sizes, ESBX_DEFAULT_TMPFS_SIZE */
   uint64_t shm_size;   /* 0: likewise, ESBX_DEFAULT_SHM_SIZE */
   char *cpus;
-  char *rootfs;   /* key of its image root (rootfs.c), NULL: the host's */
+  char *rootfs;   /* key of its image root (image_root.c), NULL: the host's */
   json_t *env;    /* object of strings, may be empty: what its commands start with */
   char *snapshot; /* the snapshot it was made from (a lower layer over its base) */
+  int64_t disk;   /* bytes of its own disk (session_disk.c), 0: none */
   json_t *record; /* the whole session.json */
   char *view;     /* a scan's merged view of snapshot and upper (snapshot.c),
                      removed by esbx_session_free */
@@ -264,6 +304,31 @@ int esbx_session_load (esbx_store_t *store, const char *name, struct esbx_sessio
 int esbx_session_load_at (int dfd, const char *name, struct esbx_session **out, esbx_error_t *err);
 void esbx_session_free (struct esbx_session *s);
 bool esbx_session_exists (esbx_store_t *store, const char *name);
+/* Walking the sessions (of PROJECT when not NULL), in name order, each
+   loaded once; one discarded or unreadable meanwhile is skipped:
+     struct esbx_sessions it; struct esbx_session *s;
+     if (esbx_sessions_open (store, NULL, &it, err) < 0) ...
+     while ((s = esbx_sessions_next (&it))) ... S is valid until the next call
+     esbx_sessions_close (&it);  */
+struct esbx_sessions
+{
+  esbx_store_t *store;
+  char *project;
+  char **names;
+  size_t i;
+  struct esbx_session *cur;
+  size_t unreadable; /* listed, there, and not loaded */
+};
+int esbx_sessions_open (esbx_store_t *store, const char *project, struct esbx_sessions *it,
+                        esbx_error_t *err);
+struct esbx_session *esbx_sessions_next (struct esbx_sessions *it);
+void esbx_sessions_close (struct esbx_sessions *it);
+static inline void
+cleanup_sessionsp (struct esbx_sessions *it)
+{
+  esbx_sessions_close (it);
+}
+#define _cleanup_sessions_ __attribute__ ((cleanup (cleanup_sessionsp)))
 /* Sessions (of PROJECT when not NULL), sorted.  */
 char **esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err);
 /* ROOT/sessions/NAME and its merged/ and upper/ directories.  */
@@ -280,6 +345,29 @@ int esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s
                                esbx_error_t *err);
 bool esbx_session_is_mounted (esbx_store_t *store, const char *name);
 int esbx_session_unmount (esbx_store_t *store, const char *name, esbx_error_t *err);
+
+/* A session's own disk (session_disk.c, disk_defaults.c): its upper on a
+   filesystem of that size.  SIZE is "512M", "10G" (ESBX_DISK_MIN to
+   ESBX_DISK_MAX) or "none"/"0" (ESBX_DISK_NONE); anything else is a usage
+   error naming it.  */
+#define ESBX_DISK_NONE (-1)
+#define ESBX_DISK_MIN  (8ull << 20)
+#define ESBX_DISK_MAX  (16384ull << 30)
+int esbx_disk_size_parse (const char *text, int64_t *bytes, esbx_error_t *err);
+/* "20M", "10G", "none" (BYTES <= 0).  */
+char *esbx_disk_size_string (int64_t bytes);
+/* The disk a new session of PROJECT gets when it names none: the
+   project's default, else the store's (0: none; ESBX_DISK_NONE: the
+   project says none).  */
+int esbx_disk_default (esbx_store_t *store, const char *project, int64_t *bytes, esbx_error_t *err);
+/* The store's default: `disk = SIZE` in ROOT/defaults.conf.  */
+int esbx_store_disk_default (esbx_store_t *store, int64_t *bytes, esbx_error_t *err);
+/* PROJECT's default (SIZE "none": none, whatever the store's); clear it;
+   {"disk": SIZE|null, "store": SIZE|null}.  */
+int esbx_project_disk_set (esbx_store_t *store, const char *project, const char *size,
+                           esbx_error_t *err);
+int esbx_project_disk_clear (esbx_store_t *store, const char *project, esbx_error_t *err);
+json_t *esbx_project_disk_get (esbx_store_t *store, const char *project, esbx_error_t *err);
 /* Delete unpublished changes too: no trash.  */
 #define ESBX_DISCARD_FORCE 1u
 /* Unmount and delete the session's private state.  The holder (shim/) must
@@ -310,6 +398,9 @@ int esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 int esbx_session_diff (esbx_store_t *store, const char *name, unsigned flags,
                        struct esbx_changeset *out, struct esbx_changeset *ignored,
                        esbx_error_t *err);
+/* The same for a session whose record is loaded.  */
+int esbx_session_changes_of (esbx_store_t *store, const struct esbx_session *s,
+                             struct esbx_changeset *out, esbx_error_t *err);
 /* esbx_session_diff without flags or the ignored list.  */
 int esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changeset *out,
                           esbx_error_t *err);
@@ -373,21 +464,44 @@ struct esbx_publish_result
 };
 void esbx_publish_result_free (struct esbx_publish_result *r);
 
-/* Publish: returns 0 with r->layer set, or < 0 with err->kind
-   ESBX_ERR_CONFLICT and r->conflicts filled.  A session with no changes
-   publishes nothing (r->layer NULL, return 0).  */
-int esbx_session_publish (esbx_store_t *store, const char *name, const char *message,
+/* Publish, in steps, so that the one who knows where the project's head
+   is chooses where the layer goes (shim/lib/sandbox.c: here, or through
+   the store's remote):
+     esbx_publish_open     the session's lock and record;
+     esbx_publish_prepare  its change set (FLAGS: ESBX_CHANGES_INCLUDE_IGNORED)
+                           checked (unmerged paths refused, ESBX_ERR_UNMERGED;
+                           a changed file holding the value of one of the
+                           session's secrets not in ALLOW refused,
+                           ESBX_ERR_FORBIDDEN) and staged as a layer;
+     esbx_publish_commit   the conflict gate against the local head
+                           (ESBX_ERR_CONFLICT, R's conflicts), the layer
+                           installed and the head moved (a git project's
+                           layer is a commit too); or
+     esbx_remote_publish   the same against the head in etcd;
+     esbx_publish_end      the layer remembered in the session's record.
+   A session with no changes publishes nothing (esbx_publish_is_empty:
+   commit is skipped, R->layer NULL).  Ignored paths never reach the layer
+   nor the conflict check: R names them.  */
+struct esbx_publish;
+int esbx_publish_open (esbx_store_t *store, const char *name, const char *message,
+                       struct esbx_publish **out, esbx_error_t *err);
+const char *esbx_publish_project (const struct esbx_publish *p);
+int esbx_publish_prepare (struct esbx_publish *p, unsigned flags, char *const *allow,
                           struct esbx_publish_result *r, esbx_error_t *err);
-/* The same with FLAGS (ESBX_CHANGES_INCLUDE_IGNORED).  Ignored paths never
-   reach the layer nor the conflict check otherwise.  */
-int esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
-                                unsigned flags, struct esbx_publish_result *r, esbx_error_t *err);
-/* The same; a changed file holding the value of one of the session's
-   secrets (secret.c) is refused (ESBX_ERR_FORBIDDEN, naming the path)
-   unless ALLOW (NULL-terminated names, may be NULL) names that secret.  */
-int esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *message,
-                                unsigned flags, char *const *allow, struct esbx_publish_result *r,
-                                esbx_error_t *err);
+bool esbx_publish_is_empty (const struct esbx_publish *p);
+int esbx_publish_commit (struct esbx_publish *p, struct esbx_publish_result *r, esbx_error_t *err);
+int esbx_publish_end (struct esbx_publish *p, struct esbx_publish_result *r, esbx_error_t *err);
+/* Unstages what was not committed and lets the session go.  */
+void esbx_publish_free (struct esbx_publish *p);
+/* A shared project's publish (remote/remote_publish.c): W, started with
+   esbx_remote_warm_start as soon as the project is known, does beside the
+   scan what the remote work needs first (loading libcurl and libarchive,
+   uploads, the head's manifest).  */
+struct esbx_remote_warm;
+struct esbx_remote_warm *esbx_remote_warm_start (esbx_store_t *store, const char *project);
+void esbx_remote_warm_free (struct esbx_remote_warm *w);
+int esbx_remote_publish (struct esbx_publish *p, struct esbx_remote_warm *w,
+                         struct esbx_publish_result *r, esbx_error_t *err);
 /* Move the session's base to the head (remounting it), merging what both
    sides changed where it can (rebase.c): text three ways, renames followed,
    a directory's mode, a file's mode or content changed on one side only.
@@ -438,6 +552,10 @@ int esbx_secret_owner (esbx_store_t *store, const char *name, char **project, es
 int esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 int esbx_secret_read (esbx_store_t *store, const char *name, char **value, size_t *len,
                       esbx_error_t *err);
+/* The same for PROJECT's use (push-git's credentials): refused
+   (ESBX_ERR_FORBIDDEN) when NAME is another project's.  */
+int esbx_secret_read_for (esbx_store_t *store, const char *name, const char *project, char **value,
+                          size_t *len, esbx_error_t *err);
 /* ROOT/secrets/NAME, for the holder that copies it to the session's tmpfs.  */
 char *esbx_secret_path (esbx_store_t *store, const char *name);
 /* SPECS (session create --secret) as the record's "secrets" array (*OUT
@@ -452,7 +570,7 @@ int esbx_session_secrets (esbx_store_t *store, const struct esbx_session *s,
                           struct esbx_secret **out, size_t *n, esbx_error_t *err);
 void esbx_secrets_free (struct esbx_secret *v, size_t n);
 
-/* ---- image roots (rootfs.c) --------------------------------------------- */
+/* ---- image roots (image_root.c) ----------------------------------------- */
 
 /* Import FROM once per distinct source into ROOT/rootfs and give its key.  */
 int esbx_rootfs_add (esbx_store_t *store, const char *from, char **key, esbx_error_t *err);

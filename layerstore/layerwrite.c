@@ -197,8 +197,8 @@ esbx_layer_stage (esbx_store_t *store, const char *project, int srcfd, struct es
                   struct esbx_staged *out, esbx_error_t *err)
 {
   _cleanup_free_ char *hex = esbx_random_hex (8);
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/tmp/%s", project, hex);
-  _cleanup_free_ char *tmpdir = xasprintf ("projects/%s/tmp", project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "tmp/%s", hex);
+  _cleanup_free_ char *tmpdir = esbx_project_file (project, "tmp");
   _cleanup_close_ int fd = -1;
   _cleanup_close_ int diff = -1;
   struct stage sg = { .srcfd = srcfd, .cs = cs };
@@ -263,7 +263,7 @@ esbx_layer_unstage (esbx_store_t *store, struct esbx_staged *st)
 int
 esbx_project_lock (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
-  _cleanup_free_ char *path = xasprintf ("projects/%s/lock", project);
+  _cleanup_free_ char *path = esbx_project_file (project, "lock");
   int fd = esbx_lock_at (store->rootfd, path, true, true, err);
 
   if (fd < 0)
@@ -318,7 +318,7 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
   if (esbx_write_file_atomic_at (fd, "record.json", text, len, 0644, err) < 0)
     return -1;
   esbx_failpoint ("layer-record-written");
-  layers = xasprintf ("projects/%s/layers", project);
+  layers = esbx_project_file (project, "layers");
   dest = xasprintf ("%s/%s", layers, l->id);
   if (renameat2 (store->rootfd, st->rel, store->rootfd, dest, RENAME_NOREPLACE) < 0)
     return esbx_make_error (err, errno, "project `%s`: install layer `%s`", project, l->id);

@@ -39,7 +39,7 @@ esbx_lifetime_check (const struct esbx_session_opts *o, esbx_error_t *err)
 static json_t *
 project_defaults (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/lifetime.json", project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "lifetime.json");
 
   if (!esbx_exists_at (store->rootfd, rel))
     return json_new (JSON_OBJECT);
@@ -75,7 +75,7 @@ int
 esbx_lifetime_set_defaults (esbx_store_t *store, const char *project, int64_t ttl, int64_t idle_ttl,
                             const char *on_expiry, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = xasprintf ("projects/%s", project);
+  _cleanup_free_ char *dir = esbx_project_rel (project);
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL;
   _cleanup_close_ int dfd = -1;
@@ -121,7 +121,7 @@ esbx_session_touch (esbx_store_t *store, const char *name)
 
   if (!esbx_name_valid (name))
     return;
-  rel = xasprintf ("sessions/%s/" USED_FILE, name);
+  rel = esbx_session_file (name, "%s", USED_FILE);
   if (utimensat (store->rootfd, rel, NULL, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
     return;
   fd = TEMP_FAILURE_RETRY (
@@ -146,7 +146,7 @@ parse_time (const char *s)
 int64_t
 esbx_session_last_used (esbx_store_t *store, const struct esbx_session *s)
 {
-  _cleanup_free_ char *rel = xasprintf ("sessions/%s/" USED_FILE, s->name);
+  _cleanup_free_ char *rel = esbx_session_file (s->name, "%s", USED_FILE);
   struct stat st;
 
   if (fstatat (store->rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -189,7 +189,7 @@ esbx_expiry_state_load (esbx_store_t *store, const char *name, struct esbx_expir
   memset (st, 0, sizeof *st);
   if (!esbx_name_valid (name))
     return;
-  rel = xasprintf ("sessions/%s/" EXPIRY_FILE, name);
+  rel = esbx_session_file (name, "%s", EXPIRY_FILE);
   if (!esbx_exists_at (store->rootfd, rel)
       || (j = json_parse_file_at (store->rootfd, rel, NULL)) == NULL)
     return;
@@ -203,7 +203,7 @@ int
 esbx_expiry_state_save (esbx_store_t *store, const char *name, const struct esbx_expiry_state *st,
                         esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = xasprintf ("sessions/%s", name);
+  _cleanup_free_ char *dir = esbx_session_rel (name);
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL;
   _cleanup_close_ int dfd = -1;

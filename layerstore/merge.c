@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "fs.h"
 #include "path.h"
+#include "run.h"
 #include "utils.h"
 
 #include <fcntl.h>
@@ -30,13 +31,6 @@ esbx_mergeable_fd (int fd)
   return r >= 0 && memchr (buf, '\0', (size_t)r) == NULL;
 }
 
-static void
-keep_across_exec (int fd)
-{
-  if (fd >= 0)
-    fcntl (fd, F_SETFD, 0);
-}
-
 static char *
 fd_path (int fd)
 {
@@ -49,25 +43,33 @@ esbx_merge_text (int ours, int base, int theirs, int outfd, const char *const la
 {
   _cleanup_free_ char *p_ours = fd_path (ours), *p_base = fd_path (base);
   _cleanup_free_ char *p_theirs = fd_path (theirs);
-  int status;
-  pid_t pid;
+  char *argv[] = { "diff3",
+                   "-m",
+                   "-E",
+                   "-L",
+                   (char *)labels[0],
+                   "-L",
+                   (char *)labels[1],
+                   "-L",
+                   (char *)labels[2],
+                   p_ours,
+                   p_base,
+                   p_theirs,
+                   NULL };
+  int keep[3], status;
+  size_t n = 0;
+  struct esbx_run r = { .argv = argv, .in = -1, .out = outfd, .err = -1, .netns = -1 };
 
-  pid = fork ();
-  if (pid < 0)
-    return esbx_make_error (err, errno, "fork");
-  if (pid == 0)
-    {
-      keep_across_exec (ours);
-      keep_across_exec (base);
-      keep_across_exec (theirs);
-      if (dup2 (outfd, STDOUT_FILENO) < 0)
-        _exit (127);
-      execlp ("diff3", "diff3", "-m", "-E", "-L", labels[0], "-L", labels[1], "-L", labels[2],
-              p_ours, p_base, p_theirs, (char *)NULL);
-      _exit (127);
-    }
-  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
-    return esbx_make_error (err, errno, "waitpid");
+  if (ours >= 0)
+    keep[n++] = ours;
+  if (base >= 0)
+    keep[n++] = base;
+  if (theirs >= 0)
+    keep[n++] = theirs;
+  r.keep = keep;
+  r.n_keep = n;
+  if (esbx_run (&r, &status, err) < 0)
+    return -1;
   if (!WIFEXITED (status) || WEXITSTATUS (status) > 1)
     return esbx_make_error (err, 0, "diff3(1) failed (status %d)",
                             WIFEXITED (status) ? WEXITSTATUS (status) : -1);

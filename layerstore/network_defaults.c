@@ -41,7 +41,7 @@ project_must_exist (esbx_store_t *store, const char *project, esbx_error_t *err)
 static json_t *
 read_defaults (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/" DEFAULTS_FILE, project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "%s", DEFAULTS_FILE);
   json_t *j;
 
   if (!esbx_exists_at (store->rootfd, rel))
@@ -56,7 +56,7 @@ int
 esbx_project_network_set (esbx_store_t *store, const char *project, const char *network,
                           char *const *allow, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = xasprintf ("projects/%s", project), *text = NULL;
+  _cleanup_free_ char *dir = esbx_project_rel (project), *text = NULL;
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT), *list = NULL;
   _cleanup_close_ int dfd = -1;
   bool has_allow = allow && allow[0];

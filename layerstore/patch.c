@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "fs.h"
 #include "path.h"
+#include "run.h"
 #include "utils.h"
 
 #include <fcntl.h>
@@ -32,32 +33,27 @@ run_diff (int oldfd, int newfd, const char *path, FILE *out, esbx_error_t *err)
   _cleanup_free_ char *b = xasprintf ("b%s", path);
   _cleanup_free_ char *oldp = oldfd >= 0 ? xasprintf ("/dev/fd/%d", oldfd) : xstrdup ("/dev/null");
   _cleanup_free_ char *newp = newfd >= 0 ? xasprintf ("/dev/fd/%d", newfd) : xstrdup ("/dev/null");
-  int status;
-  pid_t pid;
+  char *argv[] = {
+    "diff", "-u", "--label", oldfd >= 0 ? a : "/dev/null", "--label", newfd >= 0 ? b : "/dev/null",
+    oldp,   newp, NULL
+  };
+  int keep[2], status;
+  size_t n = 0;
+  /* A reader that closed the pipe ends diff(1) quietly, even when esbx
+     was started with SIGPIPE ignored.  */
+  struct esbx_run r
+      = { .argv = argv, .in = -1, .out = fileno (out), .err = -1, .netns = -1, .sigpipe = true };
 
   if (fflush (out) != 0)
     return esbx_make_error (err, errno, "diff `%s`: write", path);
-  pid = fork ();
-  if (pid < 0)
-    return esbx_make_error (err, errno, "fork");
-  if (pid == 0)
-    {
-      /* A reader that closed the pipe ends diff(1) quietly, even when
-         esbx was started with SIGPIPE ignored.  */
-      signal (SIGPIPE, SIG_DFL);
-      /* The fds were opened O_CLOEXEC: let these two through.  */
-      if (oldfd >= 0)
-        fcntl (oldfd, F_SETFD, 0);
-      if (newfd >= 0)
-        fcntl (newfd, F_SETFD, 0);
-      if (dup2 (fileno (out), STDOUT_FILENO) < 0)
-        _exit (127);
-      execlp ("diff", "diff", "-u", "--label", oldfd >= 0 ? a : "/dev/null", "--label",
-              newfd >= 0 ? b : "/dev/null", oldp, newp, (char *)NULL);
-      _exit (127);
-    }
-  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
-    return esbx_make_error (err, errno, "waitpid");
+  if (oldfd >= 0)
+    keep[n++] = oldfd;
+  if (newfd >= 0)
+    keep[n++] = newfd;
+  r.keep = keep;
+  r.n_keep = n;
+  if (esbx_run (&r, &status, err) < 0)
+    return -1;
   if (WIFSIGNALED (status) && WTERMSIG (status) == SIGPIPE)
     return esbx_make_error (err, EPIPE, "diff `%s`: write", path);
   if (!WIFEXITED (status) || WEXITSTATUS (status) > 1)

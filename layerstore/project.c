@@ -8,6 +8,8 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -99,9 +101,12 @@ write_git_record (int pfd, const struct source *src, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL;
+  char abs[PATH_MAX];
   size_t len;
 
-  json_set_string (j, "source", src->git);
+  /* A path as an absolute one: pull-git reads it again from anywhere.  */
+  json_set_string (j, "source",
+                   strstr (src->git, "://") == NULL && realpath (src->git, abs) ? abs : src->git);
   json_set_string (j, "ref", src->git_ref ? src->git_ref : "HEAD");
   text = json_serialize (j, true, &len);
   return esbx_write_file_atomic_at (pfd, "git.json", text, len, 0644, err);
@@ -142,7 +147,7 @@ create (esbx_store_t *store, const char *name, const struct source *src, esbx_er
     return -1;
   if (from && !esbx_exists_at (AT_FDCWD, from))
     return esbx_make_error (err, ENOENT, "project `%s`: source `%s`", name, from);
-  rel = xasprintf ("projects/%s", name);
+  rel = esbx_project_rel (name);
   if (mkdirat (store->rootfd, rel, 0711) < 0)
     {
       if (errno == EEXIST)
@@ -218,7 +223,7 @@ esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
     return -1;
   if (refuse_if_sessions (store, name, "project rm", err) < 0)
     return -1;
-  rel = xasprintf ("projects/%s", name);
+  rel = esbx_project_rel (name);
   hex = esbx_random_hex (6);
   grave = xasprintf ("tmp/project-rm-%s-%s", name, hex);
   if (renameat (store->rootfd, rel, store->rootfd, grave) < 0)

@@ -103,13 +103,6 @@ out:
   return ret;
 }
 
-int
-esbx_session_publish (esbx_store_t *store, const char *name, const char *message,
-                      struct esbx_publish_result *r, esbx_error_t *err)
-{
-  return esbx_session_publish_flags (store, name, message, 0, r, err);
-}
-
 /* What the ignore rules left out of the layer, named in R: how many and
    the first few (an ignored directory is one).  */
 #define IGNORED_NAMED 5
@@ -125,122 +118,175 @@ name_ignored (struct esbx_publish_result *r, const struct esbx_changeset *ignore
   r->ignored_first = first.v ? first.v : xmalloc0 (sizeof (char *));
 }
 
-int
-esbx_session_publish_flags (esbx_store_t *store, const char *name, const char *message,
-                            unsigned flags, struct esbx_publish_result *r, esbx_error_t *err)
+void
+esbx_publish_free (struct esbx_publish *p)
 {
-  return esbx_session_publish_allow (store, name, message, flags, NULL, r, err);
+  if (p == NULL)
+    return;
+  esbx_layer_unstage (p->store, &p->staged);
+  free (p->layer.id);
+  free (p->layer.parent);
+  free (p->layer.created);
+  free (p->layer.session);
+  free (p->layer.message);
+  free (p->layer.git_commit);
+  json_free (p->layer.labels);
+  esbx_changeset_free (&p->layer.changes);
+  esbx_changeset_free (&p->ignored);
+  esbx_session_free (p->s);
+  if (p->ufd >= 0)
+    close (p->ufd);
+  if (p->slock >= 0)
+    close (p->slock);
+  free (p->name);
+  free (p->message);
+  free (p);
+}
+
+/* Errors of a publish name it, but a refusal's own message does.  */
+static int
+failed (struct esbx_publish *p, esbx_error_t *err)
+{
+  if (!(err && *err && ((*err)->kind == ESBX_ERR_CONFLICT || (*err)->kind == ESBX_ERR_UNMERGED)))
+    esbx_error_wrap (err, "publish `%s`", p->name);
+  return -1;
 }
 
 int
-esbx_session_publish_allow (esbx_store_t *store, const char *name, const char *message,
-                            unsigned flags, char *const *allow, struct esbx_publish_result *r,
-                            esbx_error_t *err)
+esbx_publish_open (esbx_store_t *store, const char *name, const char *message,
+                   struct esbx_publish **out, esbx_error_t *err)
 {
-  struct esbx_session *s = NULL;
-  struct esbx_staged staged = { .lockfd = -1 };
-  struct esbx_layer layer = { 0 };
-  struct esbx_upstream up = { 0 };
-  struct esbx_remote_warm *warm = NULL;
-  struct esbx_changeset ignored = { 0 };
-  _cleanup_close_ int ufd = -1;
-  _cleanup_close_ int slock = -1;
-  _cleanup_close_ int plock = -1;
-  _cleanup_strv_ char **ids = NULL;
-  json_t *pub;
-  size_t n;
-  bool git;
-  int ret = -1;
+  struct esbx_publish *p;
 
-  memset (r, 0, sizeof *r);
+  *out = NULL;
   if (message && !esbx_utf8_valid (message, strlen (message)))
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "publish `%s`: message is not UTF-8",
                                  name);
-  slock = esbx_session_lock (store, name, err);
-  if (slock < 0)
-    return esbx_error_wrap (err, "publish");
-  if (esbx_session_load (store, name, &s, err) < 0)
-    return esbx_error_wrap (err, "publish");
-  git = esbx_project_is_git (store, s->project);
-  if (esbx_project_is_shared (store, s->project))
-    warm = esbx_remote_warm_start (store, s->project);
-  ufd = esbx_session_scan (store, s, NULL, flags | ESBX_CHANGES_IGNORED_TOP, &layer.changes, NULL,
-                           (flags & ESBX_CHANGES_INCLUDE_IGNORED) ? NULL : &ignored, err);
-  if (ufd < 0 || esbx_unmerged_check (s, ufd, r, err) < 0)
-    goto out;
-  name_ignored (r, &ignored);
-  r->n_changes = layer.changes.n;
-  if (layer.changes.n == 0)
+  p = xmalloc0 (sizeof *p);
+  p->store = store;
+  p->name = xstrdup (name);
+  p->message = message ? xstrdup (message) : NULL;
+  p->staged.lockfd = -1;
+  p->ufd = -1;
+  p->slock = esbx_session_lock (store, name, err);
+  if (p->slock < 0 || esbx_session_load (store, name, &p->s, err) < 0)
     {
-      r->published = true;
-      esbx_counters_publish (store, false);
-      ret = 0;
-      goto out;
+      esbx_error_wrap (err, "publish");
+      esbx_publish_free (p);
+      return -1;
     }
-  if (esbx_secret_scan_changes (store, s, ufd, &layer.changes, allow, err) < 0)
-    goto out;
-  esbx_failpoint ("publish-scanned");
-  if (esbx_layer_stage (store, s->project, ufd, &layer.changes, &staged, err) < 0)
-    goto out;
-  esbx_failpoint ("publish-staged");
+  p->git = esbx_project_is_git (store, p->s->project);
+  *out = p;
+  return 0;
+}
 
-  if (warm && git)
+const char *
+esbx_publish_project (const struct esbx_publish *p)
+{
+  return p->s->project;
+}
+
+int
+esbx_publish_prepare (struct esbx_publish *p, unsigned flags, char *const *allow,
+                      struct esbx_publish_result *r, esbx_error_t *err)
+{
+  struct esbx_session *s = p->s;
+
+  p->ufd
+      = esbx_session_scan (p->store, s, NULL, flags | ESBX_CHANGES_IGNORED_TOP, &p->layer.changes,
+                           NULL, (flags & ESBX_CHANGES_INCLUDE_IGNORED) ? NULL : &p->ignored, err);
+  if (p->ufd < 0 || esbx_unmerged_check (s, p->ufd, r, err) < 0)
+    return failed (p, err);
+  name_ignored (r, &p->ignored);
+  r->n_changes = p->layer.changes.n;
+  if (p->layer.changes.n == 0)
     {
-      esbx_make_error (err, 0,
-                       "publish `%s`: a git project shared through a registry is not supported "
-                       "yet",
-                       name);
-      goto out;
+      p->empty = true;
+      return 0;
     }
-  if (warm)
-    {
-      int k = esbx_remote_commit (store, s, message, &staged, &layer, warm, r, err);
-      if (k < 0)
-        goto out;
-      if (k == 0)
-        goto committed;
-      /* The attempt brought the local stack to the remote head: the
-         conflicts are told apart from it.  */
-      if (esbx_project_stack (store, s->project, &ids, &n, err) < 0
-          || esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0
-          || esbx_rebase_classify (store, s, ufd, &layer.changes, &up, ids[n - 1], r, err) < 0)
-        goto out;
-      goto conflicts;
-    }
-  plock = esbx_project_lock (store, s->project, err);
-  if (plock < 0 || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
+  if (esbx_secret_scan_changes (p->store, s, p->ufd, &p->layer.changes, allow, err) < 0)
+    return failed (p, err);
+  esbx_failpoint ("publish-scanned");
+  if (esbx_layer_stage (p->store, s->project, p->ufd, &p->layer.changes, &p->staged, err) < 0)
+    return failed (p, err);
+  esbx_failpoint ("publish-staged");
+  p->layer.session = xstrdup (p->name);
+  p->layer.message = xstrdup (p->message ? p->message : "");
+  p->layer.labels = esbx_labels_copy (s->labels);
+  return 0;
+}
+
+bool
+esbx_publish_is_empty (const struct esbx_publish *p)
+{
+  return p->empty;
+}
+
+int
+esbx_publish_refuse (struct esbx_publish *p, char **ids, size_t n, const struct esbx_upstream *up,
+                     struct esbx_publish_result *r, esbx_error_t *err)
+{
+  if (r->n_conflicts == 0)
+    return 0;
+  if (esbx_rebase_classify (p->store, p->s, p->ufd, &p->layer.changes, up, ids[n - 1], r, err) < 0)
+    return failed (p, err);
+  esbx_counters_publish (p->store, true);
+  return conflict_error (err, "publish", p->name, r);
+}
+
+int
+esbx_publish_commit (struct esbx_publish *p, struct esbx_publish_result *r, esbx_error_t *err)
+{
+  struct esbx_session *s = p->s;
+  struct esbx_upstream up = { 0 };
+  _cleanup_close_ int plock = -1;
+  _cleanup_strv_ char **ids = NULL;
+  size_t n;
+  int ret = -1;
+
+  if (esbx_project_is_shared (p->store, s->project))
+    return esbx_make_error (err, 0,
+                            "publish `%s`: project `%s` is shared: its layers go through its "
+                            "remote",
+                            p->name, s->project);
+  plock = esbx_project_lock (p->store, s->project, err);
+  if (plock < 0 || esbx_project_stack (p->store, s->project, &ids, &n, err) < 0
+      || esbx_upstream_load (p->store, s->project, s->base, s->published, ids, n, &up, err) < 0)
     goto out;
-  if (esbx_upstream_load (store, s->project, s->base, s->published, ids, n, &up, err) < 0)
+  esbx_conflicts_find (&p->layer.changes, &up, r);
+  if (esbx_publish_refuse (p, ids, n, &up, r, err) < 0)
     goto out;
-  esbx_conflicts_find (&layer.changes, &up, r);
-  if (r->n_conflicts > 0
-      && esbx_rebase_classify (store, s, ufd, &layer.changes, &up, ids[n - 1], r, err) < 0)
-    goto out;
-conflicts:
-  if (r->n_conflicts > 0)
-    {
-      esbx_counters_publish (store, true);
-      conflict_error (err, "publish", name, r);
-      goto out;
-    }
-  if (esbx_layer_adopt_parents (store, s->project, &staged, &layer.changes, ids[n - 1], NULL, err)
+  if (esbx_layer_adopt_parents (p->store, s->project, &p->staged, &p->layer.changes, ids[n - 1],
+                                NULL, err)
       < 0)
     goto out;
-  layer.session = xstrdup (name);
-  layer.message = xstrdup (message ? message : "");
-  layer.labels = esbx_labels_copy (s->labels);
-  if (git && git_commit (store, s, ufd, &staged, &layer, ids, n, message, err) < 0)
+  if (p->git
+      && git_commit (p->store, s, p->ufd, &p->staged, &p->layer, ids, n, p->message, err) < 0)
     goto out;
-  if (esbx_layer_commit (store, s->project, &staged, &layer, ids, n, err) < 0)
+  if (esbx_layer_commit (p->store, s->project, &p->staged, &p->layer, ids, n, err) < 0)
     goto out;
   esbx_failpoint ("publish-head-moved");
-  if (git)
-    esbx_git_project_dir_update (store, s->project);
-  close (plock);
-  plock = -1;
-committed:
-  r->layer = xstrdup (layer.id);
+  if (p->git)
+    esbx_git_project_dir_update (p->store, s->project);
+  ret = 0;
+out:
+  esbx_upstream_free (&up);
+  return ret < 0 ? failed (p, err) : 0;
+}
 
+int
+esbx_publish_end (struct esbx_publish *p, struct esbx_publish_result *r, esbx_error_t *err)
+{
+  struct esbx_session *s = p->s;
+  json_t *pub;
+
+  if (p->empty)
+    {
+      r->published = true;
+      esbx_counters_publish (p->store, false);
+      return 0;
+    }
+  r->layer = xstrdup (p->layer.id);
   /* Remember the layer so that the next publish carries only what is new.  */
   pub = json_get (s->record, "published");
   if (pub == NULL || pub->type != JSON_ARRAY)
@@ -248,37 +294,18 @@ committed:
       pub = json_new (JSON_ARRAY);
       json_set (s->record, "published", pub);
     }
-  json_append (pub, json_new_string (layer.id));
+  json_append (pub, json_new_string (p->layer.id));
   json_set (s->record, "unmerged", json_new (JSON_ARRAY));
-  if (esbx_session_save (store, name, s->record, err) < 0)
-    goto out;
+  if (esbx_session_save (p->store, p->name, s->record, err) < 0)
+    return failed (p, err);
   {
-    _cleanup_close_ int sdfd = esbx_session_open_dir (store, name, NULL);
+    _cleanup_close_ int sdfd = esbx_session_open_dir (p->store, p->name, NULL);
     _cleanup_json_ json_t *none = json_new (JSON_ARRAY);
     if (sdfd >= 0)
       esbx_unmerged_prune (sdfd, none);
   }
   esbx_failpoint ("publish-done");
   r->published = true;
-  esbx_counters_publish (store, false);
-  ret = 0;
-
-out:
-  /* The conflict message already names the session.  */
-  if (ret < 0
-      && !(err && *err && ((*err)->kind == ESBX_ERR_CONFLICT || (*err)->kind == ESBX_ERR_UNMERGED)))
-    esbx_error_wrap (err, "publish `%s`", name);
-  esbx_layer_unstage (store, &staged);
-  esbx_remote_warm_free (warm);
-  esbx_upstream_free (&up);
-  free (layer.id);
-  free (layer.parent);
-  free (layer.created);
-  free (layer.session);
-  free (layer.message);
-  json_free (layer.labels);
-  esbx_changeset_free (&layer.changes);
-  esbx_changeset_free (&ignored);
-  esbx_session_free (s);
-  return ret;
+  esbx_counters_publish (p->store, false);
+  return 0;
 }

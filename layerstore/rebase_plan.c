@@ -973,9 +973,9 @@ esbx_rebase_plan_apply (struct esbx_rebase_plan *p, const struct esbx_changeset 
           pfd = make_parents (p, o->path, &name, err);
           if (pfd < 0)
             return -1;
-          if (renameat (p->sdfd, o->tmp, pfd, name) < 0)
-            return esbx_make_error (err, errno, "merge `%s`: move the result into the session",
-                                    o->path);
+          /* A copy where the upper is on a disk of its own.  */
+          if (esbx_move_file_at (p->sdfd, o->tmp, pfd, name, err) < 0)
+            return esbx_error_wrap (err, "merge `%s`: move the result into the session", o->path);
           free (o->tmp);
           o->tmp = NULL;
           break;

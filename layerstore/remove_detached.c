@@ -7,6 +7,7 @@
    /dev/null (whoever reads the verb's output does not wait for it).  */
 #include "internal.h"
 #include "fs.h"
+#include "thread.h"
 #include "utils.h"
 
 #include <fcntl.h>
@@ -20,29 +21,6 @@ void
 esbx_store_detach_removals (esbx_store_t *store)
 {
   store->detach_removals = true;
-}
-
-/* Whether this process runs one thread: fork copies only the caller's,
-   and the child allocates.  */
-static bool
-single_threaded (void)
-{
-  _cleanup_file_ FILE *f = fopen ("/proc/self/stat", "re");
-  char buf[1024];
-  const char *p;
-  long n = 0;
-  int field;
-
-  if (f == NULL || fgets (buf, sizeof buf, f) == NULL)
-    return false;
-  /* Field 20, counted after the command name's closing parenthesis
-     (field 2, which may hold spaces).  */
-  p = strrchr (buf, ')');
-  for (field = 2; p && field < 20; field++)
-    p = strchr (p + 1, ' ');
-  if (p == NULL || sscanf (p + 1, "%ld", &n) != 1)
-    return false;
-  return n == 1;
 }
 
 static void __attribute__ ((noreturn)) remover (int rootfd, int dirfd, const char *rel)
@@ -72,11 +50,13 @@ esbx_rm_rf_detached (esbx_store_t *store, const char *rel)
   pid_t pid;
   int status;
 
-  if (!store->detach_removals || !single_threaded ())
+  /* fork copies only the caller's thread, and the child allocates: only a
+     process that runs no other may.  */
+  if (!store->detach_removals || esbx_threads_running () > 0)
     return 0;
   dirfd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dirfd < 0 || flock (dirfd, LOCK_EX | LOCK_NB) < 0)
+  if (dirfd < 0 || esbx_lock_fd (dirfd, true, false, rel, NULL) < 0)
     return 0;
   /* Twice, so that the remover is nobody's child to wait for.  */
   pid = fork ();

@@ -551,6 +551,9 @@ esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esb
   _cleanup_close_ int ufd = -1;
 
   memset (out, 0, sizeof *out);
+  /* After a reboot a session's own disk is mounted by its first use.  */
+  if (esbx_session_disk_mount (store, s, err) < 0)
+    return -1;
   /* A git project's sessions keep their repository in `/.git`: never a
      change (layerstore/git/git_repo.c).  */
   if (esbx_project_is_git (store, s->project))
@@ -604,4 +607,16 @@ esbx_session_changes (esbx_store_t *store, const char *name, struct esbx_changes
                       esbx_error_t *err)
 {
   return esbx_session_diff (store, name, 0, out, NULL, err);
+}
+
+int
+esbx_session_changes_of (esbx_store_t *store, const struct esbx_session *s,
+                         struct esbx_changeset *out, esbx_error_t *err)
+{
+  int ufd = esbx_session_scan (store, s, NULL, 0, out, NULL, NULL, err);
+
+  if (ufd < 0)
+    return -1;
+  close (ufd);
+  return 0;
 }

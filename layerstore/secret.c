@@ -207,31 +207,25 @@ names_hold (const json_t *names, const char *name)
 static char **
 users_of (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
-  _cleanup_strv_ char **sessions = esbx_session_list (store, NULL, err), **projects = NULL;
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  _cleanup_strv_ char **projects = NULL;
+  struct esbx_session *s;
   struct strv out = { 0 };
   size_t i, k;
 
-  if (sessions == NULL || (projects = esbx_project_list (store, err)) == NULL)
+  if (esbx_sessions_open (store, NULL, &it, err) < 0
+      || (projects = esbx_project_list (store, err)) == NULL)
     return NULL;
-  for (i = 0; sessions[i]; i++)
+  while ((s = esbx_sessions_next (&it)))
     {
-      _cleanup_json_ json_t *names = NULL;
-      struct esbx_session *s = NULL;
-      esbx_error_t ignored = NULL;
+      _cleanup_json_ json_t *names = esbx_session_secret_names (s);
 
-      if (esbx_session_load (store, sessions[i], &s, &ignored) < 0)
-        {
-          esbx_error_free (&ignored);
-          continue;
-        }
-      names = esbx_session_secret_names (s);
       if (names_hold (names, name))
-        strv_push (&out, xasprintf ("session `%s`", sessions[i]));
-      esbx_session_free (s);
+        strv_push (&out, xasprintf ("session `%s`", s->name));
     }
   for (i = 0; projects[i]; i++)
     {
-      _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+      _cleanup_free_ char *dir = esbx_project_file (projects[i], "snapshots");
       _cleanup_strv_ char **snaps = NULL;
       esbx_error_t ignored = NULL;
 
@@ -304,6 +298,22 @@ check_use (esbx_store_t *store, const char *name, const char *project, esbx_erro
   if (dfd < 0 || esbx_secret_owner_read (dfd, name, &owner, err) < 0)
     return esbx_error_wrap (err, "--secret `%s`", name);
   return esbx_secret_owner_check (store, name, owner, project, err);
+}
+
+int
+esbx_secret_read_for (esbx_store_t *store, const char *name, const char *project, char **value,
+                      size_t *len, esbx_error_t *err)
+{
+  if (esbx_secret_read (store, name, value, len, err) < 0)
+    return -1;
+  if (check_use (store, name, project, err) < 0)
+    {
+      explicit_bzero (*value, *len);
+      free (*value);
+      *value = NULL;
+      return -1;
+    }
+  return 0;
 }
 
 static int

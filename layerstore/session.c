@@ -17,19 +17,25 @@
 char *
 esbx_session_dir (esbx_store_t *store, const char *name)
 {
-  return xasprintf ("%s/sessions/%s", store->root, name);
+  _cleanup_free_ char *rel = esbx_session_rel (name);
+
+  return esbx_store_abs (store, rel);
 }
 
 char *
 esbx_session_merged (esbx_store_t *store, const char *name)
 {
-  return xasprintf ("%s/sessions/%s/merged", store->root, name);
+  _cleanup_free_ char *rel = esbx_session_file (name, "merged");
+
+  return esbx_store_abs (store, rel);
 }
 
 char *
 esbx_session_upper (esbx_store_t *store, const char *name)
 {
-  return xasprintf ("%s/sessions/%s/upper", store->root, name);
+  _cleanup_free_ char *rel = esbx_session_file (name, "upper");
+
+  return esbx_store_abs (store, rel);
 }
 
 int
@@ -40,7 +46,7 @@ esbx_session_open_dir (esbx_store_t *store, const char *name, esbx_error_t *err)
 
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
-  rel = xasprintf ("sessions/%s", name);
+  rel = esbx_session_rel (name);
   fd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (fd < 0 && errno == ENOENT)
@@ -57,7 +63,7 @@ esbx_session_exists (esbx_store_t *store, const char *name)
 
   if (!esbx_name_valid (name))
     return false;
-  path = xasprintf ("sessions/%s/session.json", name);
+  path = esbx_session_file (name, "session.json");
   return esbx_exists_at (store->rootfd, path);
 }
 
@@ -167,6 +173,8 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
     s->tmpfs_size = (uint64_t)v;
   if (json_get_int (j, "shm_size", &v) && v > 0)
     s->shm_size = (uint64_t)v;
+  if (json_get_int (j, "disk", &v) && v > 0)
+    s->disk = v;
   arr = json_get (j, "published");
   if (arr && arr->type == JSON_ARRAY)
     json_array_foreach (arr, i, item)
@@ -187,7 +195,7 @@ esbx_session_load (esbx_store_t *store, const char *name, struct esbx_session **
 
   if (esbx_check_name ("session", name, err) < 0)
     return -1;
-  path = xasprintf ("sessions/%s/session.json", name);
+  path = esbx_session_file (name, "session.json");
   return load_record (store->rootfd, path, name, out, err);
 }
 
@@ -203,7 +211,7 @@ esbx_session_load_at (int dfd, const char *name, struct esbx_session **out, esbx
 int
 esbx_session_save (esbx_store_t *store, const char *name, const json_t *record, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = xasprintf ("sessions/%s", name);
+  _cleanup_free_ char *dir = esbx_session_rel (name);
   _cleanup_free_ char *text = NULL;
   _cleanup_close_ int dfd = -1;
   size_t len;
@@ -220,46 +228,90 @@ esbx_session_save (esbx_store_t *store, const char *name, const json_t *record, 
 int
 esbx_session_lock (esbx_store_t *store, const char *name, esbx_error_t *err)
 {
-  _cleanup_free_ char *path = xasprintf ("sessions/%s/lock", name);
-  int fd = esbx_lock_at (store->rootfd, path, true, true, err);
+  _cleanup_free_ char *path = NULL;
+  int fd;
 
+  if (esbx_check_name ("session", name, err) < 0)
+    return -1;
+  path = esbx_session_file (name, "lock");
+  fd = esbx_lock_at (store->rootfd, path, true, true, err);
   if (fd < 0)
     return esbx_error_wrap (err, "session `%s`", name);
   return fd;
 }
 
+int
+esbx_sessions_open (esbx_store_t *store, const char *project, struct esbx_sessions *it,
+                    esbx_error_t *err)
+{
+  memset (it, 0, sizeof *it);
+  it->store = store;
+  it->project = project ? xstrdup (project) : NULL;
+  it->names = esbx_list_dir_at (store->rootfd, "sessions", err);
+  return it->names ? 0 : -1;
+}
+
+struct esbx_session *
+esbx_sessions_next (struct esbx_sessions *it)
+{
+  esbx_session_free (it->cur);
+  it->cur = NULL;
+  while (it->names && it->names[it->i])
+    {
+      const char *name = it->names[it->i++];
+      esbx_error_t ignored = NULL;
+
+      /* Discarded while the walk goes on, or not a session: skipped.  */
+      if (!esbx_session_exists (it->store, name))
+        continue;
+      if (esbx_session_load (it->store, name, &it->cur, &ignored) < 0)
+        {
+          esbx_error_free (&ignored);
+          if (esbx_session_exists (it->store, name))
+            it->unreadable++;
+          continue;
+        }
+      if (it->project == NULL || strcmp (it->cur->project, it->project) == 0)
+        return it->cur;
+      esbx_session_free (it->cur);
+      it->cur = NULL;
+    }
+  return NULL;
+}
+
+void
+esbx_sessions_close (struct esbx_sessions *it)
+{
+  esbx_session_free (it->cur);
+  cleanup_strvp (&it->names);
+  free (it->project);
+  memset (it, 0, sizeof *it);
+}
+
 char **
 esbx_session_list (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "sessions", err);
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  struct esbx_session *s;
   struct strv out = { 0 };
-  size_t i;
 
-  if (names == NULL)
-    return NULL;
-  for (i = 0; names[i]; i++)
+  /* Without a project, the names alone: no record is read.  */
+  if (project == NULL)
     {
-      struct esbx_session *s = NULL;
-      esbx_error_t ignored = NULL;
+      _cleanup_strv_ char **names = esbx_list_dir_at (store->rootfd, "sessions", err);
+      size_t i;
 
-      if (!esbx_session_exists (store, names[i]))
-        continue;
-      if (project)
-        {
-          if (esbx_session_load (store, names[i], &s, &ignored) < 0)
-            {
-              esbx_error_free (&ignored);
-              continue;
-            }
-          if (strcmp (s->project, project) != 0)
-            {
-              esbx_session_free (s);
-              continue;
-            }
-          esbx_session_free (s);
-        }
-      strv_push (&out, xstrdup (names[i]));
+      if (names == NULL)
+        return NULL;
+      for (i = 0; names[i]; i++)
+        if (esbx_session_exists (store, names[i]))
+          strv_push (&out, xstrdup (names[i]));
+      return out.v ? out.v : xmalloc0 (sizeof (char *));
     }
+  if (esbx_sessions_open (store, project, &it, err) < 0)
+    return NULL;
+  while ((s = esbx_sessions_next (&it)))
+    strv_push (&out, xstrdup (s->name));
   return out.v ? out.v : xmalloc0 (sizeof (char *));
 }
 

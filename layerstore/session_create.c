@@ -65,6 +65,8 @@ session_record (const char *name, const char *project, const char *base,
     json_set_int (j, "shm_size", (int64_t)o->shm_size);
   if (o->cpus)
     json_set_string (j, "cpus", o->cpus);
+  if (o->disk > 0)
+    json_set_int (j, "disk", o->disk);
   if (rootfs)
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
@@ -203,6 +205,7 @@ esbx_session_create (esbx_store_t *store, const char *project, const struct esbx
 
   if (esbx_check_name ("project", project, err) < 0
       || esbx_session_defaults_apply (store, &o, err) < 0
+      || esbx_disk_defaults_apply (store, project, &o, err) < 0
       || esbx_network_defaults_apply (store, project, &o, &d, err) < 0)
     return -1;
   ret = session_create (store, project, &o, name_out, err);
@@ -270,7 +273,7 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
       /* Keep generated names within the rule's 128 characters.  */
       name = xasprintf ("%.110s-%s", project, hex);
     }
-  if (esbx_exists_at (store->rootfd, (dest = xasprintf ("sessions/%s", name))))
+  if (esbx_exists_at (store->rootfd, (dest = esbx_session_rel (name))))
     {
       json_free (labels);
       return esbx_make_error (err, EEXIST, "session `%s`", name);
@@ -291,6 +294,13 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
         esbx_make_error (err, errno, "session `%s`: mkdir `%s`", name, subdirs[i]);
         goto fail;
       }
+  /* Its own disk: from here on, upper/ is the disk's.  */
+  if (opts->disk > 0 && esbx_session_disk_make (tmpfd, tmp, opts->disk, err) < 0)
+    {
+      json_free (labels);
+      esbx_error_wrap (err, "session `%s`", name);
+      goto fail;
+    }
   /* Held shared until the session names its rootfs: gc removes unused
      ones holding it exclusively.  */
   if (opts->rootfs)
@@ -337,7 +347,10 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
   }
   if (esbx_session_mount (store, name, err) < 0)
     {
+      _cleanup_free_ char *dir = esbx_session_dir (store, name);
       esbx_error_t ignored = NULL;
+
+      esbx_session_disk_unmount_dir (dir);
       if (esbx_rm_rf_at (store->rootfd, dest, &ignored) < 0)
         esbx_error_free (&ignored);
       return -1;
@@ -348,6 +361,8 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
 fail:
   {
     esbx_error_t ignored = NULL;
+
+    esbx_session_disk_unmount_dir (tmp);
     if (esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
       esbx_error_free (&ignored);
   }

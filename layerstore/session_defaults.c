@@ -6,6 +6,7 @@
  *   tmpfs_size = 512M    each of /tmp, /run, /home and /root: memory/8, at
  *                        most 1G
  *   shm_size = 64M       /dev/shm: memory/16, at most 64M (Docker's size)
+ *   disk = 10G           a disk of its own (disk_defaults.c reads it): none
  *
  * A missing file or key takes the built-in value above.  The tmpfs
  * together (4 x tmpfs_size + shm_size) may take at most 3/4 of the memory
@@ -35,9 +36,15 @@ set (const char *key, const char *value, const char *where, void *data, esbx_err
   uint64_t v;
   esbx_error_t perr = NULL;
 
+  /* Checked here, applied with the project's default (disk_defaults.c).  */
+  if (strcmp (key, "disk") == 0)
+    {
+      int64_t bytes;
+      return esbx_disk_size_parse (value, &bytes, err) < 0 ? esbx_error_wrap (err, "%s", where) : 0;
+    }
   if (!limit && strcmp (key, "tmpfs_size") != 0 && strcmp (key, "shm_size") != 0)
-    return esbx_make_error (err, 0, "%s: unknown key `%s` (memory, pids, tmpfs_size or shm_size)",
-                            where, key);
+    return esbx_make_error (
+        err, 0, "%s: unknown key `%s` (memory, pids, tmpfs_size, shm_size or disk)", where, key);
   if (limit && strcmp (value, "unlimited") == 0)
     v = 0;
   else if (esbx_parse_size (value, &v, &perr) < 0 || v == 0)

@@ -30,8 +30,22 @@ esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s, es
   merged = xasprintf ("%s/merged", dir);
   if (esbx_is_mountpoint (merged))
     return 0;
-  upper = xasprintf ("%s/upper", dir);
-  work = xasprintf ("%s/work", dir);
+  if (s->disk > 0)
+    {
+      /* On its own disk: overlayfs wants the upper and work directories
+         on one mount, the disk's, not the bind mount at DIR/upper.  */
+      _cleanup_free_ char *disk = esbx_session_disk_dir (store, s);
+
+      if (esbx_session_disk_mount (store, s, err) < 0)
+        return -1;
+      upper = xasprintf ("%s/upper", disk);
+      work = xasprintf ("%s/work", disk);
+    }
+  else
+    {
+      upper = xasprintf ("%s/upper", dir);
+      work = xasprintf ("%s/work", dir);
+    }
   ret = esbx_stack_lowers (store, s->project, s->base, NULL, &lowers, &n, err);
   if (ret == 0 && s->snapshot)
     {

@@ -194,14 +194,14 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
       esbx_make_error (err, EEXIST, "snapshot `%s`", snap);
       goto out;
     }
-  dir = xasprintf ("projects/%s/snapshots", s->project);
+  dir = esbx_project_file (s->project, "snapshots");
   if (mkdirat (store->rootfd, dir, 0755) < 0 && errno != EEXIST)
     {
       esbx_make_error (err, errno, "mkdir `%s`", dir);
       goto out;
     }
   free (dir);
-  dir = xasprintf ("projects/%s/tmp", s->project);
+  dir = esbx_project_file (s->project, "tmp");
   if (mkdirat (store->rootfd, dir, 0700) < 0 && errno != EEXIST)
     {
       esbx_make_error (err, errno, "mkdir `%s`", dir);
@@ -209,9 +209,11 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
     }
   /* Locked: gc leaves it alone while we work, and removes it after a
      crash.  */
-  tmp = xasprintf ("projects/%s/tmp/snapshot-%s", s->project, hex);
+  tmp = esbx_project_file (s->project, "tmp/snapshot-%s", hex);
   tfd = esbx_mkdir_locked (store, tmp, err);
   if (tfd < 0)
+    goto out;
+  if (esbx_session_disk_mount (store, s, err) < 0)
     goto out;
   ufd = esbx_open_dir_at (sfd, "upper", err);
   if (ufd < 0 || mkdirat (tfd, "diff", 0755) < 0 || (dfd = esbx_open_dir_at (tfd, "diff", err)) < 0)
@@ -244,6 +246,9 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   json_set (rec, "parent", s->snapshot ? json_new_string (s->snapshot) : json_new (JSON_NULL));
   json_set_string (rec, "created", now);
   json_set_int (rec, "bytes", (int64_t)bytes);
+  /* What is made from it gets a disk of the same size.  */
+  if (s->disk > 0)
+    json_set_int (rec, "disk", s->disk);
   /* Paths a rebase left unmerged are frozen with the files: a fork
      publishes them only once resolved, as the session would.  */
   {
@@ -266,7 +271,7 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
       goto out;
     }
   free (dir);
-  dir = xasprintf ("projects/%s/snapshots", s->project);
+  dir = esbx_project_file (s->project, "snapshots");
   if (esbx_fsync_at (store->rootfd, dir, err) < 0)
     goto out;
   free (tmp);
@@ -295,27 +300,17 @@ static int
 users (esbx_store_t *store, const char *project, const char *name, struct strv *sessions,
        struct strv *children, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_session_list (store, project, err);
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
   _cleanup_strv_ char **snaps = NULL;
-  _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", project);
+  _cleanup_free_ char *dir = esbx_project_file (project, "snapshots");
+  struct esbx_session *s;
   size_t i;
 
-  if (names == NULL)
+  if (esbx_sessions_open (store, project, &it, err) < 0)
     return -1;
-  for (i = 0; names[i]; i++)
-    {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      if (s->snapshot && strcmp (s->snapshot, name) == 0)
-        strv_push (sessions, xstrdup (s->name));
-      esbx_session_free (s);
-    }
+  while ((s = esbx_sessions_next (&it)))
+    if (s->snapshot && strcmp (s->snapshot, name) == 0)
+      strv_push (sessions, xstrdup (s->name));
   if (!esbx_exists_at (store->rootfd, dir))
     return 0;
   snaps = esbx_list_dir_at (store->rootfd, dir, err);
@@ -392,7 +387,7 @@ esbx_snapshot_list (esbx_store_t *store, const char *project, esbx_error_t *err)
   arr = json_new (JSON_ARRAY);
   for (i = 0; projects[i]; i++)
     {
-      _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+      _cleanup_free_ char *dir = esbx_project_file (projects[i], "snapshots");
       _cleanup_strv_ char **snaps = NULL;
       esbx_error_t e = NULL;
 
@@ -438,7 +433,7 @@ remove_unused (esbx_store_t *store, const char *project, const char *name, char 
       return 1;
     }
   /* Out of snapshots/ first: a crash half-way leaves a temp dir for gc.  */
-  grave = xasprintf ("projects/%s/tmp/rm-snapshot-%s", project, hex);
+  grave = esbx_project_file (project, "tmp/rm-snapshot-%s", hex);
   if (renameat (store->rootfd, rel, store->rootfd, grave) < 0)
     return esbx_make_error (err, errno, "snapshot `%s`: remove", name);
   if (esbx_rm_rf_at (store->rootfd, grave, err) < 0)
@@ -480,7 +475,7 @@ esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
       removed = false;
       for (i = 0; projects[i]; i++)
         {
-          _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", projects[i]);
+          _cleanup_free_ char *dir = esbx_project_file (projects[i], "snapshots");
           _cleanup_strv_ char **snaps = NULL;
           _cleanup_close_ int lock = -1;
 
@@ -513,7 +508,7 @@ esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
 bool
 esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const char *layer)
 {
-  _cleanup_free_ char *dir = xasprintf ("projects/%s/snapshots", project);
+  _cleanup_free_ char *dir = esbx_project_file (project, "snapshots");
   _cleanup_strv_ char **snaps = NULL;
   esbx_error_t e = NULL;
   size_t i;

@@ -16,7 +16,7 @@
 char *
 esbx_snapshot_rel (const char *project, const char *name)
 {
-  return xasprintf ("projects/%s/snapshots/%s", project, name);
+  return esbx_project_file (project, "snapshots/%s", name);
 }
 
 int

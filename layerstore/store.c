@@ -79,8 +79,8 @@ esbx_mkdir_locked (esbx_store_t *store, const char *rel, esbx_error_t *err)
   fd = esbx_open_dir_at (store->rootfd, rel, err);
   if (fd < 0)
     return -1;
-  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
-    return esbx_make_error (err, errno, "lock `%s`", rel);
+  if (esbx_lock_fd (fd, true, false, rel, err) < 0)
+    return -1;
   return take_fd (&fd);
 }
 

@@ -274,7 +274,7 @@ esbx_project_id (esbx_store_t *store, const char *project, char **id, esbx_error
   if (!esbx_project_exists (store, project))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
                                  project);
-  rel = xasprintf ("projects/%s", project);
+  rel = esbx_project_rel (project);
   pfd = TEMP_FAILURE_RETRY (
       openat (store->rootfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (pfd < 0)
@@ -502,32 +502,22 @@ int
 esbx_token_holdings (esbx_store_t *store, const char *id, size_t *sessions, size_t *egress,
                      esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_session_list (store, NULL, err);
-  size_t i;
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  struct esbx_session *s;
 
   *sessions = *egress = 0;
-  if (names == NULL)
+  if (esbx_sessions_open (store, NULL, &it, err) < 0)
     return -1;
-  for (i = 0; names[i]; i++)
+  while ((s = esbx_sessions_next (&it)))
     {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-      const char *by;
+      const char *by = json_get_string (s->record, "token");
 
-      /* One discarded meanwhile holds nothing.  */
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      by = json_get_string (s->record, "token");
       if (by && strcmp (by, id) == 0)
         {
           (*sessions)++;
           if (s->network && strcmp (s->network, "egress") == 0)
             (*egress)++;
         }
-      esbx_session_free (s);
     }
   return 0;
 }

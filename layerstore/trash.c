@@ -1,8 +1,9 @@
 /* The trash: a discarded session that still had unpublished changes is
-   moved whole (upper/ and session.json; a rename within the store's
-   filesystem) to ROOT/trash/ENTRY instead of being deleted, and kept there
-   for the trash's keeping time.  ENTRY/trash.json says what it was and
-   until when it is kept; gc purges entries past that time.  */
+   moved whole (upper/ and session.json, or the image of its own disk,
+   unmounted; a rename within the store's filesystem) to ROOT/trash/ENTRY
+   instead of being deleted, and kept there for the trash's keeping time.
+   ENTRY/trash.json says what it was and until when it is kept; gc purges
+   entries past that time.  Restore mounts a disk again.  */
 #include "internal.h"
 #include "fs.h"
 #include "text.h"
@@ -132,6 +133,9 @@ esbx_trash_put (esbx_store_t *store, const struct esbx_session *s, const char *r
      walked whole still goes to the trash.  */
   if (esbx_du_at (store->rootfd, upper, &size, &ignored) < 0)
     esbx_error_free (&ignored);
+  /* A session's own disk goes with it, unmounted: its image is what the
+     entry holds.  */
+  size += esbx_session_disk_allocated_at (store->rootfd, rel);
   json_set_string (meta, "session", s->name);
   json_set_string (meta, "project", s->project);
   json_set_string (meta, "base", s->base);
@@ -335,7 +339,7 @@ restore_locked (esbx_store_t *store, const char *entry, const char *name, const 
                 esbx_error_t *err)
 {
   _cleanup_free_ char *rel = xasprintf ("trash/%s", entry);
-  _cleanup_free_ char *dest = xasprintf ("sessions/%s", name);
+  _cleanup_free_ char *dest = esbx_session_rel (name);
   _cleanup_free_ char *text = NULL;
   _cleanup_close_ int dfd = -1;
   size_t len;

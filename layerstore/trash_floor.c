@@ -115,6 +115,7 @@ esbx_trash_make_room (esbx_store_t *store, const char *rel, char **why, esbx_err
     return -1;
   if (esbx_du_at (store->rootfd, upper, &size, &ignored) < 0)
     esbx_error_free (&ignored);
+  size += esbx_session_disk_allocated_at (store->rootfd, rel);
   if (max_entry > 0 && size > max_entry)
     {
       _cleanup_free_ char *s = mib (size), *m = mib (max_entry);

@@ -1,5 +1,5 @@
 /* The content digest of a directory tree, which keys --rootfs images
- * (rootfs.c): SHA-256 over a domain tag and one record per entry beneath
+ * (image_root.c): SHA-256 over a domain tag and one record per entry beneath
  * the root (the root itself not: its copy is made by esbx), in a
  * depth-first walk with names in byte order:
  *

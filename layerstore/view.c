@@ -2,6 +2,7 @@
    rebase.  `esbx --json` prints them and the gateway sends them, so that the remote CLI prints
    exactly what the embedded one does.  */
 #include "fs.h"
+#include "git.h"
 #include "internal.h"
 #include "layerstore.h"
 #include "utils.h"
@@ -21,7 +22,29 @@ esbx_layer_summary_json (const struct esbx_layer *l)
   json_set (o, "labels", esbx_labels_copy (l->labels));
   json_set_string (o, "message", l->message ? l->message : "");
   json_set_int (o, "changes", (int64_t)l->changes.n);
+  if (l->git_commit)
+    json_set_string (o, "git_commit", l->git_commit);
   return o;
+}
+
+/* A git session's repository: its branch, the commit HEAD names, its base
+   layer's commit.  */
+static json_t *
+session_git_json (esbx_store_t *store, const struct esbx_session *s, const char *upper)
+{
+  _cleanup_close_ int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  _cleanup_free_ char *branch = NULL, *commit = NULL, *base = NULL;
+  json_t *g = json_new (JSON_OBJECT);
+  esbx_error_t e = NULL;
+
+  if (ufd >= 0)
+    esbx_git_session_head (ufd, &branch, &commit);
+  if (esbx_git_layer_commit (store, s->project, s->base, &base, &e) < 0)
+    esbx_error_free (&e);
+  json_set (g, "branch", branch ? json_new_string (branch) : json_new (JSON_NULL));
+  json_set (g, "commit", commit ? json_new_string (commit) : json_new (JSON_NULL));
+  json_set (g, "base_commit", base ? json_new_string (base) : json_new (JSON_NULL));
+  return g;
 }
 
 json_t *
@@ -86,8 +109,12 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
                     (int64_t)(s->tmpfs_size ? s->tmpfs_size : ESBX_DEFAULT_TMPFS_SIZE));
       json_set_int (limits, "shm_size",
                     (int64_t)(s->shm_size ? s->shm_size : ESBX_DEFAULT_SHM_SIZE));
+      json_set (limits, "disk", s->disk > 0 ? json_new_int (s->disk) : json_new (JSON_NULL));
       json_set (o, "limits", limits);
+      json_set (o, "disk", esbx_session_disk_json (store, s));
       json_set (o, "runtime", runtime);
+      if (esbx_project_is_git (store, s->project))
+        json_set (o, "git", session_git_json (store, s, upper));
     }
   return o;
 }

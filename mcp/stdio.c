@@ -12,6 +12,7 @@
 #include "mcp_internal.h"
 #include "fs.h"
 #include "log.h"
+#include "thread.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -45,7 +46,7 @@ struct stdio
   size_t queued, bytes, idle;
   bool closing;
   bool stop; /* signalled: what is queued is dropped */
-  pthread_t workers[MAX_WORKERS];
+  struct esbx_thread workers[MAX_WORKERS];
   size_t n_workers;
 };
 
@@ -140,9 +141,28 @@ enqueue (struct stdio *io, json_t *msg, size_t bytes)
   io->tail = j;
   io->queued++;
   io->bytes += bytes;
-  if (io->idle == 0 && io->n_workers < MAX_WORKERS
-      && pthread_create (&io->workers[io->n_workers], NULL, worker, io) == 0)
-    io->n_workers++;
+  if (io->idle == 0 && io->n_workers < MAX_WORKERS)
+    {
+      esbx_error_t err = NULL;
+
+      /* Without a new worker the ones there take the call in turn.  */
+      if (esbx_thread_start (&io->workers[io->n_workers], worker, io, "mcp worker", &err) == 0)
+        io->n_workers++;
+      else if (io->n_workers == 0)
+        {
+          io->head = io->tail = NULL;
+          io->queued--;
+          io->bytes -= bytes;
+          pthread_mutex_unlock (&io->lock);
+          send_line (
+              io, esbx_mcp_error (json_get (msg, "id"), ESBX_MCP_INTERNAL_ERROR, "%s", err->msg));
+          esbx_error_free (&err);
+          json_free (msg);
+          free (j);
+          return;
+        }
+      esbx_error_free (&err);
+    }
   pthread_cond_signal (&io->cond);
   pthread_mutex_unlock (&io->lock);
 }
@@ -274,7 +294,7 @@ esbx_mcp_serve_stdio (struct esbx_mcp_server *s, int in, int out, esbx_error_t *
   pthread_cond_broadcast (&io.cond);
   pthread_mutex_unlock (&io.lock);
   for (i = 0; i < io.n_workers; i++)
-    pthread_join (io.workers[i], NULL);
+    esbx_thread_join (&io.workers[i]);
   if (io.broken)
     ret = esbx_make_error (err, EPIPE, "mcp: stdout");
   pthread_sigmask (SIG_UNBLOCK, &set, NULL);

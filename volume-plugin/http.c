@@ -1,5 +1,6 @@
 #include "http.h"
 #include "log.h"
+#include "thread.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -49,8 +50,7 @@ struct esbx_http_server
   bool unix_socket;
   bool tls;
   int listen_fd, stop_fd, epfd;
-  pthread_t gate_thread;
-  bool gating;
+  struct esbx_thread gate_thread;
   struct list gate; /* the gate's thread alone, with PEEK */
   char *peek;
 
@@ -663,6 +663,8 @@ start_daemon (struct esbx_http_server *srv, esbx_error_t *err)
                                  "usable (PEM, a key that matches the certificate)");
   if (srv->daemon == NULL)
     return esbx_make_error (err, 0, "libmicrohttpd did not start");
+  /* Its threads are none of esbx's making, but they run.  */
+  esbx_threads_foreign ();
   return 0;
 }
 
@@ -671,7 +673,6 @@ start_gate (struct esbx_http_server *srv, esbx_error_t *err)
 {
   struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &srv->listen_fd };
   struct epoll_event sev = { .events = EPOLLIN, .data.ptr = &srv->stop_fd };
-  int r;
 
   srv->stop_fd = eventfd (0, EFD_CLOEXEC);
   srv->epfd = epoll_create1 (EPOLL_CLOEXEC);
@@ -679,10 +680,8 @@ start_gate (struct esbx_http_server *srv, esbx_error_t *err)
       || epoll_ctl (srv->epfd, EPOLL_CTL_ADD, srv->listen_fd, &lev) < 0
       || epoll_ctl (srv->epfd, EPOLL_CTL_ADD, srv->stop_fd, &sev) < 0)
     return esbx_make_error (err, errno, "%s: epoll", srv->cfg.name);
-  r = pthread_create (&srv->gate_thread, NULL, gate_loop, srv);
-  if (r != 0)
-    return esbx_make_error (err, r, "%s: start the thread that accepts connections", srv->cfg.name);
-  srv->gating = true;
+  if (esbx_thread_start (&srv->gate_thread, gate_loop, srv, "connection gate", err) < 0)
+    return esbx_error_wrap (err, "%s", srv->cfg.name);
   return 0;
 }
 
@@ -720,11 +719,11 @@ esbx_http_stop (struct esbx_http_server *srv)
 
   if (srv == NULL)
     return;
-  if (srv->gating)
+  if (srv->gate_thread.started)
     {
       if (write (srv->stop_fd, &one, sizeof one) != sizeof one)
         abort ();
-      pthread_join (srv->gate_thread, NULL);
+      esbx_thread_join (&srv->gate_thread);
     }
   while (srv->gate.head)
     drop (srv, srv->gate.head);
@@ -754,8 +753,9 @@ esbx_http_status_of_error (const struct esbx_error *err)
     case ESBX_ERR_USAGE:
     case ESBX_ERR_EXISTS:
     case ESBX_ERR_BUSY:
-    case ESBX_ERR_FORBIDDEN:
       return MHD_HTTP_BAD_REQUEST;
+    case ESBX_ERR_FORBIDDEN:
+      return MHD_HTTP_FORBIDDEN;
     case ESBX_ERR_NOT_FOUND:
       return MHD_HTTP_NOT_FOUND;
     case ESBX_ERR_CONFLICT:

@@ -104,7 +104,7 @@ double esbx_http_elapsed (const struct esbx_http_request *req);
 
 /* The HTTP status of a failed request, from the kind of its error: the one
    map of the plugin and the gateway, as esbx_error_exit_status is the CLI's.
-   Usage, exists, busy and forbidden 400, not-found 404, conflict 409,
+   Usage, exists and busy 400, forbidden 403, not-found 404, conflict and unmerged 409,
    too-large 413, a command that could not run 422; a plain failure is the
    request's (400) without a system error behind it, the server's (500)
    with one.  */

@@ -8,18 +8,15 @@ int
 esbx_worker_start (struct esbx_worker *w, void *(*main) (void *), void *arg, const char *what,
                    esbx_error_t *err)
 {
-  int r;
-
   w->stop = false;
   w->wake = false;
   pthread_mutex_init (&w->lock, NULL);
   pthread_cond_init (&w->cond, NULL);
-  r = pthread_create (&w->thread, NULL, main, arg);
-  if (r != 0)
+  if (esbx_thread_start (&w->thread, main, arg, what, err) < 0)
     {
       pthread_mutex_destroy (&w->lock);
       pthread_cond_destroy (&w->cond);
-      return esbx_make_error (err, r, "start the %s thread", what);
+      return -1;
     }
   return 0;
 }
@@ -43,7 +40,7 @@ void
 esbx_worker_stop (struct esbx_worker *w)
 {
   set (w, &w->stop);
-  pthread_join (w->thread, NULL);
+  esbx_thread_join (&w->thread);
   pthread_mutex_destroy (&w->lock);
   pthread_cond_destroy (&w->cond);
 }

@@ -5,13 +5,14 @@
 #define ESBX_WORKER_H
 
 #include "error.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 
 struct esbx_worker
 {
-  pthread_t thread;
+  struct esbx_thread thread;
   pthread_mutex_t lock; /* guards STOP and WAKE and what the owner adds */
   pthread_cond_t cond;
   bool stop;

@@ -85,7 +85,7 @@ _esbx() {
     [ -n "${p:-}" ] && _esbx_reply "$(_esbx_layers "$p")"
     return
     ;;
-  --name | -m | --message | --label | --env | --user | --memory | --pids | --cpus | --tmpfs-size | --shm-size | --ttl | --log-limit)
+  --name | -m | --message | --label | --env | --user | --memory | --pids | --cpus | --tmpfs-size | --shm-size | --disk | --ttl | --log-limit)
     return
     ;;
   esac
@@ -107,8 +107,8 @@ _esbx() {
   case $verb in
   project)
     case $n in
-    0) words_="create list log rm squash" ;;
-    1) [[ $sub == @(log|rm|squash) ]] && words_=$(_esbx_projects) ;;
+    0) words_="create list log rm squash git-dir push-git pull-git" ;;
+    1) [[ $sub == @(log|rm|squash|git-dir|push-git|pull-git) ]] && words_=$(_esbx_projects) ;;
     esac
     ;;
   session)

@@ -28,19 +28,12 @@
 
 #define MAX_PATH_BYTES 4095
 
-struct import
-{
-  git_repository *repo;
-  const char *shown; /* the repository as the user named it */
-  struct strv gitlinks;
-};
-
 /* An error of libgit2's, its message after FMT's one argument.  */
 #define git_fail(err, fmt, arg) esbx_make_error (err, 0, fmt, arg, esbx_git_error ())
 
 /* Refuse NAME (an entry of the tree at REL) unless a checkout may write it.  */
-static int
-check_name (const char *rel, const char *name, esbx_error_t *err)
+int
+esbx_git_check_name (const char *rel, const char *name, esbx_error_t *err)
 {
   _cleanup_free_ char *path = rel[0] ? xasprintf ("%s/%s", rel, name) : xstrdup (name);
   _cleanup_free_ char *shown = esbx_quote_path (path);
@@ -53,8 +46,8 @@ check_name (const char *rel, const char *name, esbx_error_t *err)
 }
 
 static int
-write_blob (struct import *im, const git_tree_entry *e, int dirfd, const char *name, mode_t mode,
-            const char *rel, esbx_error_t *err)
+write_blob (struct esbx_git_checkout *im, const git_tree_entry *e, int dirfd, const char *name,
+            mode_t mode, const char *rel, esbx_error_t *err)
 {
   git_blob *blob = NULL;
   _cleanup_close_ int fd = -1;
@@ -77,7 +70,7 @@ write_blob (struct import *im, const git_tree_entry *e, int dirfd, const char *n
 }
 
 static int
-write_link (struct import *im, const git_tree_entry *e, int dirfd, const char *name,
+write_link (struct esbx_git_checkout *im, const git_tree_entry *e, int dirfd, const char *name,
             const char *rel, esbx_error_t *err)
 {
   git_blob *blob = NULL;
@@ -103,63 +96,63 @@ write_link (struct import *im, const git_tree_entry *e, int dirfd, const char *n
   return ret;
 }
 
+static int write_tree (struct esbx_git_checkout *im, const git_tree *tree, int dirfd,
+                       const char *rel, esbx_error_t *err);
+
+int
+esbx_git_checkout_entry (struct esbx_git_checkout *im, const git_tree_entry *e, int dirfd,
+                         const char *rel, esbx_error_t *err)
+{
+  const char *name = git_tree_entry_name (e);
+  _cleanup_free_ char *path = rel[0] ? xasprintf ("%s/%s", rel, name) : xstrdup (name);
+  git_filemode_t mode = git_tree_entry_filemode (e);
+
+  if (esbx_git_check_name (rel, name, err) < 0)
+    return -1;
+  switch (mode)
+    {
+    case GIT_FILEMODE_BLOB:
+    case GIT_FILEMODE_BLOB_EXECUTABLE:
+      return write_blob (im, e, dirfd, name, mode == GIT_FILEMODE_BLOB ? 0644 : 0755, path, err);
+    case GIT_FILEMODE_LINK:
+      return write_link (im, e, dirfd, name, path, err);
+    case GIT_FILEMODE_COMMIT:
+      if (mkdirat (dirfd, name, 0755) < 0)
+        return esbx_make_error (err, errno, "mkdir `/%s`", path);
+      strv_push (&im->gitlinks, xasprintf ("/%s", path));
+      return 0;
+    case GIT_FILEMODE_TREE:
+      {
+        git_tree *sub = NULL;
+        _cleanup_close_ int subfd = -1;
+        int r;
+
+        if (mkdirat (dirfd, name, 0755) < 0)
+          return esbx_make_error (err, errno, "mkdir `/%s`", path);
+        subfd = TEMP_FAILURE_RETRY (
+            openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (subfd < 0)
+          return esbx_make_error (err, errno, "open `/%s`", path);
+        if (git_tree_lookup (&sub, im->repo, git_tree_entry_id (e)) < 0)
+          return git_fail (err, "tree `/%s`: %s", path);
+        r = write_tree (im, sub, subfd, path, err);
+        git_tree_free (sub);
+        return r;
+      }
+    default:
+      return esbx_make_error (err, 0, "tree entry `/%s`: unknown mode %o", path, (unsigned)mode);
+    }
+}
+
 static int
-write_tree (struct import *im, const git_tree *tree, int dirfd, const char *rel, size_t depth,
+write_tree (struct esbx_git_checkout *im, const git_tree *tree, int dirfd, const char *rel,
             esbx_error_t *err)
 {
   size_t i, n = git_tree_entrycount (tree);
 
   for (i = 0; i < n; i++)
-    {
-      const git_tree_entry *e = git_tree_entry_byindex (tree, i);
-      const char *name = git_tree_entry_name (e);
-      _cleanup_free_ char *path = rel[0] ? xasprintf ("%s/%s", rel, name) : xstrdup (name);
-      git_filemode_t mode = git_tree_entry_filemode (e);
-
-      if (check_name (rel, name, err) < 0)
-        return -1;
-      switch (mode)
-        {
-        case GIT_FILEMODE_BLOB:
-        case GIT_FILEMODE_BLOB_EXECUTABLE:
-          if (write_blob (im, e, dirfd, name, mode == GIT_FILEMODE_BLOB ? 0644 : 0755, path, err)
-              < 0)
-            return -1;
-          break;
-        case GIT_FILEMODE_LINK:
-          if (write_link (im, e, dirfd, name, path, err) < 0)
-            return -1;
-          break;
-        case GIT_FILEMODE_COMMIT:
-          if (mkdirat (dirfd, name, 0755) < 0)
-            return esbx_make_error (err, errno, "mkdir `/%s`", path);
-          strv_push (&im->gitlinks, xasprintf ("/%s", path));
-          break;
-        case GIT_FILEMODE_TREE:
-          {
-            git_tree *sub = NULL;
-            _cleanup_close_ int subfd = -1;
-            int r;
-
-            if (mkdirat (dirfd, name, 0755) < 0)
-              return esbx_make_error (err, errno, "mkdir `/%s`", path);
-            subfd = TEMP_FAILURE_RETRY (
-                openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-            if (subfd < 0)
-              return esbx_make_error (err, errno, "open `/%s`", path);
-            if (git_tree_lookup (&sub, im->repo, git_tree_entry_id (e)) < 0)
-              return git_fail (err, "tree `/%s`: %s", path);
-            r = write_tree (im, sub, subfd, path, depth + 1, err);
-            git_tree_free (sub);
-            if (r < 0)
-              return -1;
-            break;
-          }
-        default:
-          return esbx_make_error (err, 0, "tree entry `/%s`: unknown mode %o", path,
-                                  (unsigned)mode);
-        }
-    }
+    if (esbx_git_checkout_entry (im, git_tree_entry_byindex (tree, i), dirfd, rel, err) < 0)
+      return -1;
   return 0;
 }
 
@@ -196,7 +189,7 @@ int
 esbx_git_import (const char *spec, const char *ref, const char *tmp, int diffd, char **commit,
                  esbx_error_t *err)
 {
-  struct import im = { .shown = spec };
+  struct esbx_git_checkout im = { 0 };
   git_object *obj = NULL;
   git_commit *c = NULL;
   git_tree *tree = NULL;
@@ -231,7 +224,7 @@ esbx_git_import (const char *spec, const char *ref, const char *tmp, int diffd, 
       git_fail (err, "the tree of `%s`: %s", ref);
       goto out;
     }
-  if (write_tree (&im, tree, diffd, "", 0, err) < 0)
+  if (write_tree (&im, tree, diffd, "", err) < 0)
     goto out;
   for (size_t i = 0; i < im.gitlinks.n; i++)
     esbx_warn ("import `%s`: `%s` is a submodule: an empty directory in the project", spec,

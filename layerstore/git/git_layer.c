@@ -78,8 +78,8 @@ write_blob (struct make *m, const struct esbx_change *c, git_oid *out, esbx_erro
   }
 }
 
-static git_filemode_t
-filemode_of (const struct esbx_change *c)
+git_filemode_t
+esbx_git_filemode_of (const struct esbx_change *c)
 {
   if (c->type == ESBX_TYPE_SYMLINK)
     return GIT_FILEMODE_LINK;
@@ -134,7 +134,7 @@ plan (struct make *m, git_tree *parent, const struct esbx_changeset *cs, esbx_er
         return -1;
       m->upserts[m->n_upserts++] = (git_tree_update){ .action = GIT_TREE_UPDATE_UPSERT,
                                                       .id = m->blob_of[i],
-                                                      .filemode = filemode_of (c),
+                                                      .filemode = esbx_git_filemode_of (c),
                                                       .path = path };
     }
   return 0;
@@ -151,11 +151,10 @@ layer_time (const struct esbx_layer *l)
   return (git_time_t)timegm (&tm);
 }
 
-/* GITFD/index: the head's index with CS applied, each entry with the stat
-   of its file in M's directory.  */
-static int
-write_index (struct make *m, esbx_store_t *store, const char *project, const char *head,
-             const struct esbx_changeset *cs, int gitfd, esbx_error_t *err)
+int
+esbx_git_index_update (esbx_store_t *store, const char *project, const char *head,
+                       const struct esbx_changeset *cs, const git_oid *blob_of, int diffd,
+                       int gitfd, esbx_error_t *err)
 {
   _cleanup_free_ char *path = esbx_git_fd_path (gitfd, "index");
   struct esbx_stack view = { 0 };
@@ -207,9 +206,9 @@ write_index (struct make *m, esbx_store_t *store, const char *project, const cha
         continue;
       git_index_remove_directory (idx, rel, 0);
       e.path = rel;
-      e.mode = filemode_of (c);
-      e.id = m->blob_of[i];
-      if (esbx_git_index_stat (m->diffd, rel, &e, err) < 0)
+      e.mode = esbx_git_filemode_of (c);
+      e.id = blob_of[i];
+      if (esbx_git_index_stat (diffd, rel, &e, err) < 0)
         goto out;
       if (git_index_add (idx, &e) < 0)
         {
@@ -378,7 +377,8 @@ esbx_git_layer_make (esbx_store_t *store, const char *project, const char *stage
   gitfd = open_dirs (diffd, ".git", err);
   packfd = gitfd < 0 ? -1 : open_dirs (gitfd, "objects/pack", err);
   if (packfd < 0 || write_pack (&m, packfd, err) < 0
-      || write_index (&m, store, project, head, &l->changes, gitfd, err) < 0
+      || esbx_git_index_update (store, project, head, &l->changes, m.blob_of, m.diffd, gitfd, err)
+             < 0
       || esbx_syncfs (diffd, "the layer's commit", err) < 0)
     goto out;
   git_oid_tostr (hex, sizeof hex, &coid);
@@ -437,7 +437,7 @@ esbx_git_session_commit (esbx_store_t *store, const char *project, const char *h
   gitfd = open_dirs (upperfd, ".git", err);
   packfd = gitfd < 0 ? -1 : open_dirs (gitfd, "objects/pack", err);
   if (packfd < 0 || write_pack (&m, packfd, err) < 0
-      || write_index (&m, store, project, head, cs, gitfd, err) < 0)
+      || esbx_git_index_update (store, project, head, cs, m.blob_of, m.diffd, gitfd, err) < 0)
     goto out;
   git_oid_tostr (commit_hex, 41, &coid);
   ret = 0;

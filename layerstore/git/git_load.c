@@ -140,7 +140,50 @@
   F (const git_index_entry *, git_index_get_bypath,                                                \
      (git_index * index, const char *path, int stage), (index, path, stage))                       \
   F (int, git_index_find_prefix, (size_t * at_pos, git_index * index, const char *prefix),         \
-     (at_pos, index, prefix))
+     (at_pos, index, prefix))                                                                      \
+  F (int, git_repository_init, (git_repository * *out, const char *path, unsigned is_bare),        \
+     (out, path, is_bare))                                                                         \
+  F (int, git_remote_create_anonymous,                                                             \
+     (git_remote * *out, git_repository * repo, const char *url), (out, repo, url))                \
+  V (void, git_remote_free, (git_remote * remote), (remote))                                       \
+  F (int, git_remote_init_callbacks, (git_remote_callbacks * opts, unsigned int version),          \
+     (opts, version))                                                                              \
+  F (int, git_credential_userpass_plaintext_new,                                                   \
+     (git_credential * *out, const char *username, const char *password),                          \
+     (out, username, password))                                                                    \
+  F (int, git_remote_connect_options_init,                                                         \
+     (git_remote_connect_options * opts, unsigned int version), (opts, version))                   \
+  F (int, git_remote_connect_ext,                                                                  \
+     (git_remote * remote, git_direction direction, const git_remote_connect_options *opts),       \
+     (remote, direction, opts))                                                                    \
+  F (int, git_remote_ls, (const git_remote_head ***out, size_t *size, git_remote *remote),         \
+     (out, size, remote))                                                                          \
+  F (int, git_oid_equal, (const git_oid *a, const git_oid *b), (a, b))                             \
+  F (int, git_graph_descendant_of,                                                                 \
+     (git_repository * repo, const git_oid *commit, const git_oid *ancestor),                      \
+     (repo, commit, ancestor))                                                                     \
+  F (int, git_reference_name_is_valid, (int *valid, const char *refname), (valid, refname))        \
+  F (int, git_reference_create,                                                                    \
+     (git_reference * *out, git_repository * repo, const char *name, const git_oid *id, int force, \
+      const char *log_message),                                                                    \
+     (out, repo, name, id, force, log_message))                                                    \
+  V (void, git_reference_free, (git_reference * ref), (ref))                                       \
+  F (int, git_push_options_init, (git_push_options * opts, unsigned int version), (opts, version)) \
+  F (int, git_remote_push,                                                                         \
+     (git_remote * remote, const git_strarray *refspecs, const git_push_options *opts),            \
+     (remote, refspecs, opts))                                                                     \
+  F (int, git_fetch_options_init, (git_fetch_options * opts, unsigned int version),                \
+     (opts, version))                                                                              \
+  F (int, git_remote_fetch,                                                                        \
+     (git_remote * remote, const git_strarray *refspecs, const git_fetch_options *opts,            \
+      const char *reflog_message),                                                                 \
+     (remote, refspecs, opts, reflog_message))                                                     \
+  F (const git_oid *, git_object_id, (const git_object *obj), (obj))                               \
+  F (unsigned int, git_commit_parentcount, (const git_commit *commit), (commit))                   \
+  F (const git_oid *, git_commit_parent_id, (const git_commit *commit, unsigned int n),            \
+     (commit, n))                                                                                  \
+  F (const git_tree_entry *, git_tree_entry_byname, (const git_tree *tree, const char *filename),  \
+     (tree, filename))
 
 #define MEMBER(ret, name, params, args) ret (*name) params;
 static struct

@@ -18,7 +18,7 @@
 bool
 esbx_project_is_git (esbx_store_t *store, const char *project)
 {
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/git.json", project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "git.json");
 
   return esbx_exists_at (store->rootfd, rel);
 }
@@ -26,7 +26,9 @@ esbx_project_is_git (esbx_store_t *store, const char *project)
 char *
 esbx_project_git_dir (esbx_store_t *store, const char *project)
 {
-  return xasprintf ("%s/projects/%s/git", store->root, project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "git");
+
+  return esbx_store_abs (store, rel);
 }
 
 int
@@ -54,7 +56,7 @@ update (esbx_store_t *store, const char *project, esbx_error_t *err)
   static const char *const dirs[] = { "",      "/objects",    "/objects/info",    "/objects/pack",
                                       "/refs", "/refs/heads", "/refs/heads/esbx", "/refs/tags" };
   static const char config[] = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
-  _cleanup_free_ char *rel = xasprintf ("projects/%s/git", project);
+  _cleanup_free_ char *rel = esbx_project_file (project, "git");
   _cleanup_strv_ char **ids = NULL;
   _cleanup_free_ char *commit = NULL, *line = NULL;
   _cleanup_close_ int gfd = -1;
@@ -78,8 +80,7 @@ update (esbx_store_t *store, const char *project, esbx_error_t *err)
     return -1;
   for (i = 0; i < n; i++)
     {
-      _cleanup_free_ char *objects
-          = xasprintf ("projects/%s/layers/%s/diff/.git/objects", project, ids[i]);
+      _cleanup_free_ char *objects = esbx_layer_file (project, ids[i], "diff/.git/objects");
       if (esbx_exists_at (store->rootfd, objects))
         strv_push (&alt, xasprintf ("%s/%s\n", store->root, objects));
     }

@@ -130,17 +130,17 @@ out:
   return ret;
 }
 
-/* Every object COMMIT reaches, as one pack in DIFFD/.git/objects/pack.  */
-static int
-write_history (git_repository *repo, const git_oid *commit, int diffd, esbx_error_t *err)
+int
+esbx_git_pack_write (git_repository *repo, const git_oid *commit, const git_oid *hide,
+                     const char *dir, esbx_error_t *err)
 {
-  _cleanup_free_ char *dir = esbx_git_fd_path (diffd, ".git/objects/pack");
   git_packbuilder *pb = NULL;
   git_revwalk *walk = NULL;
   int ret = -1;
 
   if (git_packbuilder_new (&pb, repo) < 0 || git_revwalk_new (&walk, repo) < 0
-      || git_revwalk_push (walk, commit) < 0 || git_packbuilder_insert_walk (pb, walk) < 0
+      || git_revwalk_push (walk, commit) < 0 || (hide && git_revwalk_hide (walk, hide) < 0)
+      || git_packbuilder_insert_walk (pb, walk) < 0
       || git_packbuilder_write (pb, dir, 0444, NULL, NULL) < 0)
     esbx_make_error (err, 0, "pack the history: %s", esbx_git_error ());
   else
@@ -163,7 +163,10 @@ esbx_git_repo_write (git_repository *repo, const git_oid *commit, git_tree *tree
           || esbx_write_new_file_at (diffd, ".git/HEAD", "ref: refs/heads/main\n", 21, 0644, err)
                  < 0))
     return -1;
-  if (write_history (repo, commit, diffd, err) < 0)
-    return -1;
+  {
+    _cleanup_free_ char *dir = esbx_git_fd_path (diffd, ".git/objects/pack");
+    if (esbx_git_pack_write (repo, commit, NULL, dir, err) < 0)
+      return -1;
+  }
   return write_index (tree, diffd, err);
 }

@@ -244,6 +244,84 @@ head_commit (int dfd, char **ref)
   return NULL;
 }
 
+/* The text of the regular file REL beneath DFD (LIMIT bytes at most), or
+   NULL.  */
+static char *
+read_beneath (int dfd, const char *rel, size_t limit)
+{
+  _cleanup_close_ int fd = esbx_open_regular_beneath (dfd, rel, NULL);
+  _cleanup_free_ char *buf = NULL;
+  size_t used = 0;
+  ssize_t r;
+
+  if (fd < 0)
+    return NULL;
+  buf = xmalloc (limit + 1);
+  while (used < limit && (r = TEMP_FAILURE_RETRY (read (fd, buf + used, limit - used))) > 0)
+    used += (size_t)r;
+  buf[used] = '\0';
+  return steal_pointer (&buf);
+}
+
+/* Its first line.  */
+static char *
+line_beneath (int dfd, const char *rel)
+{
+  char *buf = read_beneath (dfd, rel, 4096);
+
+  if (buf)
+    buf[strcspn (buf, "\n")] = '\0';
+  return buf;
+}
+
+int
+esbx_git_session_head (int upperfd, char **branch, char **commit)
+{
+  _cleanup_close_ int git = TEMP_FAILURE_RETRY (
+      openat (upperfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  _cleanup_free_ char *head = NULL, *ref = NULL;
+
+  *branch = *commit = NULL;
+  head = git < 0 ? NULL : line_beneath (git, "HEAD");
+  if (head == NULL)
+    return -1;
+  if (is_hex_id (head))
+    {
+      *commit = steal_pointer (&head);
+      return 0;
+    }
+  if (!esbx_has_prefix (head, "ref: refs/heads/")
+      || esbx_clean_relpath (head + 5, false, &ref, NULL) < 0)
+    return -1;
+  *branch = xstrdup (ref + strlen ("refs/heads/"));
+  *commit = line_beneath (git, ref);
+  if (*commit && !is_hex_id (*commit))
+    {
+      free (*commit);
+      *commit = NULL;
+    }
+  if (*commit == NULL)
+    {
+      /* packed-refs: "ID REF" lines.  */
+      _cleanup_free_ char *packed = read_beneath (git, "packed-refs", 16u << 20);
+      char *line, *save = NULL;
+
+      if (packed == NULL)
+        return 0;
+      for (line = strtok_r (packed, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+        {
+          char *sp = strchr (line, ' ');
+          if (sp && strcmp (sp + 1, ref) == 0)
+            {
+              *sp = '\0';
+              *commit = is_hex_id (line) ? xstrdup (line) : NULL;
+              break;
+            }
+        }
+    }
+  return 0;
+}
+
 /* An object database of every layer of PROJECT up to ID, and DIR when not
    NULL; *REPO wraps it.  */
 int
@@ -261,8 +339,8 @@ esbx_git_open_layers (esbx_store_t *store, const char *project, const char *id, 
     return esbx_make_error (err, 0, "object database: %s", esbx_git_error ());
   for (i = 0; i < n; i++)
     {
-      _cleanup_free_ char *objects
-          = xasprintf ("%s/projects/%s/layers/%s/diff/.git/objects", store->root, project, ids[i]);
+      _cleanup_free_ char *rel = esbx_layer_file (project, ids[i], "diff/.git/objects");
+      _cleanup_free_ char *objects = esbx_store_abs (store, rel);
 
       if (access (objects, F_OK) == 0 && git_odb_add_disk_alternate (*odb, objects) < 0)
         return esbx_make_error (err, 0, "layer `%s`: objects: %s", ids[i], esbx_git_error ());

@@ -12,6 +12,7 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <string.h>
 
 int
 esbx_sandbox_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
@@ -20,11 +21,32 @@ esbx_sandbox_create (esbx_store_t *store, const char *project, const struct esbx
   return esbx_session_create (store, project, opts, name, err);
 }
 
-int
-esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
-                      unsigned int flags, struct esbx_publish_result *result, esbx_error_t *err)
+/* Where the layer goes is decided here: a shared project's head is in
+   etcd, so its publish goes through the remote (started as soon as the
+   project is known, beside the scan); any other's is the store's.  */
+static int
+publish (esbx_store_t *store, const char *name, const char *message, unsigned int changes,
+         char *const *allow, struct esbx_publish_result *r, esbx_error_t *err)
 {
-  return esbx_sandbox_publish_allow (store, name, message, flags, NULL, result, err);
+  struct esbx_publish *p = NULL;
+  struct esbx_remote_warm *warm = NULL;
+  int ret = -1;
+
+  memset (r, 0, sizeof *r);
+  if (esbx_publish_open (store, name, message, &p, err) < 0)
+    return -1;
+  if (esbx_project_is_shared (store, esbx_publish_project (p)))
+    warm = esbx_remote_warm_start (store, esbx_publish_project (p));
+  if (esbx_publish_prepare (p, changes, allow, r, err) < 0)
+    goto out;
+  if (!esbx_publish_is_empty (p)
+      && (warm ? esbx_remote_publish (p, warm, r, err) : esbx_publish_commit (p, r, err)) < 0)
+    goto out;
+  ret = esbx_publish_end (p, r, err);
+out:
+  esbx_remote_warm_free (warm);
+  esbx_publish_free (p);
+  return ret;
 }
 
 int
@@ -34,7 +56,7 @@ esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *m
 {
   unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
 
-  if (esbx_session_publish_allow (store, name, message, changes, allow, result, err) < 0)
+  if (publish (store, name, message, changes, allow, result, err) < 0)
     return -1;
   if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, 0, err) < 0)
     return -1;
@@ -176,28 +198,16 @@ json_t *
 esbx_sandbox_list (esbx_store_t *store, const char *project, esbx_sandbox_filter_t visible,
                    const void *data, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_session_list (store, project, err);
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  struct esbx_session *s;
   json_t *arr;
-  size_t i;
 
-  if (names == NULL)
+  if (esbx_sessions_open (store, project, &it, err) < 0)
     return NULL;
   arr = json_new (JSON_ARRAY);
-  for (i = 0; names[i]; i++)
-    {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-
-      /* A session discarded while we list is simply gone.  */
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      if (visible == NULL || visible (s, data))
-        json_append (arr, esbx_session_json (store, s, NULL));
-      esbx_session_free (s);
-    }
+  while ((s = esbx_sessions_next (&it)))
+    if (visible == NULL || visible (s, data))
+      json_append (arr, esbx_session_json (store, s, NULL));
   return arr;
 }
 

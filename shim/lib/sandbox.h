@@ -22,15 +22,12 @@ int esbx_sandbox_create (esbx_store_t *store, const char *project,
    out (ESBX_CHANGES_INCLUDE_IGNORED).  */
 #define ESBX_PUBLISH_INCLUDE_IGNORED 2u
 
-/* esbx_session_publish, then what FLAGS ask.  On a conflict nothing else
-   happens: the session stays as it was.  When the publish took place but
-   the discard failed, the result says so (RESULT->published) and the
-   return is -1 with the discard's error.  */
-int esbx_sandbox_publish (esbx_store_t *store, const char *name, const char *message,
-                          unsigned int flags, struct esbx_publish_result *result,
-                          esbx_error_t *err);
-/* The same; ALLOW names secrets whose values may be published
-   (esbx_session_publish_allow).  */
+/* Publish session NAME (layerstore.h, esbx_publish_open and the steps
+   after it) through the store or, for a shared project, its remote; then
+   what FLAGS ask.  ALLOW names secrets whose values may be published.  On
+   a conflict nothing else happens: the session stays as it was.  When the
+   publish took place but the discard failed, the result says so
+   (RESULT->published) and the return is -1 with the discard's error.  */
 int esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *message,
                                 unsigned int flags, char *const *allow,
                                 struct esbx_publish_result *result, esbx_error_t *err);
@@ -119,9 +116,8 @@ struct esbx_expire_result
 int esbx_sandbox_expire (esbx_store_t *store, long retry_ms, FILE *report,
                          struct esbx_expire_result *res, esbx_error_t *err);
 
-/* esbx_gc plus the sessions whose holder died or whose owner crashed.  */
-int esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
-/* What gc does besides (flags of esbx_sandbox_gc_flags).  */
+/* What gc does besides (flags of esbx_sandbox_gc_flags: esbx_gc plus the
+   sessions whose holder died or whose owner crashed).  */
 #define ESBX_GC_SNAPSHOTS 1u /* remove the snapshots nothing uses */
 #define ESBX_GC_CACHE     2u /* and the copies of shared projects nothing uses (esbx_gc_cache) */
 int esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report,

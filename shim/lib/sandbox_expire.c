@@ -165,25 +165,18 @@ int
 esbx_sandbox_expire (esbx_store_t *store, long retry_ms, FILE *report,
                      struct esbx_expire_result *res, esbx_error_t *err)
 {
-  _cleanup_strv_ char **names = esbx_session_list (store, NULL, err);
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
   struct esbx_expire_result r = { 0 };
   int64_t now = (int64_t)time (NULL);
-  size_t i;
+  struct esbx_session *s;
 
-  if (names == NULL)
+  if (esbx_sessions_open (store, NULL, &it, err) < 0)
     return -1;
-  for (i = 0; names[i]; i++)
+  while ((s = esbx_sessions_next (&it)))
     {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
       const char *why;
       int64_t at;
 
-      if (esbx_session_load (store, names[i], &s, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
       at = esbx_session_expires (store, s, &why);
       if (at > 0 && at <= now)
         {
@@ -193,7 +186,6 @@ esbx_sandbox_expire (esbx_store_t *store, long retry_ms, FILE *report,
           else if (done < 0)
             r.failed++;
         }
-      esbx_session_free (s);
     }
   if (res)
     *res = r;

@@ -115,12 +115,6 @@ clean_stray_cgroups (esbx_store_t *store, FILE *report)
 }
 
 int
-esbx_sandbox_gc (esbx_store_t *store, FILE *report, esbx_error_t *err)
-{
-  return esbx_sandbox_gc_flags (store, 0, report, err);
-}
-
-int
 esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report, esbx_error_t *err)
 {
   _cleanup_strv_ char **sessions = NULL;

@@ -12,6 +12,7 @@
 #include "runtime.h"
 #include "path.h"
 #include "text.h"
+#include "layerstore.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -185,7 +186,7 @@ source_in_store (const char *source, const char *root, const char *rel, char **s
   if (s == NULL)
     return 0; /* not a session's: runc says what is missing */
   {
-    _cleanup_free_ char *dir = xasprintf ("sessions/%s/merged", s);
+    _cleanup_free_ char *dir = esbx_session_file (s, "merged");
     if (fstatat (rootfd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0)
       return esbx_make_error (err, ENOENT, "mount `%s`: not in esbx session `%s`", source, s);
   }

@@ -5,8 +5,6 @@ load helpers
 
 setup() { setup_project; }
 
-head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
-
 @test "publish makes exactly one layer with provenance and prints its id" {
   esbx_ok session create p --name s1 --label agent=a1
   echo new >"$(path_of s1)/new"

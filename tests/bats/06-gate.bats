@@ -17,8 +17,6 @@ setup() {
   esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
 }
 
-layers() { wc -l <"$ESBX_ROOT/projects/p/stack"; }
-
 # Fails naming the file when a layer of p holds a line esbx's merge markers
 # start with.
 no_markers_in_layers() {
@@ -45,13 +43,13 @@ edit_line() { sed -i "s/^line $2\$/line $2 $3/" "$(path_of "$1")/notes.txt"; }
   echo c >"$(path_of c)/c.txt"
   esbx_ok publish c
   local before
-  before=$(layers)
+  before=$(layer_count)
   esbx_fails 4 publish b
   assert_output --partial "unmerged: /notes.txt"
   esbx_fails 4 rebase b
   assert_output --partial "unmerged: /notes.txt"
   esbx_fails 4 publish b
-  assert_equal "$(layers)" "$before"
+  assert_equal "$(layer_count)" "$before"
   no_markers_in_layers
   # Rewritten with a marker line still in it: refused.
   sed -i '/^<<<<<<< /d' "$(path_of b)/notes.txt"
@@ -59,7 +57,7 @@ edit_line() { sed -i "s/^line $2\$/line $2 $3/" "$(path_of "$1")/notes.txt"; }
   # Without them: it lands.
   sed -i '/^=======$/d; /^>>>>>>> /d; /^line 5 by-a$/d' "$(path_of b)/notes.txt"
   esbx_ok publish b
-  assert_equal "$(layers)" "$((before + 1))"
+  assert_equal "$(layer_count)" "$((before + 1))"
   no_markers_in_layers
 }
 

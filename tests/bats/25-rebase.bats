@@ -16,8 +16,6 @@ setup() {
   make_sessions p a b
 }
 
-head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
-layers() { wc -l <"$ESBX_ROOT/projects/p/stack"; }
 base_of() { sed -n 's/^ *"base": *"\([0-9a-f]*\)".*/\1/p' "$ESBX_ROOT/sessions/$1/session.json"; }
 
 @test "edits of one file that do not overlap are merged by rebase, then publish" {
@@ -49,7 +47,7 @@ base_of() { sed -n 's/^ *"base": *"\([0-9a-f]*\)".*/\1/p' "$ESBX_ROOT/sessions/$
   echo "b's own file" >"$(path_of b)/mine.txt"
   esbx_ok publish a
   local before
-  before=$(layers)
+  before=$(layer_count)
   esbx_fails 4 rebase b
   assert_output --partial "conflict: /notes.txt"
   assert_output --partial "merged with conflict markers"
@@ -61,15 +59,15 @@ base_of() { sed -n 's/^ *"base": *"\([0-9a-f]*\)".*/\1/p' "$ESBX_ROOT/sessions/$
   assert_line --partial ">>>>>>> head "
   # The base moved to the head, as git's rebase stops on the new base.
   assert_equal "$(base_of b)" "$(head_of)"
-  assert_equal "$(layers)" "$before"
+  assert_equal "$(layer_count)" "$before"
   # Markers left: publish refuses, and nothing lands.
   esbx_fails 4 publish b
   assert_output --partial "conflict markers"
-  assert_equal "$(layers)" "$before"
+  assert_equal "$(layer_count)" "$before"
   # Resolved by hand: publish takes both.
   sed -i '/^<<<<<<< /d; /^=======$/d; /^>>>>>>> /d; /^line 5 by a$/d' "$(path_of b)/notes.txt"
   esbx_ok publish b
-  assert_equal "$(layers)" "$((before + 1))"
+  assert_equal "$(layer_count)" "$((before + 1))"
   assert_file_exists "$(path_of b)/mine.txt"
 }
 

@@ -11,7 +11,6 @@ setup() {
   mkdir -p "$out"
 }
 
-head_of() { tail -n1 "$ESBX_ROOT/projects/p/stack"; }
 diff_of() { echo "$ESBX_ROOT/projects/p/layers/$(head_of)/diff"; }
 
 # Two names of one 1 MiB file, and a third name in another directory.

@@ -2,7 +2,7 @@
 # esbxd as a Docker volume plugin: the protocol straight on the socket, then
 # the same through a real dockerd.
 
-load ./docker_helpers.bash
+load docker_helpers
 
 assert_err() {
   local code=$1 pattern=$2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # esbxd and dockerd restarts lose no volume, no mount count, no data.
 
-load ./docker_helpers.bash
+load docker_helpers
 
 mount_total() {
   python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["mounts"].values()))' \

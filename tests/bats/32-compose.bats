@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # contrib/compose/agent-swarm.yml end to end with Debian's docker-compose 1.29.
 
-load ./docker_helpers.bash
+load docker_helpers
 
 setup_file() {
   setup_docker_file

@@ -4,7 +4,7 @@
 # driver options, anonymous volumes with --rm, and Mount errors that name
 # their cause.  Through a real dockerd.
 
-load ./docker_helpers.bash
+load docker_helpers
 
 # Every test: a project `demo` and an esbxd whose default project it is,
 # with a config file of its own (empty).

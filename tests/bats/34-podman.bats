@@ -11,7 +11,6 @@
 load helpers
 load runtime_helpers
 
-ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
 IMAGE=localhost/esbx-test:latest
 DRIVER=esbxt
 
@@ -108,10 +107,7 @@ teardown() {
   for v in $(podman volume ls -q 2>/dev/null); do
     podman volume rm -f "$v" >/dev/null 2>&1 || true
   done
-  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${ESBXD_LOG:-}" ]; then
-    echo "--- last lines of the esbxd log"
-    tail -n 30 "$ESBXD_LOG"
-  fi
+  esbxd_log_if_failed "${ESBXD_LOG:-}"
   if [ -n "${ESBXD_PID:-}" ]; then
     kill -TERM "$ESBXD_PID" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$ESBXD_PID" 2>/dev/null || break; sleep 0.1; done

@@ -2,7 +2,7 @@
 # esbx token create|list|revoke, and what the gateway does with revoked and
 # expired tokens.
 
-load ./gateway_helpers.bash
+load gateway_helpers
 
 setup() {
   setup_store

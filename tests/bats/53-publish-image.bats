@@ -2,7 +2,7 @@
 # The esbx-publish helper image: built offline by hack/publish-image, run by
 # `docker run` and by the compose stack's publish step against a test esbxd.
 
-load ./gateway_helpers.bash
+load gateway_helpers
 
 setup_file() {
   command -v docker >/dev/null || skip "docker is not installed"

@@ -4,7 +4,7 @@
 # esbxd (own store, sockets and ports) and checks what the attacker got.
 
 bats_require_minimum_version 1.5.0
-load ./gateway_helpers.bash
+load gateway_helpers
 
 # Each test starts its gateway itself, with the options it needs.
 setup() { setup_store; }

@@ -6,7 +6,8 @@
 
 bats_require_minimum_version 1.5.0
 # The gateway's helpers (their hooks replaced below); a test starts esbxd
-# only when it needs one.
+# on its store only when it needs one (setup_gateway keeps the store that
+# setup made).
 load gateway_helpers
 
 # A value no test writes by accident: long enough to be scanned at publish.
@@ -18,18 +19,6 @@ setup() {
 }
 
 teardown() { teardown_gateway; }
-
-# esbxd on this test's store (gateway_helpers.bash's setup_gateway, whose
-# setup_store keeps the store made by setup).
-start_esbxd() {
-  [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
-  GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
-  GW_SOCK=$GW_DIR/gateway.sock
-  GW_LOG=$GW_DIR/esbxd.log
-  METRICS_PORT=$((20000 + RANDOM % 20000))
-  export GW_DIR GW_SOCK GW_LOG METRICS_PORT
-  start_gateway
-}
 
 # Every file under the store but the secrets' own directory that holds the
 # value; the test's other directories are added by the caller.
@@ -216,7 +205,7 @@ grep_value() {
 }
 
 @test "gateway: secrets with the manage scope; no token reads a value, observe and runtime see names only" {
-  start_esbxd
+  setup_gateway
   manage=$(token manage)
   runtime=$(token runtime)
   observe=$(token observe)
@@ -267,7 +256,7 @@ grep_value() {
   assert_output "***gw1***"
   esbx_ok discard g2 --force
   gw_expect 200 POST /v1/sessions/g1/exec "$runtime" '{"argv":["sh","-c","cp /run/secrets/gw1 /workspace/copy"]}'
-  gw_expect 400 POST /v1/sessions/g1/publish "$manage" '{}'
+  gw_expect 403 POST /v1/sessions/g1/publish "$manage" '{}'
   assert_output --partial '/copy'
   refute_output --partial gateway-value
   gw_expect 200 POST /v1/sessions/g1/publish "$manage" '{"allow_secrets":["gw1"]}'
@@ -281,7 +270,7 @@ grep_value() {
 # The volume plugin's protocol straight on esbxd's plugin socket (no
 # dockerd: 30-plugin.bats has the `docker volume create -o secret=` test).
 @test "plugin protocol: Create with -o secret= and secret.KEY= attaches secrets; an unknown one makes nothing" {
-  start_esbxd
+  setup_gateway
   printf 'second-value-0a1b2c3d' | "$ESBX" secret create tok2
   plugin() {
     local out
@@ -303,7 +292,7 @@ grep_value() {
 }
 
 @test "secret create --project: only that project's sessions use it, Docker volumes included" {
-  start_esbxd
+  setup_gateway
   esbx_ok project create q
   printf 'owned-by-p-value-31f0' | "$ESBX" secret create ofp --project p
   esbx_fails 1 secret create x --project nosuch <<<"some-value-123"
@@ -338,7 +327,7 @@ grep_value() {
     output=${out%$'\n'*}
   }
   plugin VolumeDriver.Create '{"Name": "v1", "Opts": {"project": "q", "secret": "ofp"}}'
-  assert_equal "$http_code" 400
+  assert_equal "$http_code" 403
   assert_output --partial "belongs to project"
   run "$ESBX" session inspect v1
   assert_failure
@@ -355,7 +344,7 @@ grep_value() {
 }
 
 @test "ps and the gateway's ps show command lines redacted, as logs and events are" {
-  start_esbxd
+  setup_gateway
   make_session p s2 --secret tok,env=T
   "$ESBX" exec s2 -- sh -c 'exec sh -c "sleep 60" "$T"' >/dev/null 2>&1 &
   bg=$!
@@ -426,7 +415,7 @@ grep_value() {
 }
 
 @test "publish refuses a secret's value in a file name or a symlink target; diff shows them redacted" {
-  start_esbxd
+  setup_gateway
   make_session p s2 --secret tok,env=T
   esbx_ok exec s2 -- sh -c 'mkdir -p /workspace/d && touch "/workspace/d/x-$T.txt"'
   esbx_fails 1 publish s2 -m leak

@@ -7,7 +7,7 @@
 # sockets and ports) and checks what the attacker got.
 
 bats_require_minimum_version 1.5.0
-load ./gateway_helpers.bash
+load gateway_helpers
 
 # Each test starts its gateway itself, with the options it needs.
 setup() { setup_store; }
@@ -223,7 +223,7 @@ sniff_stop() {
   # project's only in that project's sessions.
   ALL=$(token manage,runtime,observe)
   gw_expect 201 POST /v1/sessions "$ALL" '{"project":"team-a","name":"a2","secrets":["teamb-db"]}'
-  gw_expect 400 POST /v1/sessions "$ALL" '{"project":"team-a","name":"a3","secrets":["teamb-own"]}'
+  gw_expect 403 POST /v1/sessions "$ALL" '{"project":"team-a","name":"a3","secrets":["teamb-own"]}'
   assert_output --partial "belongs to project \`team-b\`"
   gw_expect 201 POST /v1/sessions "$ALL" '{"project":"team-b","name":"b1","secrets":["teamb-own"]}'
   gw_expect 200 GET /v1/secrets "$ALL"

@@ -12,10 +12,7 @@ setup() { :; }
 teardown() {
   if [ -n "${GW_DIR:-}" ]; then
     esbxd_down
-    if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${GW_LOG:-}" ]; then
-      echo "--- last lines of the esbxd log"
-      tail -n 30 "$GW_LOG"
-    fi
+    esbxd_log_if_failed "$GW_LOG"
     rm -rf "$GW_DIR"
   fi
   teardown_small_store

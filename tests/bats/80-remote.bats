@@ -13,13 +13,7 @@ teardown_file() {
   teardown_remote_services
 }
 
-setup() {
-  remote_services_up
-  new_host A
-  new_host B
-  make_tree "$BATS_TEST_TMPDIR/src"
-  on A "$ESBX" project create p --from "$BATS_TEST_TMPDIR/src" >/dev/null
-}
+setup() { setup_hosts_ab; }
 
 teardown() {
   stop_tls_registry "$BATS_TEST_TMPDIR/tls"

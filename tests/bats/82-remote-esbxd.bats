@@ -7,7 +7,6 @@
 
 load remote_helpers
 
-ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
 
 setup_file() {
   setup_remote_file
@@ -19,39 +18,28 @@ teardown_file() {
 
 setup() {
   [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
-  remote_services_up
   ESBXD_PID=
   D_DIR=$(mktemp -d /tmp/esbx-d.XXXXXX)
   D_LOG=$D_DIR/esbxd.log
   : >"$D_DIR/esbxd.conf"
-  new_host A
-  new_host B
-  make_tree "$BATS_TEST_TMPDIR/src"
-  on A "$ESBX" project create p --from "$BATS_TEST_TMPDIR/src" >/dev/null
+  setup_hosts_ab
 }
 
 teardown() {
-  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${D_LOG:-}" ]; then
-    echo "--- esbxd log"
-    tail -n 30 "$D_LOG"
-  fi
-  stop_esbxd
+  esbxd_log_if_failed "${D_LOG:-}"
+  esbxd_down
   [ -n "${TLS_ETCD_PID:-}" ] && kill "$TLS_ETCD_PID" 2>/dev/null
   while [ -n "${TLS_ETCD_PID:-}" ] && kill -0 "$TLS_ETCD_PID" 2>/dev/null; do sleep 0.05; done
   teardown_hosts
   rm -rf "$D_DIR"
 }
 
-# `start_esbxd HOST [OPTIONS]`: esbxd for host HOST's store, its config
+# `esbxd_for HOST [OPTIONS]`: esbxd for host HOST's store, its config
 # file $D_DIR/esbxd.conf, no gateway, metrics on a free port.
-start_esbxd() {
+esbxd_for() {
   local var="HOST_$1"
   shift
   esbxd_up "${!var}" "$D_DIR" "$D_LOG" --config "$D_DIR/esbxd.conf" "$@"
-}
-
-stop_esbxd() {
-  esbxd_down
 }
 
 # `wait_for SECONDS CMD...`: until CMD succeeds, at most SECONDS.
@@ -90,7 +78,7 @@ metric() {
   on B esbx_ok project pull p
   # The daemon's options are B's only remote.
   rm "$HOST_B/remote.json"
-  start_esbxd B --registry "$(REGISTRY_URL)" --etcd "$(ETCD_URL)"
+  esbxd_for B --registry "$(REGISTRY_URL)" --etcd "$(ETCD_URL)"
   wait_for 10 log_has "watching" || fail "no watch: $(cat "$D_LOG")"
   local t0 t1
   publish_a one
@@ -116,7 +104,7 @@ metric() {
   publish_a before
   # A local project of B is left alone.
   on B esbx_ok project create local --from "$BATS_TEST_TMPDIR/src"
-  start_esbxd B
+  esbxd_for B
   wait_for 10 stack_top_is B "$top" || fail "not synced at start: $(cat "$D_LOG")"
   [ ! -e "$HOST_B/projects/local/remote" ]
   run grep -c "prefetched" "$D_LOG"
@@ -126,7 +114,7 @@ metric() {
 @test "etcd restarted under a watching esbxd: the watch reconnects from its revision" {
   on A esbx_ok project push p
   on B esbx_ok project pull p
-  start_esbxd B
+  esbxd_for B
   wait_for 10 log_has "watching" || fail "no watch"
   stop_etcd
   wait_for 10 log_has "etcd watch.*127.0.0.1:$ETCD_PORT" || fail "no warning: $(cat "$D_LOG")"
@@ -145,7 +133,7 @@ metric() {
   on A esbx_ok project push p
   on B esbx_ok project pull p
   local t0 t1 pid
-  start_esbxd B
+  esbxd_for B
   wait_for 10 log_has "watching" || fail "no watch"
   pid=$ESBXD_PID
   t0=$(date +%s%N)
@@ -157,7 +145,7 @@ metric() {
   ESBXD_PID=
 
   stop_etcd
-  start_esbxd B
+  esbxd_for B
   wait_for 10 log_has "etcd watch" || fail "no warning"
   pid=$ESBXD_PID
   t0=$(date +%s%N)
@@ -176,7 +164,7 @@ metric() {
   on B esbx_ok project pull p
   rm "$HOST_B/remote.json"
   printf 'registry = %s\netcd = http://127.0.0.1:%s\n' "$(REGISTRY_URL)" "$dead" >"$D_DIR/esbxd.conf"
-  start_esbxd B
+  esbxd_for B
   wait_for 10 log_has "127.0.0.1:$dead" || fail "no warning naming the etcd URL: $(cat "$D_LOG")"
   publish_a hup
   printf 'registry = %s\netcd = %s\n' "$(REGISTRY_URL)" "$(ETCD_URL)" >"$D_DIR/esbxd.conf"
@@ -242,7 +230,7 @@ start_tls_etcd() {
   on A make_session p a
   [ "$(cat "$m/tls.txt")" = tls ]
   # esbxd watches through the same certificates.
-  start_esbxd B
+  esbxd_for B
   wait_for 10 log_has "watching" || fail "no watch: $(cat "$D_LOG")"
   publish_a overtls
   wait_for 10 stack_top_is B "$top" || fail "not prefetched: $(cat "$D_LOG")"
@@ -276,7 +264,7 @@ start_tls_etcd() {
 watch_marked() {
   local var="HOST_$1" ino
   ino=$(stat -c %i "${!var}/remote.watch" 2>/dev/null) || return 1
-  grep -qE "OFDLCK +ADVISORY +WRITE .*:$ino " /proc/locks
+  grep -qE "FLOCK +ADVISORY +WRITE .*:$ino " /proc/locks
 }
 
 create_asks_etcd() {
@@ -292,7 +280,7 @@ create_asks_etcd() {
   on B esbx_ok project pull p
   # Without a watch the create reads the head in etcd itself.
   create_asks_etcd B s0
-  start_esbxd B
+  esbxd_for B
   wait_for 10 log_has "watching" || fail "no watch: $(cat "$D_LOG")"
   wait_for 5 test -s "$HOST_B/remote.watch"
   publish_a one
@@ -305,7 +293,7 @@ create_asks_etcd() {
   # Another etcd URL than the one watched: asked again.
   ESBX_ETCD="http://localhost:$ETCD_PORT" create_asks_etcd B s2
   # The watch gone (esbxd stopped), the lock goes with it.
-  stop_esbxd
+  esbxd_down
   create_asks_etcd B s3
   [ "$(on B "$ESBX" session list | grep -c '^s[0-9]')" -eq 4 ]
 }
@@ -315,7 +303,7 @@ create_asks_etcd() {
   on A esbx_ok project push p
   on B esbx_ok project pull p
   # esbxd's registry is one nobody answers: its syncs fail, the CLI's work.
-  start_esbxd B --registry "http://127.0.0.1:$(free_port)/t$BATS_TEST_NUMBER"
+  esbxd_for B --registry "http://127.0.0.1:$(free_port)/t$BATS_TEST_NUMBER"
   wait_for 10 log_has "watching" || fail "no watch: $(cat "$D_LOG")"
   wait_for 5 test -s "$HOST_B/remote.watch"
   run create_asks_etcd B s0

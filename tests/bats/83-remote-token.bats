@@ -70,14 +70,6 @@ YAML
   return 1
 }
 
-stop_pidfile() {
-  local pid
-  pid=$(cat "$1" 2>/dev/null) || return 0
-  kill "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  rm -f "$1"
-}
-
 setup_file() {
   command -v docker-registry >/dev/null || skip "docker-registry is not installed"
   command -v etcd >/dev/null || skip "etcd is not installed"

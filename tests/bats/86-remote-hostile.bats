@@ -12,7 +12,6 @@
 load remote_helpers
 
 HOSTILE=$BATS_TEST_DIRNAME/hostile_remote.py
-ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
 
 setup_file() {
   command -v python3 >/dev/null || skip "python3 is not installed"
@@ -42,18 +41,11 @@ setup() {
 }
 
 teardown() {
-  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${D_LOG:-}" ]; then
-    echo "--- esbxd log"
-    tail -n 20 "$D_LOG"
-  fi
-  stop_esbxd
+  esbxd_log_if_failed "${D_LOG:-}" 20
+  esbxd_down
   [ -z "${SRV_PID:-}" ] || kill "$SRV_PID" 2>/dev/null || true
   teardown_hosts
   rm -rf "$CANARY"
-}
-
-stop_esbxd() {
-  esbxd_down
 }
 
 start_hostile() {
@@ -259,10 +251,10 @@ tar_attack() {
   [ "$(stat -c %h /etc/passwd)" -eq 1 ]
 }
 
-# `start_esbxd`: esbxd of B watching the hostile etcd (B has p shared,
-# pulled untampered, so its syncs have nothing to do), metrics on a free
-# port.
-start_esbxd() {
+# `esbxd_watching_hostile`: esbxd of B watching the hostile etcd (B has p
+# shared, pulled untampered, so its syncs have nothing to do), metrics on
+# a free port.
+esbxd_watching_hostile() {
   on B esbx_ok project pull p
   D_LOG=$BATS_TEST_TMPDIR/esbxd.log
   esbxd_up "$HOST_B" "$BATS_TEST_TMPDIR" "$D_LOG" \
@@ -278,7 +270,7 @@ watch_attack() {
   gen=$(cat "$1")
   echo "{\"method\": \"POST\", \"path\": \"/v3/watch\", \"gen\": $gen}" >"$BATS_TEST_TMPDIR/route"
   craft --route "@$BATS_TEST_TMPDIR/route"
-  start_esbxd
+  esbxd_watching_hostile
   cpu0=$(awk '{print $14 + $15}' "/proc/$ESBXD_PID/stat")
   sleep "$secs"
   kill -0 "$ESBXD_PID" || fail "esbxd died: $(tail -n 5 "$D_LOG")"

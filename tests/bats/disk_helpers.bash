@@ -5,7 +5,7 @@
 # removes the store, then the mount and the image.  The default hooks do
 # both.
 
-load ./helpers.bash
+load helpers
 
 setup_small_store() {
   local mib=$1 fstype=${2:-ext4}

@@ -8,11 +8,10 @@
 # volumes through dockerd; they ask by name.  teardown_docker removes every
 # container, volume, esbxd and mount a test made, pass or fail.
 
-load ./helpers.bash
+load helpers
 
-ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
 ESBX_TEST_IMAGE=${ESBX_TEST_IMAGE:-esbx-test:latest}
-export ESBXD ESBX_TEST_IMAGE
+export ESBX_TEST_IMAGE
 
 # Once per file: dockerd up, test image present.
 setup_docker_file() {
@@ -67,10 +66,7 @@ teardown_docker() {
       docker volume rm -f "$v" >/dev/null 2>&1 || true
     done
   fi
-  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${ESBXD_LOG:-}" ]; then
-    echo "--- last lines of the esbxd log"
-    tail -n 30 "$ESBXD_LOG"
-  fi
+  esbxd_log_if_failed "${ESBXD_LOG:-}"
   stop_esbxd TERM
   rm -f "${PLUGIN_SOCK:-/nonexistent}"
   teardown_store

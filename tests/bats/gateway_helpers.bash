@@ -2,10 +2,7 @@
 # its own store, plugin socket, gateway socket and metrics port, and
 # teardown_gateway stops it and removes everything, pass or fail.
 
-load ./helpers.bash
-
-ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
-export ESBXD
+load helpers
 
 setup_gateway() {
   [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"
@@ -34,10 +31,7 @@ start_gateway() {
 }
 
 teardown_gateway() {
-  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${GW_LOG:-}" ]; then
-    echo "--- last lines of the esbxd log"
-    tail -n 30 "$GW_LOG"
-  fi
+  esbxd_log_if_failed "${GW_LOG:-}"
   esbxd_down
   [ -n "${GW_DIR:-}" ] && rm -rf "$GW_DIR"
   [ -n "${GW_PLUGIN_SOCK:-}" ] && rm -f "$GW_PLUGIN_SOCK"

@@ -9,7 +9,8 @@ load '/usr/lib/bats/bats-file/load'
 ESBX_SRC=${ESBX_SRC:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
 ESBX_BUILD=${ESBX_BUILD:-$ESBX_SRC/build}
 ESBX=${ESBX:-$ESBX_BUILD/cli/esbx}
-export ESBX_SRC ESBX_BUILD ESBX
+ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
+export ESBX_SRC ESBX_BUILD ESBX ESBXD
 
 # Run esbx and check its exit status: `esbx_ok ARGS`, `esbx_fails N ARGS`.
 esbx_ok() {
@@ -127,6 +128,10 @@ make_sessions() {
   done
 }
 
+# The top layer (the head) of PROJECT (p) and the number of its layers.
+head_of() { tail -n1 "$ESBX_ROOT/projects/${1:-p}/stack"; }
+layer_count() { wc -l <"$ESBX_ROOT/projects/${1:-p}/stack"; }
+
 # The pid in session NAME's holder record.
 holder_pid() {
   sed -n 's/^ *"pid": *\([0-9]*\).*/\1/p' "$ESBX_ROOT/sessions/$1/holder.json"
@@ -160,6 +165,15 @@ print(json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v)
 # holds random temp paths).
 json_names() {
   python3 -c 'import json, sys; print(" ".join(o["name"] for o in json.load(sys.stdin)))'
+}
+
+# `esbxd_log_if_failed LOG [LINES]`: in a teardown, the last LINES (30) of
+# esbxd's LOG when the test failed.
+esbxd_log_if_failed() {
+  if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -f "${1:-}" ]; then
+    echo "--- last lines of the esbxd log"
+    tail -n "${2:-30}" "$1"
+  fi
 }
 
 # Stop the esbxd whose pid is $ESBXD_PID (if any): TERM, then KILL after

@@ -54,13 +54,17 @@ YAML
   wait_http "http://${REMOTE_ADDR:-127.0.0.1}:$REGISTRY_PORT/v2/"
 }
 
-stop_registry() {
+# `stop_pidfile FILE`: the process whose pid FILE holds ended (waits until
+# it is gone), FILE removed; nothing when there is no FILE.
+stop_pidfile() {
   local pid
-  pid=$(cat "$REMOTE_DIR/registry.pid" 2>/dev/null) || return 0
+  pid=$(cat "$1" 2>/dev/null) || return 0
   kill "$pid" 2>/dev/null || true
   while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  rm -f "$REMOTE_DIR/registry.pid"
+  rm -f "$1"
 }
+
+stop_registry() { stop_pidfile "$REMOTE_DIR/registry.pid"; }
 
 start_etcd() {
   svc_in
@@ -74,13 +78,7 @@ start_etcd() {
   wait_http "http://${REMOTE_ADDR:-127.0.0.1}:$ETCD_PORT/health"
 }
 
-stop_etcd() {
-  local pid
-  pid=$(cat "$REMOTE_DIR/etcd.pid" 2>/dev/null) || return 0
-  kill "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  rm -f "$REMOTE_DIR/etcd.pid"
-}
+stop_etcd() { stop_pidfile "$REMOTE_DIR/etcd.pid"; }
 
 setup_remote_services() {
   REMOTE_DIR=$(mktemp -d /tmp/esbx-remote.XXXXXX)
@@ -105,6 +103,17 @@ remote_services_up() {
   [ -f "$REMOTE_DIR/registry.pid" ] || start_registry
   [ -f "$REMOTE_DIR/etcd.pid" ] || start_etcd
   etcd_clear
+}
+
+# The setup of a test with two hosts: both services up (remote_services_up),
+# hosts A and B with the remote set, and project p made on A from
+# make_tree's tree (not shared yet).
+setup_hosts_ab() {
+  remote_services_up
+  new_host A
+  new_host B
+  make_tree "$BATS_TEST_TMPDIR/src"
+  on A "$ESBX" project create p --from "$BATS_TEST_TMPDIR/src" >/dev/null
 }
 
 teardown_remote_services() {
@@ -206,13 +215,7 @@ YAML
   return 1
 }
 
-stop_tls_registry() {
-  local pid
-  pid=$(cat "$1/registry.pid" 2>/dev/null) || return 0
-  kill "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  rm -f "$1/registry.pid"
-}
+stop_tls_registry() { stop_pidfile "$1/registry.pid"; }
 
 # `make_tls_certs DIR`: a CA (DIR/ca.crt), a server certificate for
 # 127.0.0.1 signed by it, and another CA (DIR/other-ca.crt) that did not

@@ -1,4 +1,4 @@
-/* Unit tests of shim/lib/egress_names.c: the names an egress session's
+/* Unit tests of shim/lib/egress/egress_names.c: the names an egress session's
    resolver refused, read from a dnsmasq log (whole lines only, from where
    the last reading stopped; cut once read when large).  */
 #include <setjmp.h>

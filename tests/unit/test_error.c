@@ -60,7 +60,7 @@ test_http_status (void **state)
     { ESBX_ERR_EXISTS, EEXIST, 400 },
     { ESBX_ERR_CONFLICT, 0, 409 },
     { ESBX_ERR_UNMERGED, 0, 409 },
-    { ESBX_ERR_FORBIDDEN, ELOOP, 400 },
+    { ESBX_ERR_FORBIDDEN, ELOOP, 403 },
     { ESBX_ERR_BUSY, EBUSY, 400 },
     { ESBX_ERR_TOO_LARGE, 0, 413 },
     { ESBX_ERR_EXEC_FAILED, EACCES, 422 },

@@ -91,12 +91,12 @@ no_such_volume (esbx_error_t *err, const char *name)
 #define bad_request(err, ...) esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, __VA_ARGS__)
 
 static const char *const known_options[]
-    = { "project", "base", "network", "from", "snapshot", "allow", "secret" };
+    = { "project", "base", "network", "from", "snapshot", "allow", "secret", "disk" };
 #define LABEL_PREFIX  "label."
 #define ENV_PREFIX    "env."
 #define SECRET_PREFIX "secret."
 #define OPTIONS_HELP                                                                               \
-  "project, base, label.KEY, env.KEY, network, from, snapshot, allow, secret, secret.KEY"
+  "project, base, label.KEY, env.KEY, network, from, snapshot, allow, secret, secret.KEY, disk"
 
 /* -o secret=NAME[,env=VAR][,file=PATH], and secret.KEY=... for more than
    one (Docker keeps one value per option): session create --secret.  */
@@ -148,6 +148,12 @@ check_options (const json_t *opts, esbx_error_t *err)
         return bad_request (err, "option `network`: `%s` is not one of none, host, egress", value);
       if (strcmp (key, "from") == 0 && value[0] != '/')
         return bad_request (err, "option `from`: `%s` is not an absolute path", value);
+      if (strcmp (key, "disk") == 0)
+        {
+          int64_t bytes;
+          if (esbx_disk_size_parse (value, &bytes, err) < 0)
+            return esbx_error_wrap (err, "option `disk`");
+        }
     }
   return 0;
 }
@@ -226,6 +232,21 @@ check_adoption (struct esbx_driver *d, const char *name, const json_t *opts, esb
       if (strcmp (base, s->base) != 0)
         {
           esbx_make_error (err, 0, "session `%s` exists with base `%s`, not `%s`", name, s->base,
+                           want);
+          goto out;
+        }
+    }
+  want = json_get_string (opts, "disk");
+  if (want)
+    {
+      int64_t bytes = 0;
+      _cleanup_free_ char *have_disk = esbx_disk_size_string (s->disk);
+
+      if (esbx_disk_size_parse (want, &bytes, err) < 0)
+        goto out;
+      if ((bytes > 0 ? bytes : 0) != s->disk)
+        {
+          esbx_make_error (err, 0, "session `%s` exists with disk `%s`, not `%s`", name, have_disk,
                            want);
           goto out;
         }
@@ -337,6 +358,10 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
   so.snapshot = json_get_string (opts, "snapshot");
+  /* -o disk=SIZE: session create --disk (checked by check_options).  */
+  if (json_get_string (opts, "disk")
+      && esbx_disk_size_parse (json_get_string (opts, "disk"), &so.disk, err) < 0)
+    return -1;
   /* -o allow=a.test,10.0.0.0/8:443: the entries of --allow, comma-separated.  */
   if (json_get_string (opts, "allow"))
     {
@@ -587,23 +612,24 @@ volume_status (struct esbx_driver *d, const struct esbx_volume *vol)
         }
       json_set (st, "head", nullable_string (head));
       json_set_string (st, "network", s->network ? s->network : "none");
+      /* The record read once serves the scan too.  */
+      if (esbx_session_changes_of (d->store, s, &cs, &err) == 0)
+        {
+          json_set_int (st, "changes", (int64_t)cs.n);
+          esbx_changeset_free (&cs);
+        }
+      else
+        {
+          json_set (st, "changes", json_new (JSON_NULL));
+          esbx_warn ("get `%s`: changes: %s", vol->name, err->msg);
+          esbx_error_free (&err);
+        }
       esbx_session_free (s);
     }
   else
     {
-      esbx_warn ("get `%s`: %s", vol->name, err->msg);
-      esbx_error_free (&err);
-    }
-
-  if (esbx_session_changes (d->store, vol->name, &cs, &err) == 0)
-    {
-      json_set_int (st, "changes", (int64_t)cs.n);
-      esbx_changeset_free (&cs);
-    }
-  else
-    {
       json_set (st, "changes", json_new (JSON_NULL));
-      esbx_warn ("get `%s`: changes: %s", vol->name, err->msg);
+      esbx_warn ("get `%s`: %s", vol->name, err->msg);
       esbx_error_free (&err);
     }
 

@@ -123,15 +123,13 @@ parse_body (struct esbx_gateway_ctx *ctx)
   j = json_parse (ctx->body, ctx->len, &err);
   if (j == NULL)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "invalid JSON body: %s",
-                                err->msg);
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "invalid JSON body: %s", err->msg);
       esbx_error_free (&err);
       return NULL;
     }
   if (j->type != JSON_OBJECT)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "the body must be a JSON object");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "the body must be a JSON object");
       json_free (j);
       return NULL;
     }
@@ -172,12 +170,12 @@ handle (struct esbx_gateway *gw, struct esbx_gateway_ctx *ctx, const char *url,
   route = find_route (ctx->method, url, arg, sizeof arg, &path_known);
   if (route == NULL)
     {
-      if (path_known)
-        esbx_gateway_reply_error (ctx, MHD_HTTP_METHOD_NOT_ALLOWED, ESBX_EXIT_USAGE,
-                                  "method %s not allowed on `%s`", ctx->method, url);
-      else
-        esbx_gateway_reply_error (ctx, MHD_HTTP_NOT_FOUND, ESBX_EXIT_USAGE, "no such endpoint `%s`",
-                                  url);
+      _cleanup_free_ char *msg = path_known
+                                     ? xasprintf ("method %s not allowed on `%s`", ctx->method, url)
+                                     : xasprintf ("no such endpoint `%s`", url);
+
+      esbx_gateway_reply_refused (
+          ctx, path_known ? MHD_HTTP_METHOD_NOT_ALLOWED : MHD_HTTP_NOT_FOUND, ESBX_ERR_USAGE, msg);
       *endpoint = "unknown";
       return;
     }
@@ -185,8 +183,8 @@ handle (struct esbx_gateway *gw, struct esbx_gateway_ctx *ctx, const char *url,
   ctx->arg = arg;
   if (arg[0] && !esbx_name_valid (arg))
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "invalid name `%s`: names must match %s", arg, ESBX_NAME_RULE);
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "invalid name `%s`: names must match %s",
+                               arg, ESBX_NAME_RULE);
       return;
     }
   if (route->json_body && (ctx->json = parse_body (ctx)) == NULL)
@@ -221,12 +219,13 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
   if (req->refused == MHD_HTTP_UNAUTHORIZED)
     {
       esbx_metrics_auth_failure (gw->metrics);
-      esbx_gateway_reply_error (&ctx, req->refused, ESBX_EXIT_ERROR, "unauthorized: %s", req->why);
+      _cleanup_free_ char *msg = xasprintf ("unauthorized: %s", req->why);
+      esbx_gateway_reply_refused (&ctx, req->refused, ESBX_ERR_FORBIDDEN, msg);
       endpoint = "unauthenticated";
     }
   else if (req->refused)
     {
-      esbx_gateway_reply_error (&ctx, req->refused, ESBX_EXIT_USAGE, "%s", req->why);
+      esbx_gateway_reply_refused (&ctx, req->refused, ESBX_ERR_USAGE, req->why);
       endpoint = "too_large";
     }
   else

@@ -65,6 +65,32 @@ esbx_grant_network (struct esbx_gateway_ctx *ctx, const char *project, const cha
 }
 
 bool
+esbx_grant_disk (struct esbx_gateway_ctx *ctx, const char *project, int64_t disk, char **reason)
+{
+  _cleanup_free_ char *limit = limit_of (ctx->token), *most = NULL, *asked = NULL;
+  esbx_error_t err = NULL;
+  int64_t d = 0;
+
+  if (limit == NULL || disk == 0)
+    return true;
+  /* A project that does not exist fails later, with its own error.  */
+  if (project && esbx_disk_default (ctx->store, project, &d, &err) < 0)
+    {
+      *reason = xasprintf ("token `%s`: %s", ctx->token->id, err->msg);
+      esbx_error_free (&err);
+      return false;
+    }
+  if (d <= 0 || (disk > 0 && disk <= d))
+    return true;
+  most = esbx_disk_size_string (d);
+  asked = esbx_disk_size_string (disk);
+  *reason = xasprintf ("token `%s` is limited to %s: a disk of %s, more than the default of %s, "
+                       "needs a token without project or session limits",
+                       ctx->token->id, limit, asked, most);
+  return false;
+}
+
+bool
 esbx_grant_secrets (struct esbx_gateway_ctx *ctx, const char *project, char *const *specs,
                     char **reason)
 {

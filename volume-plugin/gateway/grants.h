@@ -26,6 +26,13 @@ bool esbx_grant_network (struct esbx_gateway_ctx *ctx, const char *project, cons
 bool esbx_grant_secrets (struct esbx_gateway_ctx *ctx, const char *project, char *const *specs,
                          char **reason);
 
+/* Whether the token of CTX may make a session of PROJECT with a disk of
+   DISK bytes (0: the default, ESBX_DISK_NONE: none).  Where a default
+   applies (the project's or the store's), a limited token gets at most
+   that: a larger disk, or none, needs a token without limits.  */
+bool esbx_grant_disk (struct esbx_gateway_ctx *ctx, const char *project, int64_t disk,
+                      char **reason);
+
 /* Whether the token of CTX has room for one more session of PROJECT on
    NETWORK (NULL: the project's default): fewer sessions than its
    max_sessions, and when the session is on the egress network, fewer of

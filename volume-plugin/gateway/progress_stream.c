@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include "thread.h"
+
 #include <pthread.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -22,10 +24,9 @@ struct work
   esbx_gateway_work_fn fn;
   void *data;
   void (*data_free) (void *);
-  pthread_t thread;
-  bool started; /* THREAD is to be joined */
-  int rd, wr;   /* the pipe of report lines, both ends non-blocking */
-  int done;     /* eventfd: the work has finished */
+  struct esbx_thread thread;
+  int rd, wr; /* the pipe of report lines, both ends non-blocking */
+  int done;   /* eventfd: the work has finished */
   bool finished;
   struct esbx_progress sink;
 
@@ -98,8 +99,7 @@ run (void *arg)
 static void
 work_free (struct work *w)
 {
-  if (w->started)
-    pthread_join (w->thread, NULL);
+  esbx_thread_join (&w->thread);
   if (w->rd >= 0)
     close (w->rd);
   if (w->wr >= 0)
@@ -140,10 +140,7 @@ pull (struct work *w, char *buf, size_t max)
 static void
 join (struct work *w)
 {
-  if (!w->started)
-    return;
-  pthread_join (w->thread, NULL);
-  w->started = false;
+  esbx_thread_join (&w->thread);
 }
 
 /* The line that ends the reports: the result, or the error.  */
@@ -158,8 +155,7 @@ end_line (struct work *w)
     json_set (o, "result", steal_pointer (&w->result));
   else
     {
-      json_set_string (o, "error", w->err->msg);
-      json_set_int (o, "code", esbx_error_exit_status (w->err));
+      json_set_error (o, w->err);
     }
   free (w->out);
   w->out = json_serialize (o, false, &n);
@@ -225,9 +221,8 @@ esbx_gateway_reply_progress (struct esbx_gateway_ctx *ctx, esbx_gateway_work_fn 
   w->rd = p[0];
   w->wr = p[1];
   w->done = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (w->done < 0 || (errno = pthread_create (&w->thread, NULL, run, w)) != 0)
+  if (w->done < 0 || esbx_thread_start (&w->thread, run, w, "progress", &w->err) < 0)
     goto fail;
-  w->started = true;
 
   /* Until the first report the HTTP status can still tell a failure.  */
   n = pull (w, first, sizeof first);
@@ -248,15 +243,16 @@ esbx_gateway_reply_progress (struct esbx_gateway_ctx *ctx, esbx_gateway_work_fn 
                                                    stream_free);
   if (ctx->stream == NULL)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                "cannot start the progress stream");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "cannot start the progress stream");
       return work_free (w);
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, ESBX_GATEWAY_PROGRESS_TYPE);
   ctx->status = MHD_HTTP_OK;
   return;
 fail:
-  esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                            "progress stream: %s", strerror (errno));
+  if (w->err)
+    esbx_gateway_reply_err (ctx, &w->err);
+  else
+    esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "progress stream: %s", strerror (errno));
   work_free (w);
 }

@@ -11,7 +11,7 @@
 
      {"result": {...}}                  what the route answers without
                                         ?progress=1
-     {"error": MSG, "code": N}          the work failed after its first report
+     {"error", "kind", "code"}          the work failed after its first report
 
    and, after a result, the route's payload if it has one (an export's
    archive).  Until the first report a failure is still an HTTP error, as

@@ -26,28 +26,47 @@ esbx_gateway_reply_json (struct esbx_gateway_ctx *ctx, unsigned status, json_t *
   json_free (doc);
 }
 
-void
-esbx_gateway_reply_error (struct esbx_gateway_ctx *ctx, unsigned status, int code, const char *fmt,
-                          ...)
+/* {"error", "kind", "code"}: the message, the kind it was made with and
+   the exit status the CLI gives it (a remote CLI takes the kind).  */
+static void
+reply_error (struct esbx_gateway_ctx *ctx, unsigned status, const struct esbx_error *e)
 {
   json_t *o = json_new (JSON_OBJECT);
+
+  json_set_error (o, e);
+  free (ctx->reason);
+  ctx->reason = xstrdup (e->msg);
+  esbx_gateway_reply_json (ctx, status, o);
+}
+
+void
+esbx_gateway_reply_fail (struct esbx_gateway_ctx *ctx, enum esbx_error_kind kind, int status,
+                         const char *fmt, ...)
+{
   _cleanup_free_ char *msg = NULL;
+  struct esbx_error e = { .kind = kind, .status = status };
   va_list ap;
 
   va_start (ap, fmt);
   msg = xvasprintf (fmt, ap);
   va_end (ap);
-  json_set_string (o, "error", msg);
-  json_set_int (o, "code", code);
-  free (ctx->reason);
-  ctx->reason = xstrdup (msg);
-  esbx_gateway_reply_json (ctx, status, o);
+  e.msg = msg;
+  reply_error (ctx, esbx_http_status_of_error (&e), &e);
+}
+
+void
+esbx_gateway_reply_refused (struct esbx_gateway_ctx *ctx, unsigned status,
+                            enum esbx_error_kind kind, const char *msg)
+{
+  struct esbx_error e = { .kind = kind, .msg = (char *)msg };
+
+  reply_error (ctx, status, &e);
 }
 
 void
 esbx_gateway_reply_forbidden (struct esbx_gateway_ctx *ctx, char *reason)
 {
-  esbx_gateway_reply_error (ctx, MHD_HTTP_FORBIDDEN, ESBX_EXIT_ERROR, "forbidden: %s", reason);
+  esbx_gateway_reply_fail (ctx, ESBX_ERR_FORBIDDEN, 0, "forbidden: %s", reason);
   free (reason);
 }
 
@@ -56,8 +75,7 @@ esbx_gateway_reply_forbidden (struct esbx_gateway_ctx *ctx, char *reason)
 void
 esbx_gateway_reply_err (struct esbx_gateway_ctx *ctx, esbx_error_t *err)
 {
-  esbx_gateway_reply_error (ctx, esbx_http_status_of_error (*err), esbx_error_exit_status (*err),
-                            "%s", (*err)->msg);
+  reply_error (ctx, esbx_http_status_of_error (*err), *err);
   esbx_error_free (err);
 }
 
@@ -180,8 +198,8 @@ esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowe
 
       if (!field_allowed (key, allowed))
         {
-          esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                    "unknown field `%s` in the request body", key);
+          esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "unknown field `%s` in the request body",
+                                   key);
           return -1;
         }
       for (k = 0; strcmp (allowed[k], key) != 0; k++)
@@ -193,12 +211,11 @@ esbx_gateway_check_body (struct esbx_gateway_ctx *ctx, const char *const *allowe
           || (want == 'a' && v->type != JSON_ARRAY) || (want == 'o' && v->type != JSON_OBJECT)
           || ((want == 'a' || want == 'o') && !all_strings (v)))
         {
-          esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                    "field `%s` must be %s", key,
-                                    want == 's'   ? "a string"
-                                    : want == 'b' ? "true or false"
-                                    : want == 'a' ? "an array of strings"
-                                                  : "an object of strings");
+          esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "field `%s` must be %s", key,
+                                   want == 's'   ? "a string"
+                                   : want == 'b' ? "true or false"
+                                   : want == 'a' ? "an array of strings"
+                                                 : "an object of strings");
           return -1;
         }
     }
@@ -222,8 +239,7 @@ esbx_gateway_session_must_exist (struct esbx_gateway_ctx *ctx)
 {
   if (esbx_session_exists (ctx->store, ctx->arg))
     return 0;
-  esbx_gateway_reply_error (ctx, MHD_HTTP_NOT_FOUND, ESBX_EXIT_ERROR, "session `%s` does not exist",
-                            ctx->arg);
+  esbx_gateway_reply_fail (ctx, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", ctx->arg);
   return -1;
 }
 
@@ -237,8 +253,8 @@ esbx_gateway_reply_report (struct esbx_gateway_ctx *ctx, esbx_gateway_report_fn 
   int r;
 
   if (f == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "open_memstream: %s", strerror (errno));
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "open_memstream: %s",
+                                    strerror (errno));
   r = report (ctx, f, &err);
   fclose (f);
   if (r < 0)

@@ -85,8 +85,15 @@ const char *esbx_gateway_query (struct esbx_gateway_ctx *ctx, const char *key);
 bool esbx_gateway_query_flag (struct MHD_Connection *conn, const char *key);
 
 void esbx_gateway_reply_json (struct esbx_gateway_ctx *ctx, unsigned status, json_t *doc);
-void esbx_gateway_reply_error (struct esbx_gateway_ctx *ctx, unsigned status, int code,
-                               const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+/* An error of KIND (STATUS: the errno behind it, 0 when none): its HTTP
+   status and exit status follow from the kind, in esbx_http_status_of_error
+   and esbx_error_exit_status, as for a library error.  */
+void esbx_gateway_reply_fail (struct esbx_gateway_ctx *ctx, enum esbx_error_kind kind, int status,
+                              const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+/* A refusal of the HTTP layer itself, whose status no kind gives (401 no
+   token, 405 a method the path has not).  */
+void esbx_gateway_reply_refused (struct esbx_gateway_ctx *ctx, unsigned status,
+                                 enum esbx_error_kind kind, const char *msg);
 /* 403 "forbidden: REASON" (REASON owned, freed): a request the token may
    not make, refused before it changes anything.  */
 void esbx_gateway_reply_forbidden (struct esbx_gateway_ctx *ctx, char *reason);

@@ -4,6 +4,7 @@
 #include "routes.h"
 #include "routes_exec.h"
 #include "routes_files.h"
+#include "routes_git.h"
 #include "routes_layers.h"
 #include "routes_maintenance.h"
 #include "routes_mcp.h"
@@ -29,6 +30,10 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_project_rm, NULL },
   { "POST", "/v1/projects/*/squash", "project_squash", M, GATEWAY_TARGET_PROJECT, false,
     esbx_gateway_project_squash, NULL },
+  { "POST", "/v1/projects/*/push-git", "project_push_git", M, GATEWAY_TARGET_PROJECT, true,
+    esbx_gateway_project_push_git, NULL },
+  { "POST", "/v1/projects/*/pull-git", "project_pull_git", M, GATEWAY_TARGET_PROJECT, true,
+    esbx_gateway_project_pull_git, NULL },
   { "GET", "/v1/projects/*/log", "project_log", O, GATEWAY_TARGET_PROJECT, false,
     esbx_gateway_project_log, NULL },
   { "GET", "/v1/projects/*/blame", "project_blame", O, GATEWAY_TARGET_PROJECT, false,

@@ -7,7 +7,7 @@
      {"stdout": TEXT} or {"stdout_hex": HEX}   a piece of its stdout
      {"stderr": TEXT} or {"stderr_hex": HEX}   a piece of its stderr
      {"status": N}                             the end: its exit status
-     {"error": MSG, "code": N}                 the end: it stopped short
+     {"error": MSG, "kind": K, "code": N}      the end: it stopped short
 
    esbxd holds one piece of output (EXEC_CHUNK bytes) at a time: when the
    client reads slowly, the command waits on its pipe as it would on a
@@ -40,7 +40,7 @@
 
 static const char *const stream_name[2] = { "stdout", "stderr" };
 
-struct exec_run
+struct gateway_exec
 {
   pid_t pid; /* the child running esbx_exec_run; 0 once reaped */
   int pidfd;
@@ -105,7 +105,7 @@ nonblocking_pipe (int p[2])
 }
 
 static int
-start (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, struct exec_run *r)
+start (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, struct gateway_exec *r)
 {
   int out[2] = { -1, -1 }, err[2] = { -1, -1 };
 
@@ -125,8 +125,7 @@ start (struct esbx_gateway_ctx *ctx, const struct esbx_exec_opts *o, struct exec
   r->pidfd = pidfd_open (r->pid, 0);
   return 0;
 fail:
-  esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "exec: %s",
-                            strerror (errno));
+  esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "exec: %s", strerror (errno));
   for (int i = 0; i < 2; i++)
     {
       if (out[i] >= 0)
@@ -181,7 +180,7 @@ set_bytes (json_t *o, const char *name, const char *data, size_t len)
 }
 
 static void
-add_frame (struct exec_run *r, json_t *o)
+add_frame (struct gateway_exec *r, json_t *o)
 {
   size_t n;
   _cleanup_free_ char *line = json_serialize (o, false, &n);
@@ -194,7 +193,7 @@ add_frame (struct exec_run *r, json_t *o)
 }
 
 static void
-keep_bytes (struct exec_run *r, int i, const char *data, size_t len)
+keep_bytes (struct gateway_exec *r, int i, const char *data, size_t len)
 {
   size_t room = EXEC_KEEP - r->nkeep[i];
 
@@ -210,7 +209,7 @@ keep_bytes (struct exec_run *r, int i, const char *data, size_t len)
 
 /* A piece of stream I (LAST: its end).  */
 static void
-add_output (struct exec_run *r, int i, const char *buf, size_t n, bool last)
+add_output (struct gateway_exec *r, int i, const char *buf, size_t n, bool last)
 {
   _cleanup_free_ char *data = xmalloc (r->ntail[i] + n + 1);
   size_t len = r->ntail[i] + n, hold;
@@ -235,7 +234,7 @@ add_output (struct exec_run *r, int i, const char *buf, size_t n, bool last)
 }
 
 static void
-reap (struct exec_run *r, bool wait)
+reap (struct gateway_exec *r, bool wait)
 {
   pid_t p;
 
@@ -249,7 +248,7 @@ reap (struct exec_run *r, bool wait)
    the pipe, and nothing more is coming even when a copy of the write end
    lingers in another process: "nothing now" is then the end.  */
 static void
-read_stream (struct exec_run *r, int i, bool *got)
+read_stream (struct gateway_exec *r, int i, bool *got)
 {
   char buf[EXEC_CHUNK];
   ssize_t n = TEMP_FAILURE_RETRY (read (r->fd[i], buf, sizeof buf));
@@ -270,7 +269,7 @@ read_stream (struct exec_run *r, int i, bool *got)
 /* The error esbx_exec_run sent, if it failed: the child has ended, so the
    report holds all it ever will.  */
 static void
-read_failure (struct exec_run *r)
+read_failure (struct gateway_exec *r)
 {
   struct esbx_sync_msg msg;
 
@@ -293,7 +292,7 @@ exit_status (int wstatus)
 }
 
 static void
-add_end (struct exec_run *r)
+add_end (struct gateway_exec *r)
 {
   json_t *o;
 
@@ -304,8 +303,7 @@ add_end (struct exec_run *r)
   o = json_new (JSON_OBJECT);
   if (r->failure)
     {
-      json_set_string (o, "error", r->failure->msg);
-      json_set_int (o, "code", esbx_error_exit_status (r->failure));
+      json_set_error (o, r->failure);
     }
   else
     json_set_int (o, "status", exit_status (r->wstatus));
@@ -315,7 +313,7 @@ add_end (struct exec_run *r)
 /* Wait for the command's next piece of output, or its end.  Without a
    pidfd (kernels before 5.3) the child is looked at every 100 ms.  */
 static void
-step (struct exec_run *r)
+step (struct gateway_exec *r)
 {
   bool got = false;
   int i;
@@ -353,7 +351,7 @@ step (struct exec_run *r)
 /* ---- the answer --------------------------------------------------------- */
 
 static void
-run_free (struct exec_run *r)
+run_free (struct gateway_exec *r)
 {
   int i;
 
@@ -386,7 +384,7 @@ run_free (struct exec_run *r)
 static ssize_t
 stream_read (void *cls, uint64_t pos, char *buf, size_t max)
 {
-  struct exec_run *r = cls;
+  struct gateway_exec *r = cls;
   size_t n;
 
   (void)pos;
@@ -414,7 +412,7 @@ stream_free (void *cls)
    any output (esbx_http_status_of_error: 422 when it could not be
    started).  */
 static bool
-reply_failure (struct esbx_gateway_ctx *ctx, struct exec_run *r)
+reply_failure (struct esbx_gateway_ctx *ctx, struct gateway_exec *r)
 {
   if (r->failure == NULL)
     return false;
@@ -423,7 +421,7 @@ reply_failure (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 }
 
 static void
-reply_stream (struct esbx_gateway_ctx *ctx, struct exec_run *r)
+reply_stream (struct esbx_gateway_ctx *ctx, struct gateway_exec *r)
 {
   /* Until the first piece of output, a failure to start is still an
      HTTP error.  */
@@ -435,8 +433,7 @@ reply_stream (struct esbx_gateway_ctx *ctx, struct exec_run *r)
                                                    stream_free);
   if (ctx->stream == NULL)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                "exec: cannot start the output stream");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "exec: cannot start the output stream");
       return run_free (r);
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
@@ -444,7 +441,7 @@ reply_stream (struct esbx_gateway_ctx *ctx, struct exec_run *r)
 }
 
 static void
-reply_document (struct esbx_gateway_ctx *ctx, struct exec_run *r)
+reply_document (struct esbx_gateway_ctx *ctx, struct gateway_exec *r)
 {
   json_t *res;
   int i;
@@ -482,8 +479,8 @@ log_limit (struct esbx_gateway_ctx *ctx, uint64_t *limit)
     return 0;
   if (esbx_parse_size (s, &asked, &err) < 0 || asked == 0)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "field `log_limit` must be a size of at least 1 byte, e.g. 1M");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                               "field `log_limit` must be a size of at least 1 byte, e.g. 1M");
       esbx_error_free (&err);
       return -1;
     }
@@ -500,7 +497,7 @@ esbx_gateway_session_exec (struct esbx_gateway_ctx *ctx)
       = { "argv", "env", "cwd", "user", "detach", "stream", "log_limit", NULL };
   struct esbx_exec_opts o = { 0 };
   _cleanup_free_ char **argv = NULL, **env = NULL;
-  struct exec_run *r;
+  struct gateway_exec *r;
   const json_t *a;
   esbx_error_t err = NULL;
   size_t i;
@@ -510,8 +507,8 @@ esbx_gateway_session_exec (struct esbx_gateway_ctx *ctx)
     return;
   a = json_get (ctx->json, "argv");
   if (a == NULL || a->type != JSON_ARRAY || json_len (a) == 0)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "field `argv` is required: a non-empty array of strings");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                    "field `argv` is required: a non-empty array of strings");
   argv = esbx_gateway_strings (a);
   env = esbx_gateway_strings (json_get (ctx->json, "env"));
   for (i = 0; env[i]; i++)

@@ -44,14 +44,12 @@ clean_request_path (struct esbx_gateway_ctx *ctx, bool allow_root, char **rel)
 
   if (path == NULL)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                "query parameter `path` is required");
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "query parameter `path` is required");
       return -1;
     }
   if (esbx_clean_relpath (path, allow_root, rel, &err) < 0)
     {
-      esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE, "path `%s`: %s", path,
-                                err->msg);
+      esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "path `%s`: %s", path, err->msg);
       esbx_error_free (&err);
       return -1;
     }
@@ -76,8 +74,7 @@ list_dir (struct esbx_gateway_ctx *ctx, int fd)
   struct dirent *de;
 
   if (d == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "opendir: %s", strerror (errno));
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "opendir: %s", strerror (errno));
   arr = json_new (JSON_ARRAY);
   while ((de = readdir (d)))
     {
@@ -115,20 +112,18 @@ esbx_gateway_file_read (struct esbx_gateway_ctx *ctx)
     {
       if (err)
         return esbx_gateway_reply_err (ctx, &err);
-      return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR, "dup");
+      return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "dup");
     }
   if (fstat (fd, &st) < 0)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "stat: %s", strerror (errno));
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "stat: %s", strerror (errno));
   if (S_ISDIR (st.st_mode))
     return list_dir (ctx, fd);
   if (!S_ISREG (st.st_mode))
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
-                                     "`%s` is a %s, not a regular file", rel, type_of (st.st_mode));
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, 0, "`%s` is a %s, not a regular file",
+                                    rel, type_of (st.st_mode));
   if ((uint64_t)st.st_size > ESBX_GATEWAY_MAX_FILE_READ)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_CONTENT_TOO_LARGE, ESBX_EXIT_ERROR,
-                                     "`%s` is larger than %u bytes", rel,
-                                     ESBX_GATEWAY_MAX_FILE_READ);
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_TOO_LARGE, 0, "`%s` is larger than %u bytes", rel,
+                                    ESBX_GATEWAY_MAX_FILE_READ);
   esbx_gateway_reply_file (ctx, fd, "application/octet-stream");
 }
 
@@ -147,9 +142,9 @@ esbx_gateway_file_write (struct esbx_gateway_ctx *ctx)
     {
       mode = strtoul (mode_s, &end, 8);
       if (*mode_s == '\0' || *end || mode > 0777)
-        return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                         "query parameter `mode` must be octal permission bits (no "
-                                         "setuid, setgid or sticky)");
+        return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                        "query parameter `mode` must be octal permission bits (no "
+                                        "setuid, setgid or sticky)");
     }
   if (clean_request_path (ctx, false, &rel) < 0 || (root = open_session_root (ctx)) < 0)
     return;
@@ -161,19 +156,18 @@ esbx_gateway_file_write (struct esbx_gateway_ctx *ctx)
   fd = openat (dir, base, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
                (mode_t)mode);
   if (fd < 0)
-    return esbx_gateway_reply_error (
-        ctx, errno == ELOOP ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR,
-        ESBX_EXIT_ERROR, "write `%s`: %s", rel,
+    return esbx_gateway_reply_fail (
+        ctx, errno == ELOOP ? ESBX_ERR_FORBIDDEN : ESBX_ERR_FAILED, errno, "write `%s`: %s", rel,
         errno == ELOOP ? "is a symlink; refusing to follow it" : strerror (errno));
   {
     struct stat st;
     if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
-      return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_ERROR,
-                                       "write `%s`: not a regular file", rel);
+      return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, 0, "write `%s`: not a regular file",
+                                      rel);
   }
   if (esbx_write_all (fd, ctx->body, ctx->len) < 0 || fchmod (fd, (mode_t)mode) < 0)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "write `%s`: %s", rel, strerror (errno));
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "write `%s`: %s", rel,
+                                    strerror (errno));
   o = json_new (JSON_OBJECT);
   json_set_string (o, "path", rel);
   json_set_int (o, "size", (int64_t)ctx->len);

@@ -23,12 +23,10 @@ esbx_gateway_project_show (struct esbx_gateway_ctx *ctx)
   esbx_error_t err = NULL;
 
   if (path == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "query parameter `path` is required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "query parameter `path` is required");
   fd = memfd_create ("esbx-show", MFD_CLOEXEC);
   if (fd < 0)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "memfd: %s", strerror (errno));
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "memfd: %s", strerror (errno));
   if (esbx_show (ctx->store, ctx->arg, layer, path, fd, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_file (ctx, fd, "application/octet-stream");
@@ -49,8 +47,8 @@ esbx_gateway_project_wait (struct esbx_gateway_ctx *ctx)
     {
       secs = strtol (timeout, &end, 10);
       if (*timeout == '\0' || *end != '\0' || secs < 0)
-        return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                         "wait: `timeout` must be a number of seconds");
+        return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                        "wait: `timeout` must be a number of seconds");
       if (secs == 0 || secs > WAIT_MAX_SECONDS)
         secs = WAIT_MAX_SECONDS;
     }

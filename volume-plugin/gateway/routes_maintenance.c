@@ -81,13 +81,12 @@ esbx_gateway_export (struct esbx_gateway_ctx *ctx)
   int fd;
 
   if (ref == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "query parameter `ref` is required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "query parameter `ref` is required");
   if (format && strcmp (format, "oci-layer") == 0)
     fmt = ESBX_EXPORT_OCI_LAYER;
   else if (format && strcmp (format, "tar") != 0)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "unknown format `%s`: expected tar or oci-layer", format);
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                    "unknown format `%s`: expected tar or oci-layer", format);
   if (esbx_gateway_wants_progress (ctx))
     {
       struct export_work *x = xmalloc0 (sizeof *x);
@@ -105,8 +104,8 @@ esbx_gateway_export (struct esbx_gateway_ctx *ctx)
   if (ctx->stream == NULL)
     {
       close (fd);
-      return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                       "export: cannot send the archive");
+      return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno,
+                                      "export: cannot send the archive");
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
   ctx->status = MHD_HTTP_OK;

@@ -6,13 +6,15 @@
    A call that asked for progress is answered with an SSE stream, fed by a
    thread of its own while MHD's connection thread waits for its frames; a
    client that goes away does not cancel it (the transport's rule: only
-   notifications/cancelled or DELETE does), its frames are dropped.  */
+   notifications/cancelled or DELETE does): its frames are dropped, and the
+   connection's thread waits for the call's end before it goes.  */
 #include "routes_mcp.h"
 #include "auth.h"
 #include "grants.h"
 #include "mcp.h"
 #include "routes.h"
 #include "text.h"
+#include "thread.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -45,10 +47,8 @@ struct esbx_gateway_mcp
   struct esbx_audit *audit;
   uint64_t exec_log_limit;
   pthread_mutex_t lock; /* all below, and every session's REFS and USED */
-  pthread_cond_t cond;  /* RUNNING went down */
   struct mcp_session *head;
   size_t n;
-  unsigned running; /* SSE threads */
 };
 
 /* ---- the host: what the token may do ------------------------------------ */
@@ -311,7 +311,6 @@ esbx_gateway_mcp_new (esbx_store_t *store, struct esbx_audit *audit, uint64_t ex
   m->audit = audit;
   m->exec_log_limit = exec_log_limit;
   pthread_mutex_init (&m->lock, NULL);
-  pthread_cond_init (&m->cond, NULL);
   return m;
 }
 
@@ -336,10 +335,7 @@ esbx_gateway_mcp_free (struct esbx_gateway_mcp *m)
   pthread_mutex_lock (&m->lock);
   while (m->head)
     unlist (m, m->head);
-  while (m->running)
-    pthread_cond_wait (&m->cond, &m->lock);
   pthread_mutex_unlock (&m->lock);
-  pthread_cond_destroy (&m->cond);
   pthread_mutex_destroy (&m->lock);
   free (m);
 }
@@ -364,8 +360,7 @@ reply_message (struct esbx_gateway_ctx *ctx, unsigned status, json_t *msg, const
   if (ctx->stream == NULL)
     {
       free (body);
-      return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                       "cannot make the answer");
+      return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, ENOMEM, "mcp: cannot make the answer");
     }
   MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
   if (sid)
@@ -457,6 +452,7 @@ struct sse
   bool gone; /* MHD is done with the stream */
   json_t *msg;
   struct mcp_session *ms;
+  struct esbx_thread thread; /* the call's */
 };
 
 static void
@@ -503,27 +499,18 @@ sse_run (void *data)
 {
   struct sse *x = data;
   struct esbx_mcp_io io = { .notify = sse_notify, .data = x };
-  struct mcp_session *ms = x->ms;
-  struct esbx_gateway_mcp *m = ms->owner;
-  json_t *res = esbx_mcp_handle (ms->srv, x->msg, &io);
-  bool gone;
+  json_t *res = esbx_mcp_handle (x->ms->srv, x->msg, &io);
 
   /* A cancelled call gets no answer: the stream just ends.  */
   pthread_mutex_lock (&x->lock);
   if (res)
     sse_push (x, res);
   x->done = true;
-  gone = x->gone;
   pthread_cond_signal (&x->cond);
   pthread_mutex_unlock (&x->lock);
   json_free (res);
-  if (gone)
-    sse_free (x);
-  pthread_mutex_lock (&m->lock);
-  unref (ms);
-  m->running--;
-  pthread_cond_broadcast (&m->cond);
-  pthread_mutex_unlock (&m->lock);
+  session_put (x->ms);
+  x->ms = NULL;
   return NULL;
 }
 
@@ -564,18 +551,18 @@ sse_read (void *cls, uint64_t pos, char *buf, size_t max)
   return (ssize_t)n;
 }
 
+/* MHD is done with the stream (its end sent, or the client gone): once
+   the call has ended too, all of it goes.  */
 static void
 sse_end (void *cls)
 {
   struct sse *x = cls;
-  bool done;
 
   pthread_mutex_lock (&x->lock);
   x->gone = true;
-  done = x->done;
   pthread_mutex_unlock (&x->lock);
-  if (done)
-    sse_free (x);
+  esbx_thread_join (&x->thread);
+  sse_free (x);
 }
 
 /* Answer MSG (owned) with an SSE stream; false when none could start
@@ -583,15 +570,11 @@ sse_end (void *cls)
 static bool
 reply_stream (struct esbx_gateway_ctx *ctx, struct mcp_session *ms, json_t *msg)
 {
-  struct esbx_gateway_mcp *m = ms->owner;
   struct sse *x = xmalloc0 (sizeof *x);
-  pthread_attr_t attr;
-  pthread_t t;
-  int r;
+  esbx_error_t err = NULL;
 
   pthread_mutex_init (&x->lock, NULL);
   pthread_cond_init (&x->cond, NULL);
-  x->ms = ms;
   ctx->stream
       = MHD_create_response_from_callback (MHD_SIZE_UNKNOWN, 16 * 1024, sse_read, x, sse_end);
   if (ctx->stream == NULL)
@@ -599,21 +582,14 @@ reply_stream (struct esbx_gateway_ctx *ctx, struct mcp_session *ms, json_t *msg)
       sse_free (x);
       return false;
     }
+  x->ms = ms;
   x->msg = msg;
-  pthread_mutex_lock (&m->lock);
-  m->running++;
-  pthread_mutex_unlock (&m->lock);
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  r = pthread_create (&t, &attr, sse_run, x);
-  pthread_attr_destroy (&attr);
-  if (r != 0)
+  if (esbx_thread_start (&x->thread, sse_run, x, "mcp call", &err) < 0)
     {
-      pthread_mutex_lock (&m->lock);
-      m->running--;
-      pthread_mutex_unlock (&m->lock);
+      /* Nothing runs: the caller answers with JSON instead.  */
+      esbx_error_free (&err);
+      x->ms = NULL;
       x->msg = NULL;
-      /* Nothing runs: the stream says so as it ends.  */
       x->done = true;
       MHD_destroy_response (ctx->stream);
       ctx->stream = NULL;

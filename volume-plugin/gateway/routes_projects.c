@@ -52,8 +52,7 @@ esbx_gateway_project_create (struct esbx_gateway_ctx *ctx)
     return;
   name = json_get_string (ctx->json, "name");
   if (name == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "field `name` is required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "field `name` is required");
   /* No `from`: importing would read host paths with the daemon's rights.  */
   if (esbx_project_create (ctx->store, name, NULL, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
@@ -93,8 +92,7 @@ esbx_gateway_project_blame (struct esbx_gateway_ctx *ctx)
   esbx_error_t err = NULL;
 
   if (path == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "query parameter `path` is required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "query parameter `path` is required");
   if (esbx_blame (ctx->store, ctx->arg, path, &l, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, esbx_layer_summary_json (l));
@@ -126,8 +124,8 @@ esbx_gateway_project_network_set (struct esbx_gateway_ctx *ctx)
   allow = esbx_gateway_strings (json_get (ctx->json, "allow"));
   /* {} would read as "none" and drop the defaults: say so instead.  */
   if (network == NULL && allow[0] == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "field `network` or `allow` is required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                    "field `network` or `allow` is required");
   if (esbx_project_network_set (ctx->store, ctx->arg, network, allow, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_view (ctx, esbx_project_network_get (ctx->store, ctx->arg, &err), &err);

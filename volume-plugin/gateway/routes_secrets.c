@@ -23,8 +23,8 @@ esbx_gateway_secret_create (struct esbx_gateway_ctx *ctx)
   name = json_get_string (ctx->json, "name");
   value = json_get_string (ctx->json, "value");
   if (name == NULL || value == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "fields `name` and `value` are required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                    "fields `name` and `value` are required");
   if (esbx_secret_create (ctx->store, name, ctx->project, value, strlen (value), &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);

@@ -71,7 +71,7 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   static const char *const fields[]
       = { "project", "name",  "base",       "labels",   "network",  "workspace", "memory",
           "pids",    "cpus",  "env",        "ttl",      "idle_ttl", "snapshot",  "on_expiry",
-          "secrets", "allow", "tmpfs_size", "shm_size", NULL };
+          "secrets", "allow", "tmpfs_size", "shm_size", "disk",     NULL };
   struct esbx_session_opts o = { 0 };
   _cleanup_free_ char **labels = NULL, **secrets = NULL, **allow = NULL;
   _cleanup_strv_ char **env = NULL;
@@ -81,15 +81,14 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
   esbx_error_t err = NULL;
   char *reason = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaass") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssasssssossssaasss") < 0)
     return;
   if (session_env (json_get (ctx->json, "env"), &env, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   o.env = env;
   project = json_get_string (ctx->json, "project");
   if (project == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "field `project` is required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "field `project` is required");
   o.name = json_get_string (ctx->json, "name");
   o.base = json_get_string (ctx->json, "base");
   o.network = json_get_string (ctx->json, "network");
@@ -118,6 +117,10 @@ esbx_gateway_session_create (struct esbx_gateway_ctx *ctx)
     return esbx_gateway_reply_err (ctx, &err);
   if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
+  if ((s = json_get_string (ctx->json, "disk")) && esbx_disk_size_parse (s, &o.disk, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if (!esbx_grant_disk (ctx, project, o.disk, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   /* Counted and made under the token's lock: the last place is taken
      once.  */
   if (!esbx_grant_room (ctx, project, o.network, &lock, &reason))
@@ -172,8 +175,7 @@ esbx_gateway_session_diff (struct esbx_gateway_ctx *ctx)
       _cleanup_file_ FILE *f = NULL;
 
       if (fd < 0 || (f = fdopen (fcntl (fd, F_DUPFD_CLOEXEC, 3), "w")) == NULL)
-        return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                         "memfd: %s", strerror (errno));
+        return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "memfd: %s", strerror (errno));
       if (esbx_session_patch (ctx->store, ctx->arg, f, &err) < 0)
         return esbx_gateway_reply_err (ctx, &err);
       fflush (f);
@@ -292,8 +294,8 @@ esbx_gateway_session_events (struct esbx_gateway_ctx *ctx)
       errno = 0;
       offset = (off_t)strtoll (off, &end, 10);
       if (*off == '\0' || *end || errno || offset < 0)
-        return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                         "query parameter `offset` must be a byte offset");
+        return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                        "query parameter `offset` must be a byte offset");
     }
   if (follow && strcmp (follow, "0") != 0 && strcmp (follow, "false") != 0)
     {
@@ -306,8 +308,8 @@ esbx_gateway_session_events (struct esbx_gateway_ctx *ctx)
       if (ctx->stream == NULL)
         {
           follow_free (f);
-          return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                           "cannot start the event stream");
+          return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno,
+                                          "cannot start the event stream");
         }
       MHD_add_response_header (ctx->stream, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
       ctx->status = MHD_HTTP_OK;
@@ -335,8 +337,7 @@ reply_failed (struct esbx_gateway_ctx *ctx, esbx_error_t *err, struct esbx_publi
   esbx_publish_result_free (r);
   if (view == NULL)
     return esbx_gateway_reply_err (ctx, err);
-  json_set_string (view, "error", (*err)->msg);
-  json_set_int (view, "code", esbx_error_exit_status (*err));
+  json_set_error (view, *err);
   free (ctx->reason);
   ctx->reason = xstrdup ((*err)->msg);
   esbx_gateway_reply_json (ctx, esbx_http_status_of_error (*err), view);

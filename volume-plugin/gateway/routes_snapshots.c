@@ -50,14 +50,15 @@ esbx_gateway_session_snapshot (struct esbx_gateway_ctx *ctx)
 void
 esbx_gateway_session_fork (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { "name", "ttl", "idle_ttl", "on_expiry", NULL };
+  static const char *const fields[] = { "name", "ttl", "idle_ttl", "on_expiry", "disk", NULL };
   struct esbx_session_opts o = { 0 };
+  const char *disk;
   _cleanup_free_ char *snap = NULL, *name = NULL;
   _cleanup_close_ int lock = -1;
   esbx_error_t err = NULL;
   char *reason = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "ssss") < 0
+  if (esbx_gateway_check_body (ctx, fields, "sssss") < 0
       || esbx_gateway_session_must_exist (ctx) < 0)
     return;
   /* A fork is a new session of the project: on its default network.  */
@@ -66,6 +67,12 @@ esbx_gateway_session_fork (struct esbx_gateway_ctx *ctx)
   o.name = json_get_string (ctx->json, "name");
   if (esbx_gateway_lifetime_opts (ctx, &o, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
+  /* Without one, the fork gets its parent's.  */
+  if ((disk = json_get_string (ctx->json, "disk"))
+      && esbx_disk_size_parse (disk, &o.disk, &err) < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if (!esbx_grant_disk (ctx, ctx->project, o.disk, &reason))
+    return esbx_gateway_reply_forbidden (ctx, reason);
   if (!esbx_grant_room (ctx, ctx->project, NULL, &lock, &reason))
     return esbx_gateway_reply_forbidden (ctx, reason);
   o.token = ctx->token->id;

@@ -24,14 +24,13 @@ esbx_gateway_unmerged_show (struct esbx_gateway_ctx *ctx)
     if (strcmp (side, sides[i]) == 0)
       break;
   if (path == NULL || side == NULL || i == 3)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "unmerged: ?path=P&side=base|ours|theirs is required");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                    "unmerged: ?path=P&side=base|ours|theirs is required");
   if (esbx_gateway_session_must_exist (ctx) < 0)
     return;
   fd = memfd_create ("esbx-unmerged", MFD_CLOEXEC);
   if (fd < 0)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_INTERNAL_SERVER_ERROR, ESBX_EXIT_ERROR,
-                                     "memfd: %s", strerror (errno));
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, errno, "memfd: %s", strerror (errno));
   if (esbx_session_unmerged_show (ctx->store, ctx->arg, path, (enum esbx_side)i, fd, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_file (ctx, fd, "application/octet-stream");
@@ -48,8 +47,8 @@ esbx_gateway_unmerged_resolve (struct esbx_gateway_ctx *ctx)
     return;
   paths = esbx_gateway_strings (json_get (ctx->json, "paths"));
   if (paths == NULL || paths[0] == NULL)
-    return esbx_gateway_reply_error (ctx, MHD_HTTP_BAD_REQUEST, ESBX_EXIT_USAGE,
-                                     "resolved: \"paths\" must name at least one path");
+    return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
+                                    "resolved: \"paths\" must name at least one path");
   if (esbx_session_unmerged_resolve (ctx->store, ctx->arg, paths, &err) < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, json_new (JSON_OBJECT));

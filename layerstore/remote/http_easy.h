@@ -5,7 +5,7 @@
 #define ESBX_HTTP_EASY_H
 
 #include "curl.h"
-#include "http.h"
+#include "http_client.h"
 
 struct esbx_http_transfer
 {

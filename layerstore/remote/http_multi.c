@@ -2,7 +2,7 @@
    each is the easy handle esbx_http_do would run (http_easy.h), so
    authentication, CA, client certificate and timeouts are the same, and
    the multi handle's connection cache lets them reuse connections.  */
-#include "http.h"
+#include "http_client.h"
 #include "curl.h"
 #include "http_easy.h"
 #include "utils.h"

@@ -4,7 +4,7 @@
 #ifndef ESBX_LAYERSTORE_REMOTE_H
 #define ESBX_LAYERSTORE_REMOTE_H
 
-#include "http.h"
+#include "http_client.h"
 #include "internal.h"
 
 #define ESBX_OCI_MANIFEST      "application/vnd.oci.image.manifest.v1+json"
@@ -73,11 +73,6 @@ void esbx_registry_read_pause (int attempt);
    the last attempt, nor when the registry or its realm refused the
    credentials (ESBX_ERR_FORBIDDEN: asking again changes nothing).  */
 bool esbx_registry_read_again (const esbx_error_t e, int attempt);
-/* Download blob DIGEST into FD (truncated first) and verify its digest.  */
-int esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err);
-/* The same into memory (records, configs: at most JSON_MAX_DOCUMENT).  */
-int esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf,
-                                size_t *len, esbx_error_t *err);
 /* One blob of esbx_registry_get_blobs: into FD (truncated first) or, when
    FD < 0, into BUF/LEN (the caller frees BUF).  */
 struct esbx_registry_blob
@@ -141,7 +136,12 @@ struct esbx_remote
   char *ca; /* absolute paths, or NULL */
   char *cert;
   char *key;
-  char *token_file;  /* the registry's credentials */
+  char *token_file; /* the registry's credentials */
+  /* Read from TOKEN_FILE once, when the remote is loaded: its first line
+     ("user:password" or a bearer token), or why it could not be read
+     (said when a registry is opened).  */
+  char *credentials;
+  char *credentials_error;
   bool uncompressed; /* "compression": "none" */
   struct esbx_http_auth etcd_auth;
 };

@@ -62,7 +62,7 @@ drop_one (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
   _cleanup_close_ int lock = -1;
   _cleanup_strv_ char **sessions = NULL;
-  _cleanup_free_ char *rel = xasprintf ("projects/%s", project);
+  _cleanup_free_ char *rel = esbx_project_rel (project);
   _cleanup_free_ char *hex = esbx_random_hex (6);
   _cleanup_free_ char *grave = NULL;
 

@@ -1,5 +1,5 @@
 /* esbx: HTTP over libcurl loaded at first use (http.h says why).  */
-#include "http.h"
+#include "http_client.h"
 #include "curl.h"
 #include "http_easy.h"
 #include "fs.h"

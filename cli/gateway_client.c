@@ -1,10 +1,10 @@
-/* Remote mode: `esbx --host unix:///run/esbx/gateway.sock VERB ...` (or
+/* Gateway mode: `esbx --host unix:///run/esbx/gateway.sock VERB ...` (or
    $ESBX_HOST, with the bearer token in $ESBX_TOKEN).  Each verb parses its
    arguments as in embedded mode (cmd_*.c) and then becomes one gateway
    request through these functions; the gateway answers with the JSON view
    that `--json` prints, and print.c turns it into the same bytes embedded
-   mode prints.  Exit statuses follow the error class the gateway reports
-   ("code").  */
+   mode prints.  An error comes back with the kind it was made with
+   ("kind"), so a remote command exits as an embedded one would.  */
 #include "cli.h"
 #include "curl.h"
 #include "fs.h"
@@ -125,7 +125,7 @@ call_into (struct esbx_cli *cli, const char *method, const char *path, const cha
   if (token == NULL || token[0] == '\0')
     return esbx_make_error (
         err, 0, "gateway `%s`: set ESBX_TOKEN to a token from `esbx token create`", cli->host);
-  if (esbx_curl_load ("gateway: remote mode", err) < 0)
+  if (esbx_curl_load ("gateway mode", err) < 0)
     return -1;
   url = xasprintf ("%s%s", base, path);
   auth = xasprintf ("Authorization: Bearer %s", token);
@@ -187,17 +187,6 @@ call (struct esbx_cli *cli, const char *method, const char *path, const char *bo
   return call_into (cli, method, path, body, len, content_type, &sink, &r->status, err);
 }
 
-/* The gateway's error here: CODE, the exit status it names, gives the kind
-   (esbx_error_kind_of_exit), so that a remote command exits as a local one
-   would.  */
-static int
-gateway_error (esbx_error_t *err, int64_t code, const char *msg)
-{
-  if (code < 1 || code > 255)
-    code = ESBX_EXIT_ERROR;
-  return esbx_make_error_kind (err, esbx_error_kind_of_exit ((int)code), 0, "%s", msg);
-}
-
 /* An error answer: {"error": MSG, "code": N[, "conflicts": [...]][,
    "unmerged": [...]]}, or a refused rebase's whole view with them.  */
 static int
@@ -205,20 +194,17 @@ answer_error (struct esbx_cli *cli, const struct response *r, esbx_error_t *err)
 {
   esbx_error_t perr = NULL;
   _cleanup_json_ json_t *j = json_parse (r->body ? r->body : "", r->len, &perr);
-  const char *msg;
-  int64_t code = ESBX_EXIT_ERROR;
-
   if (j == NULL)
     {
       esbx_error_free (&perr);
       return esbx_make_error (err, 0, "gateway: HTTP %ld", r->status);
     }
-  msg = json_get_string (j, "error");
-  json_get_int (j, "code", &code);
   if (json_len (json_get (j, "conflicts")) || json_len (json_get (j, "unmerged"))
       || json_get (j, "base"))
     cli_print_refused (cli, j);
-  return gateway_error (err, code, msg ? msg : "the gateway refused the request");
+  /* The kind the error was made with: a remote command exits as a local
+     one would.  */
+  return json_get_error (j, "the gateway refused the request", err);
 }
 
 static int
@@ -246,7 +232,7 @@ request_json (struct esbx_cli *cli, const char *method, const json_t *body, json
 }
 
 int
-cli_remote_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
+cli_gateway_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
                  esbx_error_t *err, const char *fmt, ...)
 {
   va_list ap;
@@ -259,7 +245,7 @@ cli_remote_json (struct esbx_cli *cli, const char *method, const json_t *body, j
 }
 
 int
-cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *body,
+cli_gateway_print (struct esbx_cli *cli, const char *method, const json_t *body,
                   void (*print) (struct esbx_cli *, const json_t *), const char *key,
                   esbx_error_t *err, const char *fmt, ...)
 {
@@ -280,7 +266,7 @@ cli_remote_print (struct esbx_cli *cli, const char *method, const json_t *body,
 }
 
 int
-cli_remote_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err, const char *fmt,
+cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err, const char *fmt,
                 ...)
 {
   _cleanup_free_ char *path = NULL;
@@ -317,8 +303,8 @@ struct relay
   size_t len;
   bool ended;
   int64_t status;
-  char *msg; /* {"error": ...} at the end, or why the stream is unreadable */
-  int64_t code;
+  char *msg;          /* why the stream is unreadable */
+  json_t *ended_with; /* the end frame {"error", "kind", "code"} when it failed */
 };
 
 static void
@@ -362,12 +348,11 @@ relay_frame (struct relay *r, const char *line, size_t len)
         write_hex (s, stream);
       fflush (stream);
     }
-  if ((s = json_get_string (j, "error")))
+  if (json_get_string (j, "error"))
     {
       r->ended = true;
-      r->msg = xstrdup (s);
-      r->code = ESBX_EXIT_ERROR;
-      json_get_int (j, "code", &r->code);
+      json_free (r->ended_with);
+      r->ended_with = json_copy (j);
     }
   else if (json_get_int (j, "status", &r->status))
     r->ended = true;
@@ -405,7 +390,7 @@ on_exec_data (char *data, size_t size, size_t nmemb, void *userdata)
 }
 
 int
-cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err)
+cli_gateway_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err)
 {
   _cleanup_free_ char *e = esbx_url_escape (session), *path = NULL, *doc = NULL;
   struct relay r = { .status = -1 };
@@ -424,8 +409,8 @@ cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_e
       r.error.status = status;
       ret = answer_error (cli, &r.error, err);
     }
-  else if (ret >= 0 && r.msg && r.ended)
-    ret = gateway_error (err, r.code, r.msg);
+  else if (ret >= 0 && r.ended_with)
+    ret = json_get_error (r.ended_with, "", err);
   else if (ret >= 0 && r.msg)
     ret = esbx_make_error (err, 0, "gateway `%s`: %s", cli->host, r.msg);
   else if (ret >= 0 && !r.ended)
@@ -436,6 +421,7 @@ cli_remote_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_e
   response_free (&r.error);
   free (r.line);
   free (r.msg);
+  json_free (r.ended_with);
   return ret;
 }
 
@@ -457,7 +443,7 @@ struct progress_relay
   bool want_nothing; /* the result has come and nothing may follow */
 };
 
-/* A report of the gateway, drawn as a local one would be (progress.c),
+/* A report of the gateway, drawn as a local one would be (progress_draw.c),
    at the pace of the local sink.  */
 static void
 relay_report (struct progress_relay *r, const json_t *j)
@@ -588,19 +574,13 @@ static int
 progress_end (struct esbx_cli *cli, struct progress_relay *r, long status, json_t **result,
               esbx_error_t *err)
 {
-  const char *msg;
-  int64_t code = ESBX_EXIT_ERROR;
-
   if (status >= 400)
     {
       r->error.status = status;
       return answer_error (cli, &r->error, err);
     }
-  if ((msg = json_get_string (r->end, "error")))
-    {
-      json_get_int (r->end, "code", &code);
-      return gateway_error (err, code, msg);
-    }
+  if (json_get_string (r->end, "error"))
+    return json_get_error (r->end, "", err);
   if (r->write_errno)
     return esbx_make_error (err, r->write_errno, "write `%s`", r->file);
   if (r->msg)
@@ -615,7 +595,7 @@ progress_end (struct esbx_cli *cli, struct progress_relay *r, long status, json_
 }
 
 int
-cli_remote_progress (struct esbx_cli *cli, const char *method, const char *file, json_t **result,
+cli_gateway_progress (struct esbx_cli *cli, const char *method, const char *file, json_t **result,
                      esbx_error_t *err, const char *fmt, ...)
 {
   _cleanup_free_ char *path = NULL;

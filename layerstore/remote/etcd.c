@@ -3,7 +3,7 @@
  * POST /v3/kv/txn.  Keys and values travel base64-encoded; 64-bit numbers
  * are JSON strings.  */
 #include "remote.h"
-#include "http.h"
+#include "http_client.h"
 #include "text.h"
 #include "utils.h"
 

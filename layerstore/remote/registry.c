@@ -5,7 +5,7 @@
 #include "remote.h"
 #include "fs.h"
 #include "hash.h"
-#include "http.h"
+#include "http_client.h"
 #include "text.h"
 #include "utils.h"
 
@@ -14,22 +14,16 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The token file's first line: "user:password" or a bearer token.  */
+/* The remote's credentials (read when it was loaded): "user:password" or
+   a bearer token.  */
 static int
 read_credentials (const struct esbx_remote *rm, struct esbx_registry *r, esbx_error_t *err)
 {
-  _cleanup_free_ char *text = NULL;
-  size_t len;
-
-  if (rm->token_file == NULL)
+  if (rm->credentials_error)
+    return esbx_make_error (err, 0, "registry `%s`: %s", rm->registry, rm->credentials_error);
+  if (rm->credentials == NULL)
     return 0;
-  if (esbx_read_file_at (AT_FDCWD, rm->token_file, 4096, &text, &len, err) < 0)
-    return esbx_error_wrap (err, "registry `%s`: token file", rm->registry);
-  len = strcspn (text, "\r\n");
-  if (len == 0)
-    return esbx_make_error (err, 0, "registry `%s`: token file `%s` is empty", rm->registry,
-                            rm->token_file);
-  r->credentials = xstrndup (text, len);
+  r->credentials = xstrdup (rm->credentials);
   if (strchr (r->credentials, ':'))
     r->auth.userpwd = r->credentials;
   else

@@ -5,7 +5,7 @@
  * digest before the caller sees it.  */
 #include "remote.h"
 #include "fs.h"
-#include "http.h"
+#include "http_client.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -179,26 +179,5 @@ esbx_registry_get_blobs (struct esbx_registry *r, struct esbx_registry_blob *b, 
       if (k > 0)
         esbx_registry_read_pause (attempt);
     }
-  return 0;
-}
-
-int
-esbx_registry_get_blob (struct esbx_registry *r, const char *digest, int fd, esbx_error_t *err)
-{
-  struct esbx_registry_blob b = { .digest = digest, .fd = fd };
-
-  return esbx_registry_get_blobs (r, &b, 1, err);
-}
-
-int
-esbx_registry_get_blob_buf (struct esbx_registry *r, const char *digest, char **buf, size_t *len,
-                            esbx_error_t *err)
-{
-  struct esbx_registry_blob b = { .digest = digest, .fd = -1 };
-
-  if (esbx_registry_get_blobs (r, &b, 1, err) < 0)
-    return -1;
-  *buf = b.buf;
-  *len = b.len;
   return 0;
 }

@@ -1,9 +1,10 @@
-/* Running the network programs of egress sessions: a fork, setns into the
-   session's net namespace when asked, execv by absolute path (the caller's
-   PATH may lack the sbin directories).  Output goes to memfds, read after
-   the child exits, so no pipe can fill up.  */
+/* Running the network programs of egress sessions (common/run.h): setns
+   into the session's net namespace when asked, execv by absolute path (the
+   caller's PATH may lack the sbin directories).  Output goes to memfds,
+   read after the child exits, so no pipe can fill up.  */
 #include "netcmd.h"
 #include "fs.h"
+#include "run.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -21,34 +22,7 @@
 
 #define OUTPUT_MAX (4u << 20)
 
-static const char *const search_dirs[] = { "/usr/sbin", "/sbin", "/usr/bin", "/bin" };
-
-/* Runs in the child: only async-signal-safe calls.  */
-static void __attribute__ ((noreturn)) child (char *const *argv, char *const *paths, int netns_fd,
-                                              int in, int out, int errfd, unsigned long long fsize)
-{
-  sigset_t none;
-  size_t i;
-
-  sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
-  if (fsize)
-    {
-      /* A write past the limit fails with EFBIG instead of killing the
-         program: SIGXFSZ ignored stays ignored across execve.  */
-      struct rlimit rl = { .rlim_cur = (rlim_t)fsize, .rlim_max = (rlim_t)fsize };
-      if (signal (SIGXFSZ, SIG_IGN) == SIG_ERR || setrlimit (RLIMIT_FSIZE, &rl) < 0)
-        _exit (126);
-    }
-  if (netns_fd >= 0 && setns (netns_fd, CLONE_NEWNET) < 0)
-    _exit (126);
-  if (dup2 (in, 0) < 0 || dup2 (out, 1) < 0 || dup2 (errfd, 2) < 0)
-    _exit (126);
-  syscall (SYS_close_range, 3, ~0U, 0);
-  for (i = 0; paths[i]; i++)
-    execv (paths[i], argv);
-  _exit (127);
-}
+static const char *const search_dirs[] = { "/usr/sbin", "/sbin", "/usr/bin", "/bin", NULL };
 
 static char *
 read_memfd (int fd)
@@ -95,34 +69,19 @@ esbx_netcmd_limited (char *const *argv, int netns_fd, const char *input, char **
 {
   _cleanup_close_ int in = -1, outfd = -1, errfd = -1;
   _cleanup_free_ char *stderr_text = NULL;
-  char *paths[ARRAY_SIZE (search_dirs) + 1] = { NULL };
+  struct esbx_run r = { .argv = argv, .dirs = search_dirs, .netns = netns_fd, .fsize = fsize };
   int status;
-  size_t i;
-  pid_t pid;
   char *nl;
   int ret = 0;
 
-  for (i = 0; i < ARRAY_SIZE (search_dirs); i++)
-    paths[i] = xasprintf ("%s/%s", search_dirs[i], argv[0]);
   if ((in = new_memfd ("stdin", input, err)) < 0 || (outfd = new_memfd ("stdout", NULL, err)) < 0
       || (errfd = new_memfd ("stderr", NULL, err)) < 0)
-    {
-      ret = -1;
-      goto out;
-    }
-  pid = fork ();
-  if (pid < 0)
-    {
-      ret = esbx_make_error (err, errno, "fork");
-      goto out;
-    }
-  if (pid == 0)
-    child (argv, paths, netns_fd, in, outfd, errfd, fsize);
-  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
-    {
-      ret = esbx_make_error (err, errno, "wait for `%s`", argv[0]);
-      goto out;
-    }
+    return -1;
+  r.in = in;
+  r.out = outfd;
+  r.err = errfd;
+  if (esbx_run (&r, &status, err) < 0)
+    return -1;
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     {
       stderr_text = read_memfd (errfd);
@@ -138,7 +97,5 @@ esbx_netcmd_limited (char *const *argv, int netns_fd, const char *input, char **
   if (out)
     *out = read_memfd (outfd);
 out:
-  for (i = 0; paths[i]; i++)
-    free (paths[i]);
   return ret;
 }

@@ -16,6 +16,8 @@
 #include "utils.h"
 
 #include <fcntl.h>
+#include "thread.h"
+
 #include <pthread.h>
 #include <string.h>
 
@@ -38,8 +40,7 @@ enum beside_kind
 
 struct beside
 {
-  pthread_t thread;
-  bool started;
+  struct esbx_thread thread;
   enum beside_kind kind;
   const struct esbx_remote *rm;
   const char *project;
@@ -97,18 +98,14 @@ static void
 beside_start (struct beside *b, enum beside_kind kind)
 {
   b->kind = kind;
-  b->started = pthread_create (&b->thread, NULL, beside_main, b) == 0;
-  if (!b->started)
-    beside_main (b);
+  esbx_thread_start_or_run (&b->thread, beside_main, b);
 }
 
 /* Wait for B to end; its result stays for beside_wait.  */
 static void
 beside_join (struct beside *b)
 {
-  if (b->started)
-    pthread_join (b->thread, NULL);
-  b->started = false;
+  esbx_thread_join (&b->thread);
 }
 
 /* Wait for B and take its result: its error moved to *ERR (once).  */
@@ -187,8 +184,8 @@ besides_join (struct besides *bs)
    here is done again, and reported, by the publish itself.  */
 struct esbx_remote_warm
 {
-  pthread_t thread;
-  bool started, joined;
+  struct esbx_thread thread;
+  bool joined;
   esbx_store_t *store;
   char *project;
   struct esbx_remote rm;
@@ -264,7 +261,7 @@ esbx_remote_warm_start (esbx_store_t *store, const char *project)
 
   w->store = store;
   w->project = xstrdup (project);
-  w->started = pthread_create (&w->thread, NULL, warm_main, w) == 0;
+  esbx_thread_start_or_run (&w->thread, warm_main, w);
   return w;
 }
 
@@ -274,10 +271,7 @@ warm_join (struct esbx_remote_warm *w)
 {
   if (w->joined)
     return;
-  if (w->started)
-    pthread_join (w->thread, NULL);
-  else
-    warm_main (w);
+  esbx_thread_join (&w->thread);
   w->joined = true;
 }
 
@@ -511,10 +505,13 @@ out:
   return ret;
 }
 
-int
-esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const char *message,
-                    struct esbx_staged *st, struct esbx_layer *l, struct esbx_remote_warm *w,
-                    struct esbx_publish_result *r, esbx_error_t *err)
+/* The layer L staged in ST of session S through the remote: conflict
+   check against the remote head, push, etcd transaction, then
+   esbx_layer_commit.  0: committed (L->id), 1: conflicts in R, -1.  */
+static int
+commit (esbx_store_t *store, const struct esbx_session *s, struct esbx_staged *st,
+        struct esbx_layer *l, struct esbx_remote_warm *w, struct esbx_publish_result *r,
+        esbx_error_t *err)
 {
   struct esbx_registry reg = { 0 };
   struct esbx_remote_desc mine = { 0 };
@@ -526,9 +523,6 @@ esbx_remote_commit (esbx_store_t *store, const struct esbx_session *s, const cha
   size_t nlocal = 0;
   int i, k = -1;
 
-  l->session = xstrdup (s->name);
-  l->message = xstrdup (message ? message : "");
-  l->labels = esbx_labels_copy (s->labels);
   warm_join (w);
   if (!w->loaded)
     {
@@ -584,4 +578,36 @@ out:
   free (mine.diff_id);
   esbx_registry_close (&reg);
   return k;
+}
+
+int
+esbx_remote_publish (struct esbx_publish *p, struct esbx_remote_warm *w,
+                     struct esbx_publish_result *r, esbx_error_t *err)
+{
+  struct esbx_upstream up = { 0 };
+  _cleanup_strv_ char **ids = NULL;
+  size_t n;
+  int k;
+
+  if (p->git)
+    return esbx_make_error (err, 0,
+                            "publish `%s`: a git project shared through a registry is not "
+                            "supported yet",
+                            p->name);
+  k = commit (p->store, p->s, &p->staged, &p->layer, w, r, err);
+  if (k == 0)
+    return 0;
+  /* The attempt brought the local stack to the remote head: the
+     conflicts are told apart from it.  */
+  if (k > 0 && (k = esbx_project_stack (p->store, p->s->project, &ids, &n, err)) == 0
+      && (k = esbx_upstream_load (p->store, p->s->project, p->s->base, p->s->published, ids, n, &up,
+                                  err))
+             == 0)
+    k = esbx_publish_refuse (p, ids, n, &up, r, err) < 0
+            ? -1
+            : esbx_make_error (err, 0, "the remote head's conflicts are gone once read");
+  esbx_upstream_free (&up);
+  if (k < 0 && !(err && *err && (*err)->kind == ESBX_ERR_CONFLICT))
+    esbx_error_wrap (err, "publish `%s`", p->name);
+  return k < 0 ? -1 : 0;
 }

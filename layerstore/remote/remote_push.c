@@ -200,8 +200,8 @@ static int
 push_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project, const char *id,
             const char *tmp, struct esbx_remote_desc *d, esbx_error_t *err)
 {
-  _cleanup_free_ char *diff = xasprintf ("projects/%s/layers/%s/diff", project, id);
-  _cleanup_free_ char *rec = xasprintf ("projects/%s/layers/%s/record.json", project, id);
+  _cleanup_free_ char *diff = esbx_layer_file (project, id, "diff");
+  _cleanup_free_ char *rec = esbx_layer_file (project, id, "record.json");
   _cleanup_free_ char *text = NULL;
   _cleanup_close_ int diffd = -1;
   size_t len;

@@ -7,7 +7,8 @@
  * or {"error": {...}}; a watch asked to start at a compacted revision is
  * answered {"result": {"canceled": true, "compact_revision": "N"}}.  */
 #include "remote.h"
-#include "http.h"
+#include "fs.h"
+#include "http_client.h"
 #include "text.h"
 #include "utils.h"
 
@@ -77,7 +78,6 @@ fail (struct watch *w, const char *what)
 static void
 mark (struct watch *w)
 {
-  struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
   size_t len = strlen (w->rm->etcd);
   int fd;
 
@@ -86,7 +86,7 @@ mark (struct watch *w)
   fd = openat (w->store->rootfd, WATCH_MARK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     return;
-  if (fcntl (fd, F_OFD_SETLK, &l) < 0 || ftruncate (fd, 0) < 0
+  if (esbx_lock_fd (fd, true, false, WATCH_MARK, NULL) < 0 || ftruncate (fd, 0) < 0
       || pwrite (fd, w->rm->etcd, len, 0) != (ssize_t)len)
     {
       close (fd);
@@ -110,7 +110,6 @@ bool
 esbx_remote_watched (esbx_store_t *store)
 {
   struct esbx_remote rm = { 0 };
-  struct flock l = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
   esbx_error_t ignored = NULL;
   _cleanup_close_ int fd = -1;
   char buf[4096];
@@ -118,7 +117,7 @@ esbx_remote_watched (esbx_store_t *store)
   bool watched;
 
   fd = openat (store->rootfd, WATCH_MARK, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || fcntl (fd, F_OFD_GETLK, &l) < 0 || l.l_type != F_WRLCK)
+  if (fd < 0 || !esbx_lock_is_held (fd))
     return false;
   n = pread (fd, buf, sizeof buf - 1, 0);
   if (n <= 0)

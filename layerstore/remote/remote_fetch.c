@@ -121,7 +121,7 @@ unpack (esbx_store_t *store, const char *project, struct pull *p, const char *bl
 static int
 install (esbx_store_t *store, const char *project, struct pull *p, size_t n, esbx_error_t *err)
 {
-  _cleanup_free_ char *layers = xasprintf ("projects/%s/layers", project);
+  _cleanup_free_ char *layers = esbx_project_file (project, "layers");
   _cleanup_close_ int lfd = esbx_open_dir_at (store->rootfd, layers, err);
   size_t i;
 
@@ -154,7 +154,7 @@ esbx_remote_fetch_layers (esbx_store_t *store, struct esbx_registry *reg, const 
 
   for (i = from; i < to; i++)
     {
-      _cleanup_free_ char *dest = xasprintf ("projects/%s/layers/%s", project, d[i].id);
+      _cleanup_free_ char *dest = esbx_layer_rel (project, d[i].id);
 
       if (esbx_exists_at (store->rootfd, dest))
         continue;
@@ -213,34 +213,5 @@ out:
       esbx_layer_free (p[i].l);
       free (paths[i]);
     }
-  return ret;
-}
-
-int
-esbx_remote_pull_absent (esbx_store_t *store, const char *project, esbx_error_t *err)
-{
-  struct esbx_remote rm = { 0 };
-  struct esbx_remote_head h = { 0 };
-  esbx_error_t ignored = NULL;
-  int ret = 0;
-
-  if (!esbx_name_valid (project) || esbx_remote_load (store, &rm, &ignored) < 0)
-    {
-      /* No remote here: the project simply does not exist.  */
-      esbx_error_free (&ignored);
-      return 0;
-    }
-  if (esbx_remote_head_read (&rm, project, &h, err) < 0)
-    ret = esbx_error_wrap (err, "project `%s` is not here and its head could not be read", project);
-  else if (h.exists && esbx_project_pull (store, project, NULL, err) < 0)
-    {
-      /* Another create pulled it meanwhile.  */
-      if (esbx_project_exists (store, project))
-        esbx_error_free (err);
-      else
-        ret = -1;
-    }
-  esbx_remote_head_free (&h);
-  esbx_remote_free (&rm);
   return ret;
 }

@@ -2,7 +2,7 @@
 # The remote CLI: every verb through the gateway prints the same bytes and
 # exits with the same status as embedded mode.
 
-load ./gateway_helpers.bash
+load gateway_helpers
 
 setup() {
   setup_gateway

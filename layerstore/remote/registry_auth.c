@@ -11,7 +11,7 @@
  * registry's only over https (docs/SCALE-OUT.md).  */
 #include "remote.h"
 #include "hash.h"
-#include "http.h"
+#include "http_client.h"
 #include "text.h"
 #include "utils.h"
 

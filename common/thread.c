@@ -1,0 +1,70 @@
+/* esbx: threads: see thread.h.  */
+#include "thread.h"
+
+static unsigned running;
+static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+count (int delta)
+{
+  pthread_mutex_lock (&count_lock);
+  running = (unsigned)((int)running + delta);
+  pthread_mutex_unlock (&count_lock);
+}
+
+int
+esbx_thread_start (struct esbx_thread *t, void *(*fn) (void *), void *arg, const char *what,
+                   esbx_error_t *err)
+{
+  int r;
+
+  t->started = false;
+  count (1);
+  r = pthread_create (&t->id, NULL, fn, arg);
+  if (r != 0)
+    {
+      count (-1);
+      return esbx_make_error (err, r, "start the %s thread", what);
+    }
+  t->started = true;
+  return 0;
+}
+
+void
+esbx_thread_start_or_run (struct esbx_thread *t, void *(*fn) (void *), void *arg)
+{
+  esbx_error_t ignored = NULL;
+
+  if (esbx_thread_start (t, fn, arg, "", &ignored) < 0)
+    {
+      esbx_error_free (&ignored);
+      fn (arg);
+    }
+}
+
+void
+esbx_thread_join (struct esbx_thread *t)
+{
+  if (!t->started)
+    return;
+  pthread_join (t->id, NULL);
+  t->started = false;
+  count (-1);
+}
+
+unsigned
+esbx_threads_running (void)
+{
+  unsigned n;
+
+  pthread_mutex_lock (&count_lock);
+  n = running;
+  pthread_mutex_unlock (&count_lock);
+  return n;
+}
+
+void
+esbx_threads_foreign (void)
+{
+  count (1);
+}

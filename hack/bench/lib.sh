@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# What the hack/bench scripts share: timing a command, medians, ratios, the
+# figures they print and the generated source tree.  Not a benchmark (not
+# executable: hack/bench/all runs only the executable files here); each
+# script sources it:
+#
+#   # shellcheck source=lib.sh
+#   . "$(dirname "$0")/lib.sh"
+#
+# A script's settings are plain variables, read at each call:
+#
+#   bench         its name in messages ("bench/NAME: failed: CMD")
+#   bench_tmp     a directory of the script's own: time_cmd leaves the last
+#                 timed command's stderr in bench_tmp/err
+#   bench_unit    ns (the default) or us: the unit time_cmd records in and
+#                 ms and median_ms read.  ns reads the clock with date(1),
+#                 us with $EPOCHREALTIME (no fork).
+#   bench_sync    1 (the default): time_cmd runs sync(1) first, so that the
+#                 writeback of earlier work is not timed; 0: it does not
+#   bench_stdout  where a timed command's stdout goes (/dev/null)
+#   bench_any_status  1: a timed command may fail (its time counts); else
+#                 a failure prints its stderr and time_cmd fails
+#   ratio_format  printf format of ratio's quotient (%.2f)
+#   ms_decimals   decimals of ms (2)
+
+now_ns() { date +%s%N; }
+
+# `time_cmd VAR CMD...`: run CMD once, stdin from /dev/null, and append its
+# wall time to the array VAR.
+time_cmd() {
+  local var=$1 a b
+  shift
+  [ "${bench_sync:-1}" = 0 ] || sync
+  if [ "${bench_unit:-ns}" = us ]; then a=${EPOCHREALTIME/./}; else a=$(now_ns); fi
+  # shellcheck disable=SC2154 # bench_tmp is the sourcing script's
+  if ! "$@" >"${bench_stdout:-/dev/null}" 2>"$bench_tmp/err" </dev/null && [ "${bench_any_status:-0}" != 1 ]; then
+    echo "bench/${bench:-?}: failed: $*" >&2
+    cat "$bench_tmp/err" >&2
+    return 1
+  fi
+  if [ "${bench_unit:-ns}" = us ]; then b=${EPOCHREALTIME/./}; else b=$(now_ns); fi
+  eval "$var+=($((b - a)))"
+}
+
+# The median of the numbers on stdin, one a line: the middle one, or the
+# mean of the two middle ones.
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# The lower middle one: always one of the numbers (an integer for integers).
+median_low() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+# The median of stdin's figures (in bench_unit) in ms with two decimals;
+# "nan" when there are none.
+median_ms() {
+  local div=1e6
+  [ "${bench_unit:-ns}" = ns ] || div=1e3
+  sort -n | awk -v div="$div" '{ v[NR] = $1 } END {
+    if (NR == 0) { print "nan"; exit }
+    m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%.2f\n", m / div }'
+}
+
+sum() { awk '{s += $1} END {print s + 0}'; }
+
+# `med ARRAY`, `med_ms ARRAY`, `tot ARRAY`: median, median_ms and sum of an
+# array's elements.
+med() { local -n arr=$1; printf '%s\n' "${arr[@]}" | median; }
+med_ms() {
+  local -n arr=$1
+  if [ ${#arr[@]} -eq 0 ]; then echo nan; else printf '%s\n' "${arr[@]}" | median_ms; fi
+}
+tot() { local -n arr=$1; printf '%s\n' "${arr[@]}" | sum; }
+
+# `ratio A B`: A/B as ratio_format (0 when B is not positive).
+ratio() { awk -v a="$1" -v b="$2" -v f="${ratio_format:-%.2f}" 'BEGIN {printf f, (b > 0 ? a / b : 0)}'; }
+
+# `ms T`: T (in bench_unit) as "%9.Nf ms", N = ms_decimals.
+ms() {
+  local div=1e6
+  [ "${bench_unit:-ns}" = ns ] || div=1e3
+  awk -v t="$1" -v div="$div" -v f="%9.${ms_decimals:-2}f ms" 'BEGIN {printf f, t / div}'
+}
+
+# `make_tree DIR N`: N files shaped like a source repository, the same
+# every run: 1/20 of the files per directory, sizes log-normal around 4 KiB
+# with a long tail (a few files of ~1 MiB).
+make_tree() {
+  python3 - "$1" "$2" <<'PY'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+rng = random.Random(42)
+ndirs = max(1, n // 20)
+for d in range(ndirs):
+    os.makedirs(os.path.join(root, f"pkg{d // 50}", f"mod{d}"), exist_ok=True)
+line = b"    value = compute(value, index) + offset;  /* generated */\n"
+for i in range(n):
+    size = min(int(rng.lognormvariate(8.3, 1.2)), 2 << 20)
+    d = i % ndirs
+    body = (line * (size // len(line) + 1))[:size]
+    with open(os.path.join(root, f"pkg{d // 50}", f"mod{d}", f"f{i}.c"), "wb") as f:
+        f.write(b"/* %d */\n" % i + body)
+PY
+}
