@@ -17,6 +17,7 @@
 #define ESBX_GATEWAY_MAX_FILE_READ (64u * 1024 * 1024)
 
 struct esbx_metrics;
+struct esbx_gateway_mcp;
 
 enum esbx_gateway_target
 {
@@ -36,7 +37,8 @@ struct esbx_gateway_ctx
   esbx_store_t *store;
   struct esbx_metrics *metrics;
   struct MHD_Connection *conn;
-  uint64_t exec_log_limit; /* --exec-log-limit, 0: the shim's default */
+  uint64_t exec_log_limit;      /* --exec-log-limit, 0: the shim's default */
+  struct esbx_gateway_mcp *mcp; /* the MCP sessions (routes_mcp.c) */
   const char *method;
   const char *body;
   size_t len;
