@@ -156,7 +156,8 @@ usage (void)
 {
   fputs ("usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
          "--network none|host|egress --cgroup REL --hide DIR [--rootfs DIR] "
-         "[--resolv-conf FILE] [--secret SRC:FILE]... [--tmpfs-size BYTES] [--shm-size BYTES] "
+         "[--resolv-conf FILE] [--ca-bundle FILE] [--secret SRC:FILE]... [--placeholder TEXT:FILE]... "
+         "[--tmpfs-size BYTES] [--shm-size BYTES] "
          "--ready-fd N\n"
          "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
          stderr);
@@ -173,7 +174,8 @@ main (int argc, char **argv)
     { "hide", required_argument, NULL, 'h' },     { "rootfs", required_argument, NULL, 'f' },
     { "ready-fd", required_argument, NULL, 'r' }, { "resolv-conf", required_argument, NULL, 'R' },
     { "secret", required_argument, NULL, 'S' },   { "tmpfs-size", required_argument, NULL, 't' },
-    { "shm-size", required_argument, NULL, 'M' }, { NULL, 0, NULL, 0 },
+    { "shm-size", required_argument, NULL, 'M' }, { "ca-bundle", required_argument, NULL, 'C' },
+    { "placeholder", required_argument, NULL, 'P' }, { NULL, 0, NULL, 0 },
   };
   struct holder_config cfg = { .workspace = "/workspace",
                                .network = "none",
@@ -217,6 +219,13 @@ main (int argc, char **argv)
         break;
       case 'R':
         cfg.resolv_conf = optarg;
+        break;
+      case 'C':
+        cfg.ca_bundle = optarg;
+        break;
+      case 'P':
+        if (err == NULL)
+          holder_placeholder_add (&cfg, optarg, &err);
         break;
       case 't':
       case 'M':
