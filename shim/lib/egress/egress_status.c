@@ -8,7 +8,8 @@
  * Names the resolver refused come from its log (egress_names.c) at the
  * same moments, each an "egress.refused_name" event.  Queries to the
  * resolver past its rate limit are dropped by the table and counted in its
- * counter `dns_limited`: an "egress.dns_limited" event.  What was recorded
+ * counter `dns_limited`: an "egress.dns_limited" event.  The requests the
+ * proxy logged become "egress.request" events (egress_requests.c).  What was recorded
  * is kept in /run/esbx/egress/N.seen: "ADDR PROTO PORT" -> packets, "name
  * NAME" -> queries (NAMES_MAX names at most), "log offset" and "dns
  * limited".  */
@@ -29,6 +30,7 @@
 #define NAME_PREFIX "name "
 #define LOG_OFFSET  "log offset"
 #define DNS_LIMITED "dns limited"
+#define REQUESTS_SHOWN 100
 
 /* One entry of `nft -j list set`: {"elem": {"val": {"concat": [ADDR,
    PROTO, PORT]}, "counter": {"packets": N, ...}}}.  */
@@ -204,6 +206,14 @@ esbx_egress_json (esbx_store_t *store, const struct esbx_session *s)
   json_set (o, "refused", refused (slot));
   json_set (o, "refused_names", refused_names (slot));
   json_set_int (o, "dns_limited", dns_limited (slot));
+  {
+    _cleanup_close_ int dfd
+        = TEMP_FAILURE_RETRY (open (ESBX_EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    json_set (o, "proxy", json_new_string (gw));
+    json_set_int (o, "proxy_port", ESBX_EGRESS_PROXY_PORT);
+    json_set (o, "requests", dfd >= 0 ? esbx_egress_recent_requests (dfd, slot, REQUESTS_SHOWN)
+                                      : json_new (JSON_ARRAY));
+  }
   return o;
 }
 
@@ -275,21 +285,12 @@ record_names (esbx_store_t *store, const char *session, int dfd, int slot, json_
     }
   if (full)
     {
-      /* Said once per filling: the reading cut the log, and the resolver,
-         which gave it up, starts again to write to it.  */
+      /* Said once per filling: the reading cut the log, and the proxy
+         writes to it again.  */
       json_t *f = json_new (JSON_OBJECT);
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
 
       json_set_int (f, "log_bytes", ESBX_EGRESS_LOG_MAX);
       esbx_event_append (store, session, "egress.resolver_log_full", f, NULL);
-      if (esbx_session_load (store, session, &s, &e) < 0
-          || esbx_egress_resolver_restart (s, slot, &e) < 0)
-        {
-          esbx_warn ("%s", e->msg);
-          esbx_error_free (&e);
-        }
-      esbx_session_free (s);
     }
 }
 
@@ -365,6 +366,7 @@ esbx_egress_record_refused (esbx_store_t *store, const char *session)
     }
   record_names (store, session, dfd, slot, seen);
   record_dns_limited (store, session, slot, seen);
+  esbx_egress_record_requests (store, session, dfd, slot, seen);
   text = json_serialize (seen, false, &len);
   if (esbx_replace_file_at (dfd, name, text, len, 0600, &err) < 0)
     esbx_error_free (&err);
