@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #define DEFAULT_RANGE    "10.233.0.0/16"
-#define IDLE_SECONDS     3
+#define IDLE_SECONDS     2
 #define CONN_STACK       (256u * 1024)
 
 struct proxy_global proxy;
