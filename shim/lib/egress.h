@@ -96,6 +96,12 @@ void esbx_egress_record_requests (esbx_store_t *store, const char *session, int 
                                   json_t *seen);
 json_t *esbx_egress_recent_requests (int dfd, int slot, size_t max);
 
+/* What the store's proxy would do with METHOD URL from SESSION
+   (egress_check.c): {"allowed", "rule"?, "reason"?, "intercepted",
+   "secrets": names put in, "method", "host", "port", "path"}.  */
+json_t *esbx_egress_check (esbx_store_t *store, const char *session, const char *method,
+                           const char *url, esbx_error_t *err);
+
 /* The policy and state of session S's network (inspect): its allow-list,
    addresses, and the refused attempts counted so far.  NULL when S is not
    an egress session.  */
