@@ -202,24 +202,28 @@ proxy_inject (const struct proxy_client *cl, const char *host, const char *metho
 
   (void)method;
   *used = NULL;
+  /* The request as the session sent it, before any value is put in.  */
+  for (i = 0; i < cl->n_secrets; i++)
+    {
+      const struct esbx_secret *s = &cl->secrets[i];
+
+      if (!s->inject || cl->inject[i] == NULL || esbx_secret_inject_binds (cl->inject[i], host))
+        continue;
+      if (carries (h, t, s->placeholder) || (s->len >= 4 && carries (h, t, s->value)))
+        {
+          free (t);
+          *reason = "the request carries a secret to a host it is not bound to";
+          return -1;
+        }
+    }
   for (i = 0; i < cl->n_secrets; i++)
     {
       const struct esbx_secret *s = &cl->secrets[i];
       const json_t *inj = cl->inject[i];
       const char *form;
 
-      if (!s->inject || inj == NULL)
+      if (!s->inject || inj == NULL || !esbx_secret_inject_binds (inj, host))
         continue;
-      if (!esbx_secret_inject_binds (inj, host))
-        {
-          if (carries (h, t, s->placeholder) || (s->len >= 4 && carries (h, t, s->value)))
-            {
-              free (t);
-              *reason = "the request carries a secret to a host it is not bound to";
-              return -1;
-            }
-          continue;
-        }
       if (memchr (s->value, '\n', s->len) || memchr (s->value, '\r', s->len)
           || memchr (s->value, '\0', s->len))
         {
