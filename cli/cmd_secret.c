@@ -154,19 +154,13 @@ print_secrets (struct esbx_cli *cli, const json_t *arr)
       return;
     }
   /* PROJECT last: the columns before it read as they always did.  */
-  printf ("NAME\tBYTES\tCREATED\tPROJECT\tFOR\n");
+  printf ("NAME\tBYTES\tCREATED\tPROJECT\n");
   json_array_foreach (arr, i, t)
     {
-      const json_t *hosts = json_get (json_get (t, "inject"), "for"), *h;
       int64_t size = 0;
-      size_t k;
-
       json_get_int (t, "size", &size);
-      printf ("%s\t%" PRId64 "\t%s\t%s\t", json_get_string (t, "name") ?: "", size,
+      printf ("%s\t%" PRId64 "\t%s\t%s\n", json_get_string (t, "name") ?: "", size,
               json_get_string (t, "created") ?: "", json_get_string (t, "project") ?: "-");
-      json_array_foreach (hosts, k, h)
-        printf ("%s%s", k ? "," : "", h->text);
-      printf ("%s\n", json_len (hosts) ? "" : "-");
     }
 }
 
