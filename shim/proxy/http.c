@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 ssize_t
 conn_read (struct conn *c, void *buf, size_t len)
 {
+  int one = 1;
   ssize_t r;
 
   if (c->pending_off < c->pending_len)
@@ -44,6 +46,8 @@ conn_read (struct conn *c, void *buf, size_t len)
         return 0;
       return r < 0 ? -1 : r;
     }
+  /* As tls.c's pull: no delayed ACK for a peer's second segment.  */
+  setsockopt (c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
   return TEMP_FAILURE_RETRY (read (c->fd, buf, len));
 }
 

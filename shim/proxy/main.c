@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -205,9 +206,12 @@ serve (void *p)
   struct conn c = { .fd = fd };
   struct timeval tv = { .tv_sec = PROXY_IO_TIMEOUT };
   esbx_error_t err = NULL;
+  int one = 1;
 
   setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  /* A head and a body are two writes: neither waits for the other's ACK.  */
+  setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   /* The session's own address, to its gateway (the redirect of its
      table), never another interface's.  */
   if (getpeername (fd, (struct sockaddr *)&peer, &len) < 0 || peer.sin_family != AF_INET

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -277,6 +278,7 @@ static ssize_t
 pull (gnutls_transport_ptr_t p, void *buf, size_t len)
 {
   struct conn *c = p;
+  int one = 1;
 
   if (c->raw_off < c->raw_len)
     {
@@ -287,6 +289,9 @@ pull (gnutls_transport_ptr_t p, void *buf, size_t len)
       c->raw_off += n;
       return (ssize_t)n;
     }
+  /* ACK at once: a peer that writes a head and a body in two segments
+     (Nagle's algorithm on) would wait for the delayed ACK of the first.  */
+  setsockopt (c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
   return TEMP_FAILURE_RETRY (recv (c->fd, buf, len, 0));
 }
 

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -157,7 +158,7 @@ connect_to (uint32_t addr, unsigned port)
   struct sockaddr_in local;
   socklen_t len = sizeof local;
   struct pollfd p;
-  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e = 0;
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e = 0, one = 1;
   struct timeval tv = { .tv_sec = PROXY_IO_TIMEOUT };
 
   if (fd < 0)
@@ -176,6 +177,7 @@ connect_to (uint32_t addr, unsigned port)
       || local.sin_addr.s_addr == sa.sin_addr.s_addr)
     goto fail;
   fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
+  setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   return fd;

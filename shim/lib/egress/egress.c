@@ -531,7 +531,7 @@ esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct 
                 pid_t pid, esbx_error_t *err)
 {
   _cleanup_free_ char *gw_cidr = NULL, *addr_cidr = NULL, *pidtext = NULL, *rules = NULL;
-  _cleanup_free_ char *nspath = NULL;
+  _cleanup_free_ char *nspath = NULL, *host_side = NULL, *session_side = NULL;
   _cleanup_close_ int ns = -1;
   const json_t *allow = json_get (s->record, "allow");
   _cleanup_json_ json_t *none = NULL;
@@ -556,17 +556,19 @@ esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct 
   gw_cidr = xasprintf ("%s/30", n.gw);
   addr_cidr = xasprintf ("%s/30", n.addr);
   rules = ruleset (&n, allow, range, prefix, &net->proxy);
-  /* The table first: nothing passes the veth before the policy does.  */
+  /* The table first: nothing passes the veth before the policy does.
+     Each side's links and addresses in one `ip -batch`.  */
+  host_side = xasprintf ("link add %s type veth peer name eth0 netns %s\n"
+                         "addr add %s dev %s\n"
+                         "link set %s up\n",
+                         n.veth, pidtext, gw_cidr, n.veth, n.veth);
+  session_side = xasprintf ("addr add %s dev eth0\n"
+                            "link set eth0 up\n"
+                            "route add default via %s\n",
+                            addr_cidr, n.gw);
   if (RUN (err, -1, rules, "nft", "-f", "-") < 0
-      || RUN (err, -1, NULL, "ip", "link", "add", n.veth, "type", "veth", "peer", "name", "eth0",
-              "netns", pidtext)
-             < 0
-      || RUN (err, -1, NULL, "ip", "addr", "add", gw_cidr, "dev", n.veth) < 0
-      || set_forwarding (n.veth, err) < 0
-      || RUN (err, -1, NULL, "ip", "link", "set", n.veth, "up") < 0
-      || RUN (err, ns, NULL, "ip", "addr", "add", addr_cidr, "dev", "eth0") < 0
-      || RUN (err, ns, NULL, "ip", "link", "set", "eth0", "up") < 0
-      || RUN (err, ns, NULL, "ip", "route", "add", "default", "via", n.gw) < 0
+      || RUN (err, -1, host_side, "ip", "-batch", "-") < 0 || set_forwarding (n.veth, err) < 0
+      || RUN (err, ns, session_side, "ip", "-batch", "-") < 0
       || add_forward_exception (n.veth, err) < 0)
     goto fail;
   return 0;
