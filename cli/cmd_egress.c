@@ -43,8 +43,8 @@ check (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     cli_print_json (v);
   else
     {
-      printf ("%s %s %s:%s%s", json_get_bool (v, "allowed", false) ? "allowed" : "refused",
-              method, json_get_string (v, "host"), "", json_get_string (v, "path"));
+      printf ("%s %s %s:%s%s", json_get_bool (v, "allowed", false) ? "allowed" : "refused", method,
+              json_get_string (v, "host"), "", json_get_string (v, "path"));
       if (json_get_string (v, "rule"))
         printf (" (rule `%s`)", json_get_string (v, "rule"));
       if (json_get_string (v, "reason"))

@@ -135,9 +135,9 @@ secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   if (cli_gateway_mode (cli))
     ret = create_remote (cli, name, project, inject, value, len, err);
   else
-    ret = cli_store (cli, err) == NULL ? -1
-                                       : esbx_secret_create_inject (cli->store, name, project,
-                                                                    inject, value, len, err);
+    ret = cli_store (cli, err) == NULL
+              ? -1
+              : esbx_secret_create_inject (cli->store, name, project, inject, value, len, err);
   explicit_bzero (value, len);
   return ret;
 }

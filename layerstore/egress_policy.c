@@ -170,8 +170,7 @@ parse_methods (const char *spec, char *t, struct esbx_egress_rule *r, esbx_error
   size_t n = 0;
 
   if (r->methods[0])
-    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: methods given twice",
-                                 spec);
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: methods given twice", spec);
   for (m = strtok_r (t, ",", &save); m; m = strtok_r (NULL, ",", &save))
     {
       if (n == ESBX_EGRESS_METHODS_MAX || strlen (m) > 16)
@@ -234,8 +233,7 @@ esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_err
       else if (t[0] == '/')
         ret = parse_path (spec, t, &r, err);
       else if (host)
-        ret = esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: more than one host",
-                                    spec);
+        ret = esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: more than one host", spec);
       else
         {
           host = true;
@@ -436,8 +434,7 @@ esbx_egress_addr_listed (const json_t *allow, uint32_t addr)
           esbx_error_free (&e);
           continue;
         }
-      ok = r.name == NULL
-           && (addr & (r.prefix == 0 ? 0 : ~0u << (32 - r.prefix))) == r.addr;
+      ok = r.name == NULL && (addr & (r.prefix == 0 ? 0 : ~0u << (32 - r.prefix))) == r.addr;
       esbx_egress_rule_clear (&r);
       if (ok)
         break;

@@ -71,7 +71,7 @@ nxdomain (int fd, const unsigned char *q, size_t qend, const struct sockaddr_in 
     return;
   memcpy (r, q, qend);
   r[2] = (unsigned char)(0x80 | (q[2] & 0x01)); /* QR, RD as asked */
-  r[3] = 0x80 | 3;                             /* RA, NXDOMAIN */
+  r[3] = 0x80 | 3;                              /* RA, NXDOMAIN */
   memset (r + 6, 0, 6);
   sendto (fd, r, qend, 0, (const struct sockaddr *)peer, sizeof *peer);
 }

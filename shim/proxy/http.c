@@ -286,7 +286,10 @@ http_reply (struct conn *c, int code, const char *reason)
   _cleanup_free_ char *text
       = xasprintf ("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
                    "Connection: close\r\n\r\n%s",
-                   code, code == 403 ? "Forbidden" : code == 502 ? "Bad Gateway" : "Bad Request",
+                   code,
+                   code == 403   ? "Forbidden"
+                   : code == 502 ? "Bad Gateway"
+                                 : "Bad Request",
                    strlen (body), body);
 
   conn_write_all (c, text, strlen (text));
@@ -296,9 +299,16 @@ http_reply (struct conn *c, int code, const char *reason)
 static bool
 hop_header (const char *name)
 {
-  static const char *const hop[]
-      = { "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
-          "te",         "trailer",          "upgrade",    "expect",              "host" };
+  static const char *const hop[] = { "connection",
+                                     "proxy-connection",
+                                     "keep-alive",
+                                     "proxy-authorization",
+                                     "proxy-authenticate",
+                                     "te",
+                                     "trailer",
+                                     "upgrade",
+                                     "expect",
+                                     "host" };
   size_t i;
 
   for (i = 0; i < ARRAY_SIZE (hop); i++)
@@ -535,8 +545,7 @@ proxy_http (struct proxy_client *cl, struct conn *from, const char *tunnel_host,
     bool default_port = port == (tunnel_host ? 443u : 80u);
 
     hostport = default_port ? xstrdup (host) : xasprintf ("%s:%u", host, port);
-    head = xasprintf ("%s %s HTTP/1.1\r\nHost: %s\r\n", r.method, target ? target : rest,
-                      hostport);
+    head = xasprintf ("%s %s HTTP/1.1\r\nHost: %s\r\n", r.method, target ? target : rest, hostport);
     for (i = 0; i < h.n; i++)
       {
         char *old = head;
@@ -568,7 +577,8 @@ proxy_http (struct proxy_client *cl, struct conn *from, const char *tunnel_host,
     }
   r.status = atoi (resp.line[1]);
   {
-    _cleanup_free_ char *head = xasprintf ("%s %s %s\r\n", resp.line[0], resp.line[1], resp.line[2]);
+    _cleanup_free_ char *head
+        = xasprintf ("%s %s %s\r\n", resp.line[0], resp.line[1], resp.line[2]);
     uint64_t rlen = 0;
     int rkind;
 

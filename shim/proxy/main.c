@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_RANGE    "10.233.0.0/16"
-#define IDLE_SECONDS     2
-#define CONN_STACK       (256u * 1024)
+#define DEFAULT_RANGE "10.233.0.0/16"
+#define IDLE_SECONDS  2
+#define CONN_STACK    (256u * 1024)
 
 struct proxy_global proxy;
 static int dir_fd = -1;

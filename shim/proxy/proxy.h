@@ -38,10 +38,10 @@
 struct proxy_global
 {
   esbx_store_t *store;
-  uint32_t range;          /* ESBX_EGRESS_RANGE, host byte order */
+  uint32_t range; /* ESBX_EGRESS_RANGE, host byte order */
   unsigned prefix;
-  char upstream_dns[64];   /* the resolver names are asked of */
-  char *upstream_ca;       /* ESBX_EGRESS_UPSTREAM_CA, extra CAs for destinations */
+  char upstream_dns[64]; /* the resolver names are asked of */
+  char *upstream_ca;     /* ESBX_EGRESS_UPSTREAM_CA, extra CAs for destinations */
 };
 extern struct proxy_global proxy;
 
@@ -66,10 +66,10 @@ struct proxy_client
 {
   int slot;
   char *session;
-  json_t *allow;                 /* the record's "allow" (owned copy) */
-  struct esbx_secret *secrets;   /* every secret of the session, values too */
+  json_t *allow;               /* the record's "allow" (owned copy) */
+  struct esbx_secret *secrets; /* every secret of the session, values too */
   size_t n_secrets;
-  json_t **inject;               /* per secret: its hosts record, or NULL */
+  json_t **inject; /* per secret: its hosts record, or NULL */
   bool has_inject;
 };
 /* SECRETS: read the session's secrets too (a request; a query needs
@@ -89,7 +89,7 @@ struct http_head
   char *line[3]; /* request: METHOD TARGET VERSION; response: VERSION CODE REASON */
   size_t n;
   char **name, **value;
-  bool *owned; /* value[i] was allocated (http_header_set) */
+  bool *owned;       /* value[i] was allocated (http_header_set) */
   struct strv names; /* names http_header_set added */
 };
 /* Read a head from C; bytes read past it stay in C's pending bytes.  */

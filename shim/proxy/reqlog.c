@@ -39,7 +39,8 @@ proxy_log_request (int slot, const struct proxy_request_log *r)
 {
   _cleanup_json_ json_t *o = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL, *line = NULL, *now = esbx_rfc3339_now ();
-  _cleanup_free_ char *path = esbx_utf8_sanitize (r->path ? r->path : "", strlen (r->path ? r->path : ""));
+  _cleanup_free_ char *path
+      = esbx_utf8_sanitize (r->path ? r->path : "", strlen (r->path ? r->path : ""));
   size_t len;
 
   json_set_string (o, "time", now);

@@ -62,8 +62,8 @@ new_key (gnutls_x509_privkey_t *key, esbx_error_t *err)
   int r;
 
   if ((r = gnutls_x509_privkey_init (key)) < 0
-      || (r = gnutls_x509_privkey_generate (
-              *key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS (GNUTLS_ECC_CURVE_SECP256R1), 0))
+      || (r = gnutls_x509_privkey_generate (*key, GNUTLS_PK_ECDSA,
+                                            GNUTLS_CURVE_TO_BITS (GNUTLS_ECC_CURVE_SECP256R1), 0))
              < 0)
     return tls_error (err, r, "make a key");
   return 0;
@@ -97,7 +97,8 @@ make_ca (int dfd, esbx_error_t *err)
       || (r = gnutls_x509_crt_set_activation_time (ca_crt, now - 86400)) < 0
       || (r = gnutls_x509_crt_set_expiration_time (ca_crt, now + 10 * 365 * 86400L)) < 0
       || (r = gnutls_x509_crt_set_basic_constraints (ca_crt, 1, 0)) < 0
-      || (r = gnutls_x509_crt_set_key_usage (ca_crt, GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_CRL_SIGN))
+      || (r
+          = gnutls_x509_crt_set_key_usage (ca_crt, GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_CRL_SIGN))
              < 0)
     return tls_error (err, r, "make the store's CA");
   serial (ca_crt);
@@ -238,8 +239,7 @@ host_cred (const char *host, gnutls_certificate_credentials_t *out, esbx_error_t
       || (r = gnutls_x509_crt_set_key_purpose_oid (crt, GNUTLS_KP_TLS_WWW_SERVER, 0)) < 0)
     goto fail;
   if (inet_pton (AF_INET, host, &lit) == 1)
-    r = gnutls_x509_crt_set_subject_alt_name (crt, GNUTLS_SAN_IPADDRESS, &lit, 4,
-                                              GNUTLS_FSAN_SET);
+    r = gnutls_x509_crt_set_subject_alt_name (crt, GNUTLS_SAN_IPADDRESS, &lit, 4, GNUTLS_FSAN_SET);
   else
     r = gnutls_x509_crt_set_subject_alt_name (crt, GNUTLS_SAN_DNSNAME, host,
                                               (unsigned)strlen (host), GNUTLS_FSAN_SET);

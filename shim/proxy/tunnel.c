@@ -8,6 +8,7 @@
  * certificate of the store's CA (tls.c) and each request inside is
  * decided as a plain one (http.c).  */
 #include "proxy.h"
+#include "thread.h"
 #include "utils.h"
 
 #include <arpa/inet.h>
@@ -137,6 +138,23 @@ relay (int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
     }
 }
 
+struct upstream_tls
+{
+  struct conn *up;
+  const char *host;
+  int ret;
+  esbx_error_t err;
+};
+
+static void *
+upstream_handshake (void *p)
+{
+  struct upstream_tls *u = p;
+
+  u->ret = proxy_tls_connect (u->up, u->host, &u->err);
+  return NULL;
+}
+
 static bool
 host_valid (const char *h)
 {
@@ -233,9 +251,24 @@ proxy_tunnel (struct proxy_client *cl, struct conn *from, struct http_head *h)
     }
   if (intercept)
     {
+      struct upstream_tls u = { .up = &up, .host = host };
+      struct esbx_thread t = { 0 };
       esbx_error_t err = NULL;
+      int ok;
 
-      if (proxy_tls_accept (from, host, &err) < 0 || proxy_tls_connect (&up, host, &err) < 0)
+      /* Both handshakes at once: the destination's does not wait for the
+         session's.  */
+      esbx_thread_start_or_run (&t, upstream_handshake, &u);
+      ok = proxy_tls_accept (from, host, &err);
+      esbx_thread_join (&t);
+      if (ok == 0 && u.ret < 0)
+        {
+          err = u.err;
+          u.err = NULL;
+          ok = -1;
+        }
+      esbx_error_free (&u.err);
+      if (ok < 0)
         {
           r.status = 502;
           r.verdict = "refused";

@@ -140,8 +140,8 @@ proxy_resolve (const char *name, uint32_t *addrs, size_t max, size_t *n)
               if (c + rdlen > end)
                 break;
               if (type == 1 && rdlen == 4 && *n < max)
-                addrs[(*n)++] = (uint32_t)c[0] << 24 | (uint32_t)c[1] << 16 | (uint32_t)c[2] << 8
-                                | c[3];
+                addrs[(*n)++]
+                    = (uint32_t)c[0] << 24 | (uint32_t)c[1] << 16 | (uint32_t)c[2] << 8 | c[3];
               c += rdlen;
             }
           return 0;
@@ -153,7 +153,8 @@ proxy_resolve (const char *name, uint32_t *addrs, size_t max, size_t *n)
 static int
 connect_to (uint32_t addr, unsigned port)
 {
-  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons ((uint16_t)port),
+  struct sockaddr_in sa = { .sin_family = AF_INET,
+                            .sin_port = htons ((uint16_t)port),
                             .sin_addr.s_addr = htonl (addr) };
   struct sockaddr_in local;
   socklen_t len = sizeof local;
@@ -187,8 +188,7 @@ fail:
 }
 
 int
-proxy_upstream_connect (const json_t *allow, const char *host, unsigned port,
-                        const char **reason)
+proxy_upstream_connect (const json_t *allow, const char *host, unsigned port, const char **reason)
 {
   uint32_t addrs[16];
   struct in_addr lit;

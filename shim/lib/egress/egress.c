@@ -21,11 +21,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EGRESS_RUN          ESBX_EGRESS_RUN
-#define DEFAULT_RANGE       "10.233.0.0/16"
-#define DEFAULT_MAX         1024
-#define SLOT_RECORD_MAX     (64u * 1024)
-#define IPTABLES_CHAIN      "DOCKER-USER"
+#define EGRESS_RUN      ESBX_EGRESS_RUN
+#define DEFAULT_RANGE   "10.233.0.0/16"
+#define DEFAULT_MAX     1024
+#define SLOT_RECORD_MAX (64u * 1024)
+#define IPTABLES_CHAIN  "DOCKER-USER"
 
 /* Addresses and names of slot N.  */
 struct slot_names

@@ -94,8 +94,7 @@ esbx_egress_check (esbx_store_t *store, const char *session, const char *method,
   json_set_int (o, "port", port);
   json_set_string (o, "path", path);
   /* Seen by the proxy request by request: plain HTTP, or TLS it ends.  */
-  json_set (o, "intercepted",
-            json_new_bool (tls && tunnel.allowed && (tunnel.inspect || inject)));
+  json_set (o, "intercepted", json_new_bool (tls && tunnel.allowed && (tunnel.inspect || inject)));
   if (tls && tunnel.allowed && !tunnel.inspect && !inject)
     v = tunnel;
   json_set (o, "allowed", json_new_bool (v.allowed));

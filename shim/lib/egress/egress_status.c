@@ -25,11 +25,11 @@
 #include <inttypes.h>
 #include <string.h>
 
-#define SEEN_MAX    (1u << 20)
-#define NAMES_MAX   1024
-#define NAME_PREFIX "name "
-#define LOG_OFFSET  "log offset"
-#define DNS_LIMITED "dns limited"
+#define SEEN_MAX       (1u << 20)
+#define NAMES_MAX      1024
+#define NAME_PREFIX    "name "
+#define LOG_OFFSET     "log offset"
+#define DNS_LIMITED    "dns limited"
 #define REQUESTS_SHOWN 100
 
 /* One entry of `nft -j list set`: {"elem": {"val": {"concat": [ADDR,
@@ -211,8 +211,9 @@ esbx_egress_json (esbx_store_t *store, const struct esbx_session *s)
         = TEMP_FAILURE_RETRY (open (ESBX_EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     json_set (o, "proxy", json_new_string (gw));
     json_set_int (o, "proxy_port", ESBX_EGRESS_PROXY_PORT);
-    json_set (o, "requests", dfd >= 0 ? esbx_egress_recent_requests (dfd, slot, REQUESTS_SHOWN)
-                                      : json_new (JSON_ARRAY));
+    json_set (o, "requests",
+              dfd >= 0 ? esbx_egress_recent_requests (dfd, slot, REQUESTS_SHOWN)
+                       : json_new (JSON_ARRAY));
   }
   return o;
 }

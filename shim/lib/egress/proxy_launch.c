@@ -132,8 +132,7 @@ start (esbx_store_t *store, const char *dir, esbx_error_t *err)
         _exit (127);
       esbx_close_fds_from (4);
       signal (SIGPIPE, SIG_DFL);
-      execl (binary, binary, "--store", store->root, "--dir", dir, "--ready-fd", "3",
-             (char *)NULL);
+      execl (binary, binary, "--store", store->root, "--dir", dir, "--ready-fd", "3", (char *)NULL);
       _exit (127);
     }
   close (fds[1]);

@@ -176,10 +176,11 @@ static void
 egress_env (const struct esbx_sandbox_session *ss, struct strv *env)
 {
   static const char *const proxy_vars[]
-      = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
-          "npm_config_https_proxy" };
-  static const char *const ca_vars[] = { "SSL_CERT_FILE",   "CURL_CA_BUNDLE",   "REQUESTS_CA_BUNDLE",
-                                         "GIT_SSL_CAINFO",  "NODE_EXTRA_CA_CERTS", "npm_config_cafile" };
+      = { "HTTP_PROXY",  "HTTPS_PROXY",      "http_proxy",
+          "https_proxy", "npm_config_proxy", "npm_config_https_proxy" };
+  static const char *const ca_vars[]
+      = { "SSL_CERT_FILE",  "CURL_CA_BUNDLE",      "REQUESTS_CA_BUNDLE",
+          "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "npm_config_cafile" };
   char gw[INET_ADDRSTRLEN], addr[INET_ADDRSTRLEN];
   esbx_error_t e = NULL;
   size_t i;
