@@ -77,9 +77,10 @@ int esbx_egress_slot (esbx_store_t *store, const char *session);
    INET_ADDRSTRLEN bytes each.  */
 int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *err);
 /* The host-side names of SLOT: link and nftables table (inet family).  */
-#define ESBX_EGRESS_LINK_FMT  "esbxe%d"
-#define ESBX_EGRESS_TABLE_FMT "esbx_e%d"
-#define ESBX_EGRESS_RUN       "/run/esbx/egress"
+#define ESBX_EGRESS_LINK_PREFIX "esbxe"
+#define ESBX_EGRESS_LINK_FMT    ESBX_EGRESS_LINK_PREFIX "%d"
+#define ESBX_EGRESS_TABLE_FMT   "esbx_e%d"
+#define ESBX_EGRESS_RUN         "/run/esbx/egress"
 /* The proxy's logs of a slot (its resolver's and its requests') never grow
    past this; readers cut them once read past ESBX_EGRESS_LOG_CUT.  */
 #define ESBX_EGRESS_LOG_MAX (2u << 20)

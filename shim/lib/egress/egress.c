@@ -208,26 +208,6 @@ ignore (char *const *argv, int netns_fd)
     esbx_error_free (&e);
 }
 
-static void
-drop_forward_exception (const char *veth)
-{
-  char *del_in[] = { (char *)"iptables",     (char *)"-w",     (char *)"-D",
-                     (char *)IPTABLES_CHAIN, (char *)"-i",     (char *)veth,
-                     (char *)"-j",           (char *)"ACCEPT", NULL };
-  char *del_out[] = { (char *)"iptables",     (char *)"-w",     (char *)"-D",
-                      (char *)IPTABLES_CHAIN, (char *)"-o",     (char *)veth,
-                      (char *)"-j",           (char *)"ACCEPT", NULL };
-  esbx_error_t e = NULL;
-  int i;
-
-  for (i = 0; i < 8 && esbx_netcmd (del_in, -1, NULL, NULL, &e) == 0; i++)
-    ;
-  esbx_error_free (&e);
-  for (i = 0; i < 8 && esbx_netcmd (del_out, -1, NULL, NULL, &e) == 0; i++)
-    ;
-  esbx_error_free (&e);
-}
-
 void
 esbx_egress_free_slot (int dfd, int slot)
 {
@@ -246,7 +226,6 @@ esbx_egress_free_slot (int dfd, int slot)
         = { (char *)"nft", (char *)"delete", (char *)"table", (char *)"inet", n.table, NULL };
     ignore (argv, -1);
   }
-  drop_forward_exception (n.veth);
   {
     char *argv[] = { (char *)"ip", (char *)"link", (char *)"delete", n.veth, NULL };
     ignore (argv, -1);
@@ -504,25 +483,34 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
 }
 
 /* Docker's iptables FORWARD policy is drop: its DOCKER-USER chain, where
-   Docker wants others' exceptions, lets the veth's traffic through to our
-   own table, which decides.  No such chain: nothing to do.  */
+   Docker wants others' exceptions, lets every egress link's traffic
+   (`esbxe+`) through to the sessions' own tables, which decide.  One pair
+   of rules for all, added once and left: a rule per link made the chain
+   thousands of rules long.  No such chain: nothing to do.  */
 static int
-add_forward_exception (const char *veth, esbx_error_t *err)
+add_forward_exception (esbx_error_t *err)
 {
+  static const char *const dirs[] = { "-i", "-o" };
   esbx_error_t e = NULL;
+  size_t i;
 
   if (RUN (&e, -1, NULL, "iptables", "-w", "-S", IPTABLES_CHAIN) < 0)
     {
       esbx_error_free (&e);
       return 0;
     }
-  if (RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, "-i", (char *)veth, "-j",
-           "ACCEPT")
-          < 0
-      || RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, "-o", (char *)veth, "-j",
-              "ACCEPT")
-             < 0)
-    return -1;
+  for (i = 0; i < ARRAY_SIZE (dirs); i++)
+    {
+      if (RUN (&e, -1, NULL, "iptables", "-w", "-C", IPTABLES_CHAIN, (char *)dirs[i],
+               ESBX_EGRESS_LINK_PREFIX "+", "-j", "ACCEPT")
+          == 0)
+        continue;
+      esbx_error_free (&e);
+      if (RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, (char *)dirs[i],
+               ESBX_EGRESS_LINK_PREFIX "+", "-j", "ACCEPT")
+          < 0)
+        return -1;
+    }
   return 0;
 }
 
@@ -568,8 +556,7 @@ esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct 
                             addr_cidr, n.gw);
   if (RUN (err, -1, rules, "nft", "-f", "-") < 0
       || RUN (err, -1, host_side, "ip", "-batch", "-") < 0 || set_forwarding (n.veth, err) < 0
-      || RUN (err, ns, session_side, "ip", "-batch", "-") < 0
-      || add_forward_exception (n.veth, err) < 0)
+      || RUN (err, ns, session_side, "ip", "-batch", "-") < 0 || add_forward_exception (err) < 0)
     goto fail;
   return 0;
 fail:
