@@ -3,10 +3,47 @@
    pass, with the forbidden status when it would be refused.  */
 #include "cli.h"
 #include "egress.h"
+#include "text.h"
 #include "utils.h"
 
 #include <getopt.h>
 #include <string.h>
+
+static void
+print_verdict (struct esbx_cli *cli, const json_t *v)
+{
+  const json_t *names, *n;
+  size_t i;
+
+  if (cli->json)
+    {
+      cli_print_json (v);
+      return;
+    }
+  printf ("%s %s %s%s", json_get_bool (v, "allowed", false) ? "allowed" : "refused",
+          json_get_string (v, "method") ?: "", json_get_string (v, "host") ?: "",
+          json_get_string (v, "path") ?: "");
+  if (json_get_string (v, "rule"))
+    printf (" (rule `%s`)", json_get_string (v, "rule"));
+  if (json_get_string (v, "reason"))
+    printf (": %s", json_get_string (v, "reason"));
+  if (json_get_bool (v, "intercepted", false))
+    printf ("; TLS intercepted");
+  names = json_get (v, "secrets");
+  json_array_foreach (names, i, n)
+    printf ("%s%s", i ? "," : "; secrets put in: ", n->text);
+  printf ("\n");
+}
+
+/* The gateway's answer, as printed: whether it was allowed.  */
+static bool remote_allowed;
+
+static void
+print_remote (struct esbx_cli *cli, const json_t *v)
+{
+  remote_allowed = json_get_bool (v, "allowed", false);
+  print_verdict (cli, v);
+}
 
 static int
 check (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
@@ -16,9 +53,7 @@ check (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
                                         { NULL, 0, NULL, 0 } };
   _cleanup_json_ json_t *v = NULL;
   const char *method = "GET", *p;
-  const json_t *names, *n;
   esbx_store_t *store;
-  size_t i;
   int c;
 
   while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
@@ -34,28 +69,24 @@ check (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     if (*p < 'A' || *p > 'Z')
       return cli_usage (err, "egress check: method `%s`: upper-case letters only", method);
   if (cli_gateway_mode (cli))
-    return cli_usage (err, "egress check: not available through the gateway yet");
+    {
+      _cleanup_free_ char *u = esbx_url_escape (argv[optind + 1]);
+
+      if (cli_gateway_print (cli, "GET", NULL, print_remote, NULL, err,
+                             "/v1/sessions/%s/egress/check?url=%s&method=%s", argv[optind], u,
+                             method)
+          < 0)
+        return -1;
+      if (!remote_allowed)
+        return esbx_make_error_kind (err, ESBX_ERR_FORBIDDEN, 0, "egress check: %s %s: refused",
+                                     method, argv[optind + 1]);
+      return 0;
+    }
   store = cli_store (cli, err);
   if (store == NULL
       || (v = esbx_egress_check (store, argv[optind], method, argv[optind + 1], err)) == NULL)
     return -1;
-  if (cli->json)
-    cli_print_json (v);
-  else
-    {
-      printf ("%s %s %s:%s%s", json_get_bool (v, "allowed", false) ? "allowed" : "refused", method,
-              json_get_string (v, "host"), "", json_get_string (v, "path"));
-      if (json_get_string (v, "rule"))
-        printf (" (rule `%s`)", json_get_string (v, "rule"));
-      if (json_get_string (v, "reason"))
-        printf (": %s", json_get_string (v, "reason"));
-      if (json_get_bool (v, "intercepted", false))
-        printf ("; TLS intercepted");
-      names = json_get (v, "secrets");
-      json_array_foreach (names, i, n)
-        printf ("%s%s", i ? "," : "; secrets put in: ", n->text);
-      printf ("\n");
-    }
+  print_verdict (cli, v);
   if (!json_get_bool (v, "allowed", false))
     return esbx_make_error_kind (err, ESBX_ERR_FORBIDDEN, 0, "egress check: %s %s: %s", method,
                                  argv[optind + 1], json_get_string (v, "reason"));
