@@ -3,7 +3,6 @@
    pass, with the forbidden status when it would be refused.  */
 #include "cli.h"
 #include "egress.h"
-#include "text.h"
 #include "utils.h"
 
 #include <getopt.h>
@@ -70,11 +69,10 @@ check (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       return cli_usage (err, "egress check: method `%s`: upper-case letters only", method);
   if (cli_gateway_mode (cli))
     {
-      _cleanup_free_ char *u = esbx_url_escape (argv[optind + 1]);
-
+      /* cli_gateway_print encodes each argument.  */
       if (cli_gateway_print (cli, "GET", NULL, print_remote, NULL, err,
-                             "/v1/sessions/%s/egress/check?url=%s&method=%s", argv[optind], u,
-                             method)
+                             "/v1/sessions/%s/egress/check?url=%s&method=%s", argv[optind],
+                             argv[optind + 1], method)
           < 0)
         return -1;
       if (!remote_allowed)

@@ -347,3 +347,30 @@ http.request({ host: p.hostname, port: p.port, method: "CONNECT", path: "api.tes
   echo "$output" | jq -e '.[] | select(.name == "api") | .inject.for == ["api.test"] and .inject.header == "Authorization: Bearer {}"'
   refute_output --partial "$TOKEN"
 }
+
+@test "through the gateway: esbxd starts the store's proxy for the sessions it runs; the request log and the dry run" {
+  gw=$BATS_TEST_TMPDIR/gw.sock
+  pid=$("$ESBX_SRC/hack/start-esbxd" --root "$ESBX_ROOT" --plugin-socket "$BATS_TEST_TMPDIR/plugin.sock" \
+    --log "$BATS_TEST_TMPDIR/esbxd.log" -- --gateway-socket "$gw" --metrics none)
+  tok=$("$ESBX" token create --scope manage,runtime,observe)
+  remote() { env ESBX_HOST="unix://$gw" ESBX_TOKEN="$tok" "$ESBX" "$@"; }
+  run remote session create p --name s1 --network egress --allow 'GET plain.test/pub/*'
+  assert_success
+  run remote exec s1 -- curl -fsS -m 5 http://plain.test/pub/gw
+  assert_success
+  [ -n "$(proxy_pid)" ]
+  run remote session inspect s1
+  assert_success
+  echo "$output" | jq -e '.egress.requests | any(.method == "GET" and .path == "/pub/gw" and .status == 200)'
+  run remote egress check s1 http://plain.test/pub/x
+  assert_success
+  assert_output --partial allowed
+  run remote egress check s1 http://plain.test/private --json
+  assert_failure
+  assert_output --partial '"allowed": false'
+  # The proxy is not esbxd's to take along: esbxd gone, the session still
+  # goes out.
+  kill "$pid"
+  wait_gone "$pid"
+  esbx_ok exec s1 -- curl -fsS -m 5 http://plain.test/pub/after
+}
