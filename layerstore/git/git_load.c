@@ -1,6 +1,9 @@
 /* libgit2, loaded on first use: see git.h.  */
 #include "git.h"
 
+#include "dl.h"
+#include "utils.h"
+
 #include <dlfcn.h>
 #include <git2.h>
 #include <git2/sys/hashsig.h>
@@ -196,46 +199,26 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[512];
 static int loaded;
 
-static int
-load_symbol (void *handle, void *fn, const char *name)
-{
-  void *sym = dlsym (handle, name);
-
-  if (sym == NULL)
-    {
-      snprintf (load_error, sizeof load_error, "%s has no `%s`", LIBGIT2, name);
-      return -1;
-    }
-  memcpy (fn, &sym, sizeof sym);
-  return 0;
-}
+#define SYMBOL(ret, name, params, args) { #name, &api.name },
+static const struct esbx_dl_symbol symbols[] = { GIT_FUNCTIONS (SYMBOL, SYMBOL) };
+#undef SYMBOL
 
 static void
 load (void)
 {
-  void *handle = dlopen (LIBGIT2, RTLD_NOW | RTLD_LOCAL);
+  void *handle
+      = esbx_dl_load (LIBGIT2, symbols, ARRAY_SIZE (symbols), load_error, sizeof load_error);
 
   if (handle == NULL)
-    {
-      snprintf (load_error, sizeof load_error, "%s", dlerror ());
-      return;
-    }
-#define LOAD(ret, name, params, args)                                                              \
-  if (load_symbol (handle, &api.name, #name) < 0)                                                  \
-    goto fail;
-  GIT_FUNCTIONS (LOAD, LOAD)
-#undef LOAD
+    return;
   if (api.git_libgit2_init () < 0)
     {
       snprintf (load_error, sizeof load_error, "git_libgit2_init failed");
-      goto fail;
+      memset (&api, 0, sizeof api);
+      dlclose (handle);
+      return;
     }
   loaded = 1;
-  return;
-
-fail:
-  memset (&api, 0, sizeof api);
-  dlclose (handle);
 }
 
 int
