@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
 # What a layer of a git project costs: its pack holds the objects it adds
-# (not the whole tree again).  The git command is the oracle.
+# (not the whole tree again), and a session create or a publish reads the
+# layer's commit from the end of its record, not the record whole.  The
+# git command is the oracle.
 
 load helpers
 bats_require_minimum_version 1.5.0
@@ -74,4 +76,44 @@ layer_objects() {
   run layer_objects r "$(top_layer r)"
   assert_success
   [ "${#lines[@]}" -eq "$n" ]
+}
+
+# Bytes read from FILE's descriptors by the traced command, from
+# `strace -y` output in TRACE.
+bytes_read() {
+  awk -v f="$2" 'index($0, f ">") && /(read|pread64)\(/ {n = $NF; if (n ~ /^[0-9]+$/) s += n}
+    END {print s + 0}' "$1"
+}
+
+@test "session create and publish read a layer's commit from the end of its record" {
+  command -v strace >/dev/null || skip "needs strace"
+  make_repo 3000
+  esbx_ok project create r --from-git "$REPO"
+  l0=$(top_layer r)
+  record=$ESBX_ROOT/projects/r/layers/$l0/record.json
+  [ "$(stat -c %s "$record")" -gt 500000 ]
+  run strace -f -y -e trace=read,pread64 -o "$BATS_TEST_TMPDIR/create.trace" "$ESBX" session create r --name s
+  assert_success
+  [ "$(bytes_read "$BATS_TEST_TMPDIR/create.trace" record.json)" -le 4096 ]
+  m=$(path_of s)
+  run git -C "$m" rev-parse HEAD
+  assert_output "$(git -C "$REPO" rev-parse HEAD)"
+  run git -C "$m" status --porcelain
+  assert_output ""
+
+  echo edited >>"$m/d1/e1/f11"
+  run strace -f -y -e trace=read,pread64 -o "$BATS_TEST_TMPDIR/publish.trace" "$ESBX" publish s -m one
+  assert_success
+  [ "$(bytes_read "$BATS_TEST_TMPDIR/publish.trace" "$l0/record.json")" -le 4096 ]
+
+  # A record that ends otherwise (its keys in another order) is parsed
+  # whole: the same commit.
+  jq -S . "$record" >"$record.new"
+  mv "$record.new" "$record"
+  [ "$(tail -c 200 "$record" | grep -c git_commit)" -eq 0 ]
+  make_session r t --base "$l0"
+  run git -C "$m" rev-parse HEAD
+  assert_output "$(git -C "$REPO" rev-parse HEAD)"
+  run git -C "$m" status --porcelain
+  assert_output ""
 }
