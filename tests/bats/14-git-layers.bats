@@ -117,3 +117,28 @@ bytes_read() {
   run git -C "$m" status --porcelain
   assert_output ""
 }
+
+# The fsyncs of `esbx session create PROJECT`.
+create_fsyncs() {
+  strace -f -e trace=fsync,fdatasync,syncfs -o "$BATS_TEST_TMPDIR/fsync.trace" "$ESBX" session create "$1" >/dev/null
+  grep -cE '(fsync|fdatasync|syncfs)\(' "$BATS_TEST_TMPDIR/fsync.trace"
+}
+
+@test "a session of a git project costs one fsync more per file of its repository" {
+  command -v strace >/dev/null || skip "needs strace"
+  make_repo 20
+  esbx_ok project create r --from-git "$REPO"
+  esbx_ok project create plain --from "$REPO"
+  plain=$(create_fsyncs plain)
+  git=$(create_fsyncs r)
+  # HEAD and the branch, each written and fsynced in the private temp
+  # directory like session.json: no temp file, rename and directory fsync.
+  [ "$git" -eq $((plain + 2)) ]
+  make_session r s
+  run git -C "$m" symbolic-ref HEAD
+  assert_output refs/heads/s
+  run git -C "$m" rev-parse HEAD
+  assert_output "$(git -C "$REPO" rev-parse HEAD)"
+  run git -C "$m" status --porcelain
+  assert_output ""
+}
