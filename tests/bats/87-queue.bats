@@ -100,8 +100,9 @@ layer_digest() {
   pc=$!
   wait "$pa" || { cat "$BATS_TEST_TMPDIR/a.out"; false; }
   wait "$pb" || { cat "$BATS_TEST_TMPDIR/b.out"; false; }
-  run wait "$pc"
-  assert_equal "$status" 1
+  local rc=0
+  wait "$pc" || rc=$?
+  assert_equal "$rc" 1
   run cat "$BATS_TEST_TMPDIR/c.out"
   assert_output --partial "rejected"
   assert_output --partial "make test"
@@ -117,7 +118,7 @@ layer_digest() {
       grep -qx "$layer" "$ESBX_ROOT/projects/p/stack"
       log=$("$ESBX" queue show "$id" --log)
       grep -qx "tree $(layer_digest "$layer")" <<<"$log"
-      assert_equal "$(json_field request <<<"$(cat "$ESBX_ROOT/projects/p/layers/$layer/record.json")")" "$id"
+      assert_equal "$(json_field gate.request <<<"$(cat "$ESBX_ROOT/projects/p/layers/$layer/record.json")")" "$id"
     else
       state_is "$id" rejected
       run -0 "$ESBX" queue show "$id" --log
