@@ -226,28 +226,28 @@ int esbx_blame (esbx_store_t *store, const char *project, const char *path, stru
 
 struct esbx_session_opts
 {
-  const char *name;      /* NULL: generated "<project>-<hex>" */
-  const char *base;      /* layer reference; NULL: head */
-  char **labels;         /* NULL-terminated "K=V" */
-  const char *network;   /* "none" (default), "host" or "egress" */
-  const char *workspace; /* path inside the holder; default "/workspace" */
-  uint64_t memory;       /* bytes, 0 = the store's default (session_defaults.c) */
-  uint64_t pids;         /* 0 = the store's default */
-  uint64_t tmpfs_size;   /* bytes of each of /tmp, /run, /home, /root; 0 = the default */
-  uint64_t shm_size;     /* bytes of /dev/shm, 0 = the default */
-  const char *cpus;      /* e.g. "1.5", NULL = unlimited */
-  const char *rootfs;    /* DIR, tar or `docker save` archive; NULL: the host's */
-  char **env;            /* NULL-terminated "K=V", later ones win (esbx_session_env_parse) */
-  const char *snapshot;  /* start from this snapshot of PROJECT (on its base) */
-  int64_t ttl;           /* seconds the session may live, 0: the project's default */
-  int64_t idle_ttl;      /* seconds it may stay unused, 0: the project's default */
-  const char *on_expiry; /* "discard" (default) or "snapshot" */
-  char **allow;          /* NULL-terminated egress allow-list (network "egress" only) */
-  char **secrets;        /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
-  const char *token;     /* the gateway token that makes it (its caps count it), or NULL */
+  const char *name;         /* NULL: generated "<project>-<hex>" */
+  const char *base;         /* layer reference; NULL: head */
+  char **labels;            /* NULL-terminated "K=V" */
+  const char *network;      /* "none" (default), "host" or "egress" */
+  const char *workspace;    /* path inside the holder; default "/workspace" */
+  uint64_t memory;          /* bytes, 0 = the store's default (session_defaults.c) */
+  uint64_t pids;            /* 0 = the store's default */
+  uint64_t tmpfs_size;      /* bytes of each of /tmp, /run, /home, /root; 0 = the default */
+  uint64_t shm_size;        /* bytes of /dev/shm, 0 = the default */
+  const char *cpus;         /* e.g. "1.5", NULL = unlimited */
+  const char *rootfs;       /* DIR, tar or `docker save` archive; NULL: the host's */
+  char **env;               /* NULL-terminated "K=V", later ones win (esbx_session_env_parse) */
+  const char *snapshot;     /* start from this snapshot of PROJECT (on its base) */
+  int64_t ttl;              /* seconds the session may live, 0: the project's default */
+  int64_t idle_ttl;         /* seconds it may stay unused, 0: the project's default */
+  const char *on_expiry;    /* "discard" (default) or "snapshot" */
+  char **allow;             /* NULL-terminated egress allow-list (network "egress" only) */
+  char **secrets;           /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
+  const char *token;        /* the gateway token that makes it (its caps count it), or NULL */
   const char *pending_base; /* the merge queue's own sessions: a candidate layer (not in the
                                stack yet) as the base; BASE and SNAPSHOT unset */
-  int64_t disk;          /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
+  int64_t disk;             /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
 };
 
 struct esbx_session
@@ -379,6 +379,9 @@ int esbx_project_disk_clear (esbx_store_t *store, const char *project, esbx_erro
 json_t *esbx_project_disk_get (esbx_store_t *store, const char *project, esbx_error_t *err);
 /* Delete unpublished changes too: no trash.  */
 #define ESBX_DISCARD_FORCE 1u
+/* With FORCE: a throwaway session (the merge queue's), deleted without
+   counting or naming its changes.  */
+#define ESBX_DISCARD_SCRATCH 2u
 /* Unmount and delete the session's private state.  The holder (shim/) must
    be stopped first: esbx_sandbox_discard does both.  A session with
    unpublished changes (esbx_session_changes not empty, or not countable)
@@ -571,8 +574,7 @@ bool esbx_gate_is_auto (const struct esbx_gate *g);
    landed, rejected, cancelled.  */
 bool esbx_request_is_final (const json_t *rec);
 /* Find request ID: its project in *PROJECT (owned) and its record.  */
-json_t *esbx_request_load (esbx_store_t *store, const char *id, char **project,
-                           esbx_error_t *err);
+json_t *esbx_request_load (esbx_store_t *store, const char *id, char **project, esbx_error_t *err);
 /* PROJECT's requests (NULL: every project's), oldest first; ALL: final
    ones too.  */
 json_t *esbx_queue_list (esbx_store_t *store, const char *project, bool all, esbx_error_t *err);
@@ -586,10 +588,10 @@ int esbx_queue_file (struct esbx_publish *p, const char *by, bool discard, unsig
    needs the request waiting (review, or queued for checks), is counted
    once per BY, and is refused to the token that filed it; a rejection
    ends any request not final.  *OUT (when not NULL): the record after.  */
-int esbx_request_approve (esbx_store_t *store, const char *id, const char *by,
-                          const char *message, json_t **out, esbx_error_t *err);
-int esbx_request_reject (esbx_store_t *store, const char *id, const char *by,
-                         const char *message, json_t **out, esbx_error_t *err);
+int esbx_request_approve (esbx_store_t *store, const char *id, const char *by, const char *message,
+                          json_t **out, esbx_error_t *err);
+int esbx_request_reject (esbx_store_t *store, const char *id, const char *by, const char *message,
+                         json_t **out, esbx_error_t *err);
 /* Withdraw request ID (cancelled).  */
 int esbx_request_cancel (esbx_store_t *store, const char *id, const char *by, esbx_error_t *err);
 /* The file of request ID: "check.log", or PATH of its frozen changes
@@ -620,12 +622,12 @@ int esbx_request_write (esbx_store_t *store, const char *project, const char *id
    request, FIELDS owned), an audit line (ROOT/audit.log: time, action,
    by, project, request, reason), a counter of stats.json (KEY, or KEY.SUB,
    plus VALUE; the caller holds the queue lock).  */
-void esbx_queue_event (esbx_store_t *store, const char *project, const char *id,
-                       const char *type, json_t *fields);
-void esbx_queue_audit (esbx_store_t *store, const char *action, const char *by,
-                       const char *project, const char *id, const char *reason);
-void esbx_queue_count (esbx_store_t *store, const char *project, const char *key,
-                       const char *sub, double value);
+void esbx_queue_event (esbx_store_t *store, const char *project, const char *id, const char *type,
+                       json_t *fields);
+void esbx_queue_audit (esbx_store_t *store, const char *action, const char *by, const char *project,
+                       const char *id, const char *reason);
+void esbx_queue_count (esbx_store_t *store, const char *project, const char *key, const char *sub,
+                       double value);
 /* Append LEN bytes to request ID's check.log (at most 4 MiB are kept).  */
 void esbx_request_log (esbx_store_t *store, const char *project, const char *id, const char *buf,
                        size_t len);

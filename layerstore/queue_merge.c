@@ -58,7 +58,7 @@ discard_leftover (esbx_store_t *store, const char *name)
   esbx_error_t e = NULL;
 
   if (esbx_session_exists (store, name)
-      && esbx_session_discard (store, name, ESBX_DISCARD_FORCE, &e) < 0)
+      && esbx_session_discard (store, name, ESBX_DISCARD_FORCE | ESBX_DISCARD_SCRATCH, &e) < 0)
     {
       esbx_warn ("%s", e->msg);
       esbx_error_free (&e);
@@ -95,7 +95,8 @@ merge_session (esbx_store_t *store, const char *project, const char *id, const j
   o.network = "none";
   o.disk = ESBX_DISK_NONE;
   if (esbx_session_create (store, project, &o, &made, err) < 0
-      || esbx_session_unmount (store, name, err) < 0 || esbx_session_load (store, name, &s, err) < 0)
+      || esbx_session_unmount (store, name, err) < 0
+      || esbx_session_load (store, name, &s, err) < 0)
     return -1;
   json_set (s->record, "published", json_copy (json_get (rec, "published")));
   if (esbx_session_save (store, name, s->record, err) < 0)
@@ -170,8 +171,8 @@ install_candidate (esbx_store_t *store, const char *project, const char *id, con
   free (p->layer.session);
   p->layer.session = xstrdup (json_get_string (rec, "session"));
   free (p->layer.message);
-  p->layer.message = xstrdup (json_get_string (rec, "message") ? json_get_string (rec, "message")
-                                                                : "");
+  p->layer.message
+      = xstrdup (json_get_string (rec, "message") ? json_get_string (rec, "message") : "");
   json_free (p->layer.labels);
   p->layer.labels = esbx_labels_copy (json_get (rec, "labels"));
   g = json_new (JSON_OBJECT);
@@ -198,8 +199,8 @@ install_candidate (esbx_store_t *store, const char *project, const char *id, con
 }
 
 int
-esbx_queue_candidate (esbx_store_t *store, const char *project, const char *id,
-                      const char *target, char **candidate, json_t **refused, esbx_error_t *err)
+esbx_queue_candidate (esbx_store_t *store, const char *project, const char *id, const char *target,
+                      char **candidate, json_t **refused, esbx_error_t *err)
 {
   _cleanup_free_ char *name = esbx_request_session (id, "merge"), *base = NULL;
   _cleanup_json_ json_t *rec = NULL;
@@ -243,11 +244,9 @@ esbx_queue_candidate (esbx_store_t *store, const char *project, const char *id,
     }
   esbx_publish_result_free (&r);
   if (esbx_publish_open (store, name, json_get_string (rec, "message"), &p, err) < 0
-      || esbx_publish_prepare (p,
-                               json_get_bool (rec, "include_ignored", false)
-                                   ? ESBX_CHANGES_INCLUDE_IGNORED
-                                   : 0,
-                               NULL, &r, err)
+      || esbx_publish_prepare (
+             p, json_get_bool (rec, "include_ignored", false) ? ESBX_CHANGES_INCLUDE_IGNORED : 0,
+             NULL, &r, err)
              < 0)
     goto out;
   if (esbx_publish_is_empty (p))

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "prefetch.h"
+#include "queue_worker.h"
 #include "text.h"
 #include "utils.h"
 
@@ -249,6 +250,7 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   struct esbx_plugin *plugin = NULL;
   struct esbx_expiry *expiry = NULL;
   struct esbx_prefetch *prefetch = NULL;
+  struct esbx_queue_worker *queue = NULL;
   const char *interval = getenv ("ESBXD_EXPIRY_INTERVAL_MS");
   sigset_t sigs;
   int sig = 0, ret = -1;
@@ -292,8 +294,10 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   /* Sessions past their lifetime are retired by the daemon while it runs
      (by `esbx gc` otherwise).  */
   if (esbx_expiry_start (store, metrics, interval ? atol (interval) : 1000, &expiry, err) < 0
-      || esbx_prefetch_start (store, metrics, &prefetch, err) < 0)
+      || esbx_prefetch_start (store, metrics, &prefetch, err) < 0
+      || esbx_queue_worker_start (store, 500, &queue, err) < 0)
     {
+      esbx_prefetch_stop (prefetch);
       esbx_expiry_stop (expiry);
       esbx_plugin_stop (plugin);
       esbx_gateway_stop (gw);
@@ -320,6 +324,7 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
         esbx_prefetch_reload (prefetch);
     }
   esbx_info ("signal %d: stopping", sig);
+  esbx_queue_worker_stop (queue);
   esbx_prefetch_stop (prefetch);
   esbx_expiry_stop (expiry);
   esbx_plugin_stop (plugin);

@@ -78,8 +78,7 @@ warn_err (esbx_error_t *e)
     }
 }
 
-static void
-report (struct runner *r, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void report (struct runner *r, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 static void
 report (struct runner *r, const char *fmt, ...)
 {
@@ -94,8 +93,7 @@ report (struct runner *r, const char *fmt, ...)
   fflush (r->o->report);
 }
 
-static void
-log_text (struct runner *r, const char *id, const char *fmt, ...)
+static void log_text (struct runner *r, const char *id, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 static void
 log_text (struct runner *r, const char *id, const char *fmt, ...)
@@ -132,7 +130,7 @@ discard_session (struct runner *r, const char *name)
   esbx_error_t e = NULL;
 
   if (name && esbx_session_exists (r->store, name)
-      && esbx_sandbox_discard (r->store, name, ESBX_DISCARD_FORCE, &e) < 0)
+      && esbx_sandbox_discard (r->store, name, ESBX_DISCARD_FORCE | ESBX_DISCARD_SCRATCH, &e) < 0)
     warn_err (&e);
 }
 
@@ -421,10 +419,12 @@ check_ended (struct runner *r, size_t i, int wstatus)
   }
   if (c.status == 0 && !c.timed_out)
     {
-      if (r->gate.checks[s->cmd + 1] && start_check (r, s, &e) == 0)
+      if (r->gate.checks[s->cmd + 1])
         {
           s->cmd++;
-          return;
+          if (start_check (r, s, &e) == 0)
+            return;
+          s->cmd--;
         }
       if (r->gate.checks[s->cmd + 1] == NULL)
         {
@@ -739,8 +739,8 @@ esbx_queue_has_work (esbx_store_t *store, const char *project)
   for (size_t k = 0; k < json_len (recs); k++)
     {
       const char *s = json_get_string (json_at (recs, k), "state");
-      if (s && (strcmp (s, "queued") == 0 || strcmp (s, "testing") == 0
-                || strcmp (s, "passed") == 0))
+      if (s
+          && (strcmp (s, "queued") == 0 || strcmp (s, "testing") == 0 || strcmp (s, "passed") == 0))
         return true;
     }
   return false;
