@@ -10,7 +10,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
   setup_gateway
-  make_tree
+  make_tree "$BATS_TEST_TMPDIR/src"
   esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
 }
 
@@ -98,7 +98,7 @@ wait_state() {
   # A token of another project sees nothing of p's queue.
   esbx_ok project create q
   local other
-  other=$(token manage --project q)
+  other=$(token manage,observe --project q)
   gw_expect 403 POST "/v1/requests/$id/approve" "$other" '{}'
   gw_expect 200 GET "/v1/requests" "$other"
   refute_output --partial "$id"

@@ -28,6 +28,8 @@ enum esbx_gateway_target
   GATEWAY_TARGET_QUERY_PROJECT, /* ?project=P, or the whole store without it */
   GATEWAY_TARGET_QUERY_REF,     /* ?ref=SESSION or ?ref=PROJECT[@LAYER] */
   GATEWAY_TARGET_TOKEN,         /* the token itself */
+  GATEWAY_TARGET_REQUEST,       /* the merge queue's request named in the path: its project
+                                   and session */
   GATEWAY_TARGET_STORE,         /* the whole store: unlimited tokens only */
 };
 
