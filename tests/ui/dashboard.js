@@ -115,9 +115,8 @@ async function waitFor(what, fn, ms) {
     await page.waitForSelector("#session-changes li button.link", WAIT);
     const names = await page.$$eval("#session-changes li", (l) => l.map((x) => x.textContent));
     assert.ok(names.some((n) => n.includes("<img src=x onerror=")), names.join("\n"));
-    const btn = await page.evaluateHandle(() => [...document.querySelectorAll("#session-changes li button.link")].find((b) => b.textContent.includes("hostile.html")));
-    await btn.click();
-    await page.waitForSelector("#diff-table tbody tr", WAIT);
+    await page.evaluate(() => [...document.querySelectorAll("#session-changes li button.link")].find((b) => b.textContent.includes("hostile.html")).click());
+    await page.waitForFunction(() => document.getElementById("diff-path").textContent.includes("hostile.html") && document.querySelector("#diff-table tbody tr"), WAIT);
     const text = await page.$eval("#diff-table", (t) => t.textContent);
     assert.ok(text.includes("<script>window.__xss = 3</script>"), text.slice(0, 400));
     const esc = await page.$$eval("#diff-table .esc", (l) => l.map((x) => x.textContent));
@@ -126,8 +125,7 @@ async function waitFor(what, fn, ms) {
   });
 
   await step("a 10 MB line is cut for display, the page stays responsive", async () => {
-    const btn = await page.evaluateHandle(() => [...document.querySelectorAll("#session-changes li button.link")].find((b) => b.textContent.includes("long.txt")));
-    await btn.click();
+    await page.evaluate(() => [...document.querySelectorAll("#session-changes li button.link")].find((b) => b.textContent.includes("long.txt")).click());
     await page.waitForFunction(() => document.getElementById("diff-path").textContent.includes("long.txt") && document.querySelector("#diff-table .cut"), WAIT);
     const t0 = Date.now();
     await page.evaluate(() => document.title);
