@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "prefetch.h"
 #include "queue_worker.h"
+#include "samples.h"
 #include "text.h"
 #include "utils.h"
 
@@ -251,6 +252,8 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   struct esbx_expiry *expiry = NULL;
   struct esbx_prefetch *prefetch = NULL;
   struct esbx_queue_worker *queue = NULL;
+  struct esbx_samples *samples = NULL;
+  const char *sample_interval = getenv ("ESBXD_SAMPLE_INTERVAL_MS");
   const char *interval = getenv ("ESBXD_EXPIRY_INTERVAL_MS");
   sigset_t sigs;
   int sig = 0, ret = -1;
@@ -284,6 +287,13 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
     goto out;
   esbx_info ("serving store `%s` on `%s`", store->root, socket_path);
   metrics = esbx_metrics_new (store);
+  if (esbx_samples_start (store, sample_interval ? atol (sample_interval) : 2000, &samples, err)
+      < 0)
+    {
+      esbx_plugin_stop (plugin);
+      goto out;
+    }
+  l->gateway.samples = samples;
   if (esbx_audit_open (store, &audit, err) < 0
       || start_listeners (store, l, metrics, audit, &gw, err) < 0)
     {
@@ -331,6 +341,7 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   esbx_gateway_stop (gw);
   ret = 0;
 out:
+  esbx_samples_stop (samples);
   esbx_metrics_free (metrics);
   esbx_audit_close (audit);
   esbx_driver_free (driver);

@@ -17,6 +17,7 @@
 #define ESBX_GATEWAY_MAX_FILE_READ (64u * 1024 * 1024)
 
 struct esbx_metrics;
+struct esbx_samples;
 
 enum esbx_gateway_target
 {
@@ -37,6 +38,7 @@ struct esbx_gateway_ctx
 {
   esbx_store_t *store;
   struct esbx_metrics *metrics;
+  struct esbx_samples *samples; /* the sessions' resource samples, or NULL */
   struct MHD_Connection *conn;
   uint64_t exec_log_limit; /* --exec-log-limit, 0: the shim's default */
   const char *method;

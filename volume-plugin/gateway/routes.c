@@ -13,6 +13,7 @@
 #include "routes_sessions.h"
 #include "routes_snapshots.h"
 #include "routes_trash.h"
+#include "routes_ui.h"
 #include "routes_unmerged.h"
 #include "utils.h"
 
@@ -46,6 +47,10 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_project_network, NULL },
   { "PUT", "/v1/projects/*/network", "project_network_set", M, GATEWAY_TARGET_PROJECT, true,
     esbx_gateway_project_network_set, NULL },
+  /* The dashboard's views (routes_ui.c; its files are served at /ui/).  */
+  { "GET", "/v1/ui/swarm", "ui_swarm", O, GATEWAY_TARGET_LIST, false, esbx_gateway_ui_swarm, NULL },
+  { "GET", "/v1/ui/stream", "ui_stream", O, GATEWAY_TARGET_LIST, false, esbx_gateway_ui_stream,
+    NULL },
   /* The gate and the merge queue (routes_queue.c).  */
   { "GET", "/v1/projects/*/gate", "project_gate", O, GATEWAY_TARGET_PROJECT, false,
     esbx_gateway_gate_get, NULL },
