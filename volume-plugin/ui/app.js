@@ -271,7 +271,7 @@
           td.appendChild(textNodes(t));
         }
       });
-      tr.cells[3].className = "state";
+      tr.cells[3].className = rt.holder ? "running" : "";
       const c = tr.cells[9];
       clear(c);
       c.appendChild(chart(s.samples));
