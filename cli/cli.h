@@ -99,18 +99,18 @@ cli_gateway_mode (const struct esbx_cli *cli)
    An error answer fails with the gateway's message and exit class, after
    printing the conflicts it carries.  */
 int cli_gateway_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
-                     esbx_error_t *err, const char *fmt, ...)
+                      esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 6, 7)));
 /* The same, handing the answer to PRINT, or printing its string KEY on a
    line of its own (both NULL: printing nothing).  */
 int cli_gateway_print (struct esbx_cli *cli, const char *method, const json_t *body,
-                      void (*print) (struct esbx_cli *, const json_t *), const char *key,
-                      esbx_error_t *err, const char *fmt, ...)
+                       void (*print) (struct esbx_cli *, const json_t *), const char *key,
+                       esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 7, 8)));
 /* A GET whose answer is raw bytes (a patch, an archive): *DATA is owned
    and NUL-terminated.  */
 int cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err,
-                    const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+                     const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
 /* A request whose answer is a progress stream (the path asks for
    ?progress=1; volume-plugin/gateway/progress_stream.h): its reports are
    drawn on this thread's progress sink as local ones are (progress_draw.c), its
@@ -118,7 +118,7 @@ int cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_
    stdout; NULL: nothing may follow), opened only once the result has come
    and removed when the stream breaks off.  */
 int cli_gateway_progress (struct esbx_cli *cli, const char *method, const char *file,
-                         json_t **result, esbx_error_t *err, const char *fmt, ...)
+                          json_t **result, esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 6, 7)));
 /* Run BODY (the exec request) in SESSION and relay the command's output
    to stdout and stderr as it comes; returns its exit status.  */

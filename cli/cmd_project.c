@@ -118,7 +118,7 @@ project_log (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "GET", NULL, cli_print_log, NULL, err, "/v1/projects/%s/log",
-                             name);
+                              name);
   store = cli_store (cli, err);
   if (store == NULL || (arr = esbx_project_log_json (store, name, err)) == NULL)
     return -1;
@@ -144,7 +144,8 @@ project_squash (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   esbx_store_t *store;
 
   if (cli_gateway_mode (cli))
-    return cli_gateway_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash", name);
+    return cli_gateway_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash",
+                              name);
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_squash (store, name, &id, err) < 0)
     return -1;
@@ -467,8 +468,8 @@ project_git_sync (struct esbx_cli *cli, int argc, char **argv, bool push, esbx_e
       if (o.secret)
         json_set_string (body, "secret", o.secret);
       return cli_gateway_print (cli, "POST", body, push ? print_pushed : print_pulled, NULL, err,
-                               push ? "/v1/projects/%s/push-git" : "/v1/projects/%s/pull-git",
-                               name);
+                                push ? "/v1/projects/%s/push-git" : "/v1/projects/%s/pull-git",
+                                name);
     }
   store = cli_store (cli, err);
   if (store == NULL)

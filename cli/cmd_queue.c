@@ -13,7 +13,7 @@
 
 int
 cli_queue_list (struct esbx_cli *cli, int argc, char **argv, const char *only_state,
-            esbx_error_t *err)
+                esbx_error_t *err)
 {
   static const struct option opts[] = { { "project", required_argument, NULL, 'p' },
                                         { "all", no_argument, NULL, 'a' },
@@ -91,7 +91,7 @@ cli_queue_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
           return fwrite (data, 1, len, stdout) == len ? 0 : esbx_make_error (err, errno, "write");
         }
       return cli_gateway_print (cli, "GET", NULL, cli_print_request, NULL, err, "/v1/requests/%s",
-                               argv[optind]);
+                                argv[optind]);
     }
   store = cli_store (cli, err);
   if (store == NULL)
@@ -161,10 +161,9 @@ cli_request_act (struct esbx_cli *cli, const char *verb, const char *id, const c
         return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/requests/%s", id);
       if (message)
         json_set_string (body, "message", message);
-      return cli_gateway_print (cli, "POST", body, cli->json ? cli_print_request : NULL, NULL, err,
-                               strcmp (verb, "approve") == 0 ? "/v1/requests/%s/approve"
-                                                             : "/v1/requests/%s/reject",
-                               id);
+      return cli_gateway_print (
+          cli, "POST", body, cli->json ? cli_print_request : NULL, NULL, err,
+          strcmp (verb, "approve") == 0 ? "/v1/requests/%s/approve" : "/v1/requests/%s/reject", id);
     }
   store = cli_store (cli, err);
   if (store == NULL)

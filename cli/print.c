@@ -199,8 +199,9 @@ cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
   if (json_get_string (o, "request"))
     {
       printf ("%s\n", json_get_string (o, "request"));
-      fprintf (stderr, "esbx: publish `%s`: queued as request `%s` (%s); `esbx publish --wait` "
-                       "or `esbx queue show %s` follows it\n",
+      fprintf (stderr,
+               "esbx: publish `%s`: queued as request `%s` (%s); `esbx publish --wait` "
+               "or `esbx queue show %s` follows it\n",
                session, json_get_string (o, "request"), str_or (o, "state", "queued"),
                json_get_string (o, "request"));
     }

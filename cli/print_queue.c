@@ -118,13 +118,15 @@ cli_print_request (struct esbx_cli *cli, const json_t *rec)
     {
       _cleanup_free_ char *c = esbx_escape_line (str_or (x, "command", ""));
       printf ("check:     %s: exit %" PRId64 " in %s s%s\n", c, int_of (x, "status"),
-              str_or (x, "seconds", "?"), json_get_bool (x, "timed_out", false) ? " (timed out)" : "");
+              str_or (x, "seconds", "?"),
+              json_get_bool (x, "timed_out", false) ? " (timed out)" : "");
     }
   if (json_get_string (rec, "layer"))
     printf ("layer:     %s\n", json_get_string (rec, "layer"));
   if (json_get (rec, "rejected"))
     {
-      _cleanup_free_ char *m = esbx_escape_line (str_or (json_get (rec, "rejected"), "message", ""));
+      _cleanup_free_ char *m
+          = esbx_escape_line (str_or (json_get (rec, "rejected"), "message", ""));
       printf ("rejected:  %s (%s)\n", m, str_or (json_get (rec, "rejected"), "kind", ""));
     }
   json_array_foreach (json_get (rec, "changes"), i, x)
@@ -132,9 +134,9 @@ cli_print_request (struct esbx_cli *cli, const json_t *rec)
       const char *k = str_or (x, "kind", "");
       _cleanup_free_ char *p = esbx_escape_line (str_or (x, "path", ""));
       printf ("%c %s\n",
-              strcmp (k, "added") == 0      ? 'A'
-              : strcmp (k, "deleted") == 0  ? 'D'
-                                            : 'M',
+              strcmp (k, "added") == 0     ? 'A'
+              : strcmp (k, "deleted") == 0 ? 'D'
+                                           : 'M',
               p);
     }
 }

@@ -128,8 +128,8 @@ check_gate (const char *project, const struct esbx_gate *g, esbx_error_t *err)
                                  "project `%s`: --mode checks needs at least one --check CMD",
                                  project);
   if (n > ESBX_GATE_MAX_CHECKS)
-    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "project `%s`: at most %d checks",
-                                 project, ESBX_GATE_MAX_CHECKS);
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "project `%s`: at most %d checks", project,
+                                 ESBX_GATE_MAX_CHECKS);
   for (size_t i = 0; i < n; i++)
     {
       size_t len = strlen (g->checks[i]);
@@ -140,17 +140,14 @@ check_gate (const char *project, const struct esbx_gate *g, esbx_error_t *err)
                                      project, i + 1, GATE_MAX_COMMAND);
     }
   if (g->approvals > GATE_MAX_APPROVAL)
-    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                 "project `%s`: --approvals %u: at most %d", project, g->approvals,
-                                 GATE_MAX_APPROVAL);
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "project `%s`: --approvals %u: at most %d",
+                                 project, g->approvals, GATE_MAX_APPROVAL);
   if (g->parallel > GATE_MAX_PARALLEL)
-    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                 "project `%s`: --parallel %u: at most %d", project, g->parallel,
-                                 GATE_MAX_PARALLEL);
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "project `%s`: --parallel %u: at most %d",
+                                 project, g->parallel, GATE_MAX_PARALLEL);
   if (g->check_timeout <= 0 || g->check_timeout > GATE_MAX_TIMEOUT)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                 "project `%s`: --check-timeout: from 1 second to 7 days",
-                                 project);
+                                 "project `%s`: --check-timeout: from 1 second to 7 days", project);
   for (char **s = g->secrets; s && *s; s++)
     if (esbx_check_name ("secret", *s, err) < 0)
       return esbx_error_wrap (err, "project `%s`: --secret", project);

@@ -6,6 +6,9 @@
 
 #include <stdarg.h>
 
+static char *under (const char *dir, const char *fmt, va_list ap)
+    __attribute__ ((format (printf, 2, 0)));
+
 static char *
 under (const char *dir, const char *fmt, va_list ap)
 {

@@ -221,8 +221,8 @@ seq_cmp (const void *a, const void *b)
 }
 
 static void
-list_project (esbx_store_t *store, const char *project, bool all, struct strv *ids,
-              json_t ***recs, size_t *n)
+list_project (esbx_store_t *store, const char *project, bool all, struct strv *ids, json_t ***recs,
+              size_t *n)
 {
   _cleanup_free_ char *q = esbx_queue_rel (project);
   _cleanup_strv_ char **names = NULL;
@@ -311,8 +311,7 @@ esbx_request_load (esbx_store_t *store, const char *id, char **project, esbx_err
         *project = xstrdup (projects[i]);
       return esbx_request_read (store, projects[i], id, err);
     }
-  return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "request `%s` does not exist", id),
-         NULL;
+  return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "request `%s` does not exist", id), NULL;
 }
 
 bool
@@ -604,8 +603,7 @@ end_request (esbx_store_t *store, const char *id, const char *state, const char 
   json_set_string (why, "kind", reject ? "review" : "cancelled");
   json_set_string (why, "by", by);
   json_set_string (why, "at", now);
-  json_set_string (why, "message",
-                   message ? message : reject ? "rejected in review" : "withdrawn");
+  json_set_string (why, "message", message ? message : reject ? "rejected in review" : "withdrawn");
   json_set (rec, "rejected", why);
   json_set_string (rec, "state", state);
   if (esbx_request_write (store, project, id, rec, err) < 0)
@@ -691,8 +689,7 @@ esbx_request_show (esbx_store_t *store, const char *id, const char *path, int ou
       ssize_t l = readlinkat (pfd, base, buf, sizeof buf - 1);
       if (l < 0)
         return esbx_make_error (err, errno, "readlink `%s`", path);
-      return esbx_write_all (outfd, buf, (size_t)l) < 0 ? esbx_make_error (err, errno, "write")
-                                                        : 0;
+      return esbx_write_all (outfd, buf, (size_t)l) < 0 ? esbx_make_error (err, errno, "write") : 0;
     }
   if (!S_ISREG (st.st_mode))
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "request `%s`: `%s` is %s", id, path,

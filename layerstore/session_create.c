@@ -265,9 +265,8 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
         }
       base = xstrdup (opts->pending_base);
     }
-  else if (opts->snapshot
-               ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
-               : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
+  else if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
+                          : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
     {
       json_free (labels);
       return -1;

@@ -83,8 +83,7 @@ esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *m
 {
   _cleanup_free_ char *request = NULL;
 
-  return esbx_sandbox_publish_as (store, name, message, flags, allow, NULL, result, &request,
-                                  err);
+  return esbx_sandbox_publish_as (store, name, message, flags, allow, NULL, result, &request, err);
 }
 
 int

@@ -39,8 +39,7 @@ int esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const cha
    nothing was published and ESBX_PUBLISH_DISCARD waits for the landing.  */
 int esbx_sandbox_publish_as (esbx_store_t *store, const char *name, const char *message,
                              unsigned int flags, char *const *allow, const char *by,
-                             struct esbx_publish_result *result, char **request,
-                             esbx_error_t *err);
+                             struct esbx_publish_result *result, char **request, esbx_error_t *err);
 
 /* Stop the session's holder and every process in it; its files and its
    merged view stay (`esbx session stop`).  A stopped session is at rest.  */
