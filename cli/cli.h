@@ -164,6 +164,7 @@ int cmd_fsck (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_mcp (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_wait (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

@@ -86,6 +86,7 @@ static const struct verb verbs[] = {
     "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty]\n"
     "    [--log-limit SIZE] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
+  { "mcp", cmd_mcp, "mcp [--project P] [--session S] [--scope SCOPE[,SCOPE]]" },
   { "events", cmd_events, "events S [--json] [--follow]" },
   { "secret", cmd_secret,
     "secret create NAME [--project P] [--from-file PATH]   (the value on stdin otherwise)\n"

@@ -6,10 +6,7 @@
 
 #include <stdarg.h>
 
-static char *under (const char *dir, const char *fmt, va_list ap)
-    __attribute__ ((format (printf, 2, 0)));
-
-static char *
+__attribute__ ((format (printf, 2, 0))) static char *
 under (const char *dir, const char *fmt, va_list ap)
 {
   _cleanup_free_ char *rest = xvasprintf (fmt, ap);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The operator's dashboard in a real browser: esbxd serves /ui/ on its TCP
 # listener, headless chromium (Debian's) driven by puppeteer-core
-# (tests/ui/, installed by hack/install-deps) logs in, sees a running
+# (tests/ui/, installed by hack/install-ui-deps) logs in, sees a running
 # swarm, opens a diff, approves a pending request and sees it land;
 # hostile names, contents, labels and messages are shown, never run; a
 # cross-site page cannot reject a request.  Screenshots go to
@@ -11,9 +11,9 @@ load gateway_helpers
 bats_require_minimum_version 1.5.0
 
 setup() {
-  [ -x /usr/bin/chromium ] || skip "chromium not installed (hack/install-deps installs it)"
+  [ -x /usr/bin/chromium ] || skip "chromium not installed (hack/install-ui-deps installs it)"
   [ -d "$ESBX_SRC/tests/ui/node_modules/puppeteer-core" ] ||
-    skip "puppeteer-core not installed in tests/ui (hack/install-deps: npm ci)"
+    skip "puppeteer-core not installed in tests/ui (hack/install-ui-deps)"
   UI_PORT=$((20000 + RANDOM % 20000))
   export ESBXD_SAMPLE_INTERVAL_MS=300
   setup_gateway --gateway-tcp "127.0.0.1:$UI_PORT" --gateway-tcp-insecure

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "routes.h"
 #include "routes_ui.h"
+#include "routes_mcp.h"
 #include "text.h"
 #include "utils.h"
 
@@ -27,6 +28,7 @@ struct esbx_gateway
   struct esbx_audit *audit;
   struct esbx_http_server *unix_server;
   struct esbx_http_server *tcp_server;
+  struct esbx_gateway_mcp *mcp;
   char *socket_path;
   char *tls_cert, *tls_key; /* PEM, read at start */
   struct esbx_gateway_config cfg;
@@ -254,6 +256,7 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
     .token = req->admission,
     .exec_log_limit = gw->cfg.exec_log_limit,
     .samples = gw->cfg.samples,
+    .mcp = gw->mcp,
   };
   const char *endpoint = "unknown";
 
@@ -382,6 +385,7 @@ esbx_gateway_start (esbx_store_t *store, struct esbx_metrics *metrics, struct es
     gw->cfg.max_waiting_per_client = ESBX_GATEWAY_DEFAULT_WAITING;
   if (gw->cfg.head_timeout == 0)
     gw->cfg.head_timeout = ESBX_GATEWAY_DEFAULT_HEAD_TIMEOUT;
+  gw->mcp = esbx_gateway_mcp_new (store, audit, cfg->exec_log_limit);
   if (esbx_gateway_check_tcp (cfg, err) < 0)
     goto fail;
   if (cfg->tcp && cfg->tls_cert
@@ -419,8 +423,10 @@ esbx_gateway_stop (struct esbx_gateway *gw)
 {
   if (gw == NULL)
     return;
+  esbx_gateway_mcp_cancel (gw->mcp);
   esbx_http_stop (gw->unix_server);
   esbx_http_stop (gw->tcp_server);
+  esbx_gateway_mcp_free (gw->mcp);
   if (gw->socket_path)
     esbx_listen_unlink (gw->socket_path);
   free (gw->socket_path);

@@ -18,6 +18,7 @@
 
 struct esbx_metrics;
 struct esbx_samples;
+struct esbx_gateway_mcp;
 
 enum esbx_gateway_target
 {
@@ -40,7 +41,8 @@ struct esbx_gateway_ctx
   struct esbx_metrics *metrics;
   struct esbx_samples *samples; /* the sessions' resource samples, or NULL */
   struct MHD_Connection *conn;
-  uint64_t exec_log_limit; /* --exec-log-limit, 0: the shim's default */
+  uint64_t exec_log_limit;      /* --exec-log-limit, 0: the shim's default */
+  struct esbx_gateway_mcp *mcp; /* the MCP sessions (routes_mcp.c) */
   const char *method;
   const char *body;
   size_t len;

@@ -7,6 +7,7 @@
 #include "routes_git.h"
 #include "routes_layers.h"
 #include "routes_maintenance.h"
+#include "routes_mcp.h"
 #include "routes_projects.h"
 #include "routes_queue.h"
 #include "routes_secrets.h"
@@ -132,5 +133,9 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_trash_purge, NULL },
   { "DELETE", "/v1/trash/*", "trash_purge", M, GATEWAY_TARGET_STORE, false,
     esbx_gateway_trash_purge, NULL },
+  /* The MCP server: any valid token; each tool call is decided as the
+     route of the same act above (routes_mcp.c).  */
+  { "POST", "/mcp", "mcp", 0, GATEWAY_TARGET_TOKEN, false, esbx_gateway_mcp_post, NULL },
+  { "DELETE", "/mcp", "mcp_end", 0, GATEWAY_TARGET_TOKEN, false, esbx_gateway_mcp_delete, NULL },
 };
 const size_t esbx_gateway_n_routes = ARRAY_SIZE (esbx_gateway_routes);
