@@ -1,4 +1,4 @@
-// The operator's dashboard in a real browser (tests/bats/89-dashboard.bats
+// The operator's dashboard in a real browser (tests/bats/92-dashboard.bats
 // makes the store, the swarm and esbxd, then runs this): Debian's chromium,
 // headless, driven by puppeteer-core.  Environment: ESBX_UI (the gateway's
 // base URL), ESBX_TOKEN (manage, runtime and observe), ESBX_OBSERVE_TOKEN,
