@@ -185,7 +185,11 @@ idle_loop (void *unused)
         esbx_error_free (&e);
         if (!store_has_slots ())
           {
+            /* No session binds the bundle any more.  The directory and
+               its locks stay: a starter may be waiting on start.lock.  */
             unlinkat (dir_fd, "ports.json", 0);
+            unlinkat (dir_fd, "bundle.pem", 0);
+            unlinkat (dir_fd, "proxy.log", 0);
             _exit (0);
           }
         if (lock >= 0)
