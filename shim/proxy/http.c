@@ -403,6 +403,24 @@ body_kind (const struct http_head *h, uint64_t *len)
   return errno || *end || !isdigit ((unsigned char)*cl) ? -1 : 1;
 }
 
+/* A method of token characters, a target of visible ASCII: nothing else
+   goes into the line the destination reads.  */
+static bool
+request_line_valid (const struct http_head *h)
+{
+  const char *p;
+
+  if (*h->line[0] == '\0' || strlen (h->line[0]) > 32 || *h->line[1] == '\0')
+    return false;
+  for (p = h->line[0]; *p; p++)
+    if (!token_char (*p))
+      return false;
+  for (p = h->line[1]; *p; p++)
+    if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+      return false;
+  return true;
+}
+
 /* http://HOST[:PORT][/PATH] into its parts; no user info.  */
 static int
 parse_absolute (const char *target, char **host, unsigned *port, const char **rest)
@@ -473,7 +491,8 @@ proxy_http (struct proxy_client *cl, struct conn *from, const char *tunnel_host,
   int kind;
   size_t i;
 
-  if (http_read_head (from, &h, false) < 0 || strncmp (h.line[2], "HTTP/1.", 7) != 0)
+  if (http_read_head (from, &h, false) < 0 || strncmp (h.line[2], "HTTP/1.", 7) != 0
+      || !request_line_valid (&h))
     {
       http_reply (from, 400, "malformed request");
       goto out;
