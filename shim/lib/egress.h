@@ -71,6 +71,10 @@ void esbx_egress_for_each_slot (esbx_store_t *store, int dfd,
                                 void *data);
 void esbx_egress_free_slot (int dfd, int slot);
 
+/* The first 16 hex digits of the SHA-256 of STORE's root: what names the
+   store's files under ESBX_EGRESS_RUN (its proxy's directory, the index
+   of its slots).  */
+void esbx_egress_store_key (esbx_store_t *store, char key[17]);
 /* The slot of session SESSION's network, -1 when it has none.  */
 int esbx_egress_slot (esbx_store_t *store, const char *session);
 /* The host side (resolver, gateway) and session side addresses of SLOT,

@@ -6,6 +6,7 @@
 #include "egress.h"
 #include "events.h"
 #include "fs.h"
+#include "hash.h"
 #include "netcmd.h"
 #include "proc.h"
 #include "text.h"
@@ -145,6 +146,44 @@ slot_of (const char *name)
   return (int)v;
 }
 
+/* The index of slots by session: INDEX_DIR/KEY.SESSION, a symlink to
+   "N", so that finding a session's slot reads one link and one record,
+   not every record (a thousand of them at every exec).  The records stay
+   the truth: a link is followed only to a record that names the same
+   store and session.  */
+#define INDEX_DIR "by-session"
+
+static char *
+index_name (esbx_store_t *store, const char *session)
+{
+  char key[17];
+
+  esbx_egress_store_key (store, key);
+  return xasprintf (INDEX_DIR "/%s.%s", key, session);
+}
+
+static void
+index_add (int dfd, esbx_store_t *store, const char *session, int slot)
+{
+  _cleanup_free_ char *name = index_name (store, session), *target = xasprintf ("%d", slot);
+
+  if (mkdirat (dfd, INDEX_DIR, 0700) < 0 && errno != EEXIST)
+    return;
+  unlinkat (dfd, name, 0);
+  /* Without it, the walk of the records still finds the slot.  */
+  (void)symlinkat (target, dfd, name);
+}
+
+void
+esbx_egress_store_key (esbx_store_t *store, char key[17])
+{
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+
+  esbx_sha256_buf (store->root, strlen (store->root), hex);
+  memcpy (key, hex, 16);
+  key[16] = '\0';
+}
+
 static int
 take_slot (int dfd, esbx_store_t *store, const char *session, int *slot, esbx_error_t *err)
 {
@@ -181,6 +220,7 @@ take_slot (int dfd, esbx_store_t *store, const char *session, int *slot, esbx_er
       if (linkat (dfd, tmp, dfd, name, 0) == 0)
         {
           unlinkat (dfd, tmp, 0);
+          index_add (dfd, store, session, i);
           *slot = i;
           return 0;
         }
@@ -208,6 +248,31 @@ ignore (char *const *argv, int netns_fd)
     esbx_error_free (&e);
 }
 
+/* The index's link to SLOT, from its record's store and session.  */
+static void
+drop_index (int dfd, int slot)
+{
+  _cleanup_free_ char *rec_name = xasprintf ("%d.json", slot), *target = NULL;
+  _cleanup_json_ json_t *rec = NULL;
+  esbx_error_t e = NULL;
+  const char *root, *session;
+  char hex[ESBX_SHA256_HEX_LEN + 1], buf[32];
+  ssize_t n;
+
+  rec = json_parse_file_at (dfd, rec_name, &e);
+  esbx_error_free (&e);
+  root = rec ? json_get_string (rec, "store") : NULL;
+  session = rec ? json_get_string (rec, "session") : NULL;
+  if (root == NULL || session == NULL || strchr (session, '/'))
+    return;
+  esbx_sha256_buf (root, strlen (root), hex);
+  hex[16] = '\0';
+  target = xasprintf (INDEX_DIR "/%s.%s", hex, session);
+  n = readlinkat (dfd, target, buf, sizeof buf - 1);
+  if (n > 0 && (buf[n] = '\0', atoi (buf) == slot))
+    unlinkat (dfd, target, 0);
+}
+
 void
 esbx_egress_free_slot (int dfd, int slot)
 {
@@ -221,6 +286,7 @@ esbx_egress_free_slot (int dfd, int slot)
       esbx_error_free (&e);
       return;
     }
+  drop_index (dfd, slot);
   {
     char *argv[]
         = { (char *)"nft", (char *)"delete", (char *)"table", (char *)"inet", n.table, NULL };
@@ -291,7 +357,29 @@ esbx_egress_slot (esbx_store_t *store, const char *session)
   dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd < 0)
     return -1;
-  esbx_egress_for_each_slot (store, dfd, match_session, &want);
+  {
+    _cleanup_free_ char *name = index_name (store, session);
+    _cleanup_json_ json_t *rec = NULL;
+    char buf[32];
+    ssize_t n = readlinkat (dfd, name, buf, sizeof buf - 1);
+
+    if (n > 0)
+      {
+        _cleanup_free_ char *rec_name = NULL;
+        int slot;
+
+        buf[n] = '\0';
+        slot = atoi (buf);
+        rec_name = xasprintf ("%d.json", slot);
+        if (slot_of (rec_name) == slot && (rec = slot_record (dfd, rec_name, store)) != NULL
+            && strcmp (json_get_string (rec, "session"), session) == 0)
+          return slot;
+      }
+  }
+  /* No index yet (slots taken before it): every record.  Once it exists,
+     a session without a link has no slot (gc walks the records).  */
+  if (!esbx_exists_at (dfd, INDEX_DIR))
+    esbx_egress_for_each_slot (store, dfd, match_session, &want);
   return want.slot;
 }
 

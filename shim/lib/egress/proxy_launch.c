@@ -12,7 +12,6 @@
  * asks), ESBX_EGRESS_UPSTREAM_CA (CAs it trusts besides the host's).  */
 #include "egress.h"
 #include "fs.h"
-#include "hash.h"
 #include "sync.h"
 #include "utils.h"
 
@@ -30,11 +29,10 @@
 char *
 esbx_egress_proxy_dir (esbx_store_t *store)
 {
-  char hex[ESBX_SHA256_HEX_LEN + 1];
+  char key[17];
 
-  esbx_sha256_buf (store->root, strlen (store->root), hex);
-  hex[16] = '\0';
-  return xasprintf (ESBX_EGRESS_RUN "/proxy/%s", hex);
+  esbx_egress_store_key (store, key);
+  return xasprintf (ESBX_EGRESS_RUN "/proxy/%s", key);
 }
 
 static char *
