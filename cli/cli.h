@@ -147,7 +147,7 @@ int cli_request_act (struct esbx_cli *cli, const char *verb, const char *id, con
 int cmd_queue (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_review (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
-/* cmd_project_gate.c: `project gate NAME [...]`.  */
+/* project_gate.c: `project gate NAME [...]`.  */
 int cli_project_gate (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 /* cmd_remote.c: `remote set|show`, and `project push|pull NAME`.  */
 int cmd_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

@@ -1,5 +1,5 @@
 /* esbx project create|list|log|rm|squash|lifetime|network|disk|git-dir|push-git|pull-git
-   (push|pull: cmd_remote.c; gate: cmd_project_gate.c) */
+   (push|pull: cmd_remote.c; gate: project_gate.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
