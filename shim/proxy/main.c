@@ -33,8 +33,7 @@
 struct proxy_global proxy;
 static int dir_fd = -1;
 
-static void
-die (esbx_error_t *err, int ready_fd)
+static void __attribute__ ((noreturn)) die (esbx_error_t *err, int ready_fd)
 {
   if (ready_fd >= 0)
     esbx_error_send (ready_fd, err);

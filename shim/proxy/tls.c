@@ -212,7 +212,6 @@ host_cred (const char *host, gnutls_certificate_credentials_t *out, esbx_error_t
   gnutls_certificate_credentials_t cred = NULL;
   struct host_cert *hc;
   struct in_addr lit;
-  _cleanup_free_ char *cn = NULL;
   time_t now = time (NULL);
   int r;
 

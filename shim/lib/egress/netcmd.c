@@ -88,14 +88,14 @@ int
 esbx_netcmd_limited (char *const *argv, int netns_fd, const char *input, char **out,
                      unsigned long long fsize, esbx_error_t *err)
 {
-  _cleanup_close_ int lock = nft_lock (argv);
-  _cleanup_close_ int in = -1, outfd = -1, errfd = -1;
+  _cleanup_close_ int lock = -1, in = -1, outfd = -1, errfd = -1;
   _cleanup_free_ char *stderr_text = NULL;
   struct esbx_run r = { .argv = argv, .dirs = search_dirs, .netns = netns_fd, .fsize = fsize };
   int status;
   char *nl;
   int ret = 0;
 
+  lock = nft_lock (argv);
   if ((in = new_memfd ("stdin", input, err)) < 0 || (outfd = new_memfd ("stdout", NULL, err)) < 0
       || (errfd = new_memfd ("stderr", NULL, err)) < 0)
     return -1;
