@@ -32,6 +32,7 @@
 
 struct proxy_global proxy;
 static int dir_fd = -1;
+static const char *dir_path;
 
 static void __attribute__ ((noreturn)) die (esbx_error_t *err, int ready_fd)
 {
@@ -184,11 +185,17 @@ idle_loop (void *unused)
         esbx_error_free (&e);
         if (!store_has_slots ())
           {
-            /* No session binds the bundle any more.  The directory and
-               its locks stay: a starter may be waiting on start.lock.  */
+            /* No session binds the bundle any more.  start.lock goes
+               while held, then the directory: a starter that waited on
+               it finds it has no name and starts again
+               (proxy_launch.c); one that made a new start.lock in the
+               meantime keeps the directory.  */
             unlinkat (dir_fd, "ports.json", 0);
             unlinkat (dir_fd, "bundle.pem", 0);
             unlinkat (dir_fd, "proxy.log", 0);
+            unlinkat (dir_fd, "lock", 0);
+            unlinkat (dir_fd, "start.lock", 0);
+            rmdir (dir_path);
             _exit (0);
           }
         if (lock >= 0)
@@ -271,6 +278,7 @@ main (int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
   if (esbx_store_open (root, &proxy.store, &err) < 0 || egress_range (&err) < 0)
     die (&err, ready_fd);
+  dir_path = dir;
   dir_fd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (dir_fd < 0)
     {

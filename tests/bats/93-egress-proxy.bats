@@ -329,6 +329,8 @@ http.request({ host: p.hostname, port: p.port, method: "CONNECT", path: "api.tes
   esbx_ok discard s1 --force
   esbx_ok discard s2 --force
   wait_gone "$new"
+  # Its directory goes with it, locks and all (a store's left one each).
+  [ ! -e "/run/esbx/egress/proxy/$(printf %s "$ESBX_ROOT" | sha256sum | cut -c1-16)" ]
 }
 
 @test "bad secret bindings are refused and change nothing" {

@@ -5,7 +5,8 @@
  * finds the proxy running (its `lock` is held) or starts one, which
  * outlives the caller (its own session, no parent but init) and ends by
  * itself once the store has had no slot for a few seconds (under
- * start.lock too, so that a caller never counts on a proxy that is going).
+ * start.lock too, so that a caller never counts on a proxy that is going),
+ * taking its directory with it.
  * Its files are in ESBX_EGRESS_RUN/proxy/KEY, KEY the first 16 hex digits
  * of the SHA-256 of the store's root.  It inherits the caller's
  * environment: ESBX_EGRESS_RANGE, ESBX_EGRESS_UPSTREAM (the resolver it
@@ -21,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,15 +160,31 @@ esbx_egress_proxy_ensure (esbx_store_t *store, struct esbx_egress_proxy *out, es
   _cleanup_free_ char *dir = esbx_egress_proxy_dir (store);
   _cleanup_close_ int dfd = -1, startlock = -1, probe = -1;
   esbx_error_t busy = NULL;
+  struct stat st;
+  int tries;
 
-  if (esbx_mkdir_p (dir, 0700, err) < 0)
-    return -1;
-  dfd = esbx_open_dir_at (AT_FDCWD, dir, err);
-  if (dfd < 0)
-    return -1;
-  startlock = esbx_lock_at (dfd, "start.lock", true, true, err);
-  if (startlock < 0)
-    return -1;
+  /* A proxy that ends removes its directory, start.lock last but for the
+     directory, while holding it: a start.lock got that has no name any
+     more (or a directory gone under us) is tried again.  */
+  for (tries = 0;; tries++)
+    {
+      if (esbx_mkdir_p (dir, 0700, err) < 0)
+        return -1;
+      dfd = esbx_open_dir_at (AT_FDCWD, dir, err);
+      if (dfd >= 0)
+        startlock = esbx_lock_at (dfd, "start.lock", true, true, err);
+      if (startlock >= 0 && fstat (startlock, &st) == 0 && st.st_nlink > 0)
+        break;
+      if (startlock < 0 && (*err)->status != ENOENT)
+        return -1;
+      if (tries >= 100)
+        return *err ? -1 : esbx_make_error (err, 0, "`%s` went away as it was locked", dir);
+      esbx_error_free (err);
+      if (startlock >= 0)
+        close (take_fd (&startlock));
+      if (dfd >= 0)
+        close (take_fd (&dfd));
+    }
   /* Held: it runs.  */
   probe = esbx_lock_at (dfd, "lock", true, false, &busy);
   if (probe >= 0)
@@ -198,9 +216,9 @@ esbx_egress_proxy_pid (esbx_store_t *store)
   dfd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd < 0)
     return 0;
-  probe = esbx_lock_at (dfd, "lock", true, false, &e);
-  esbx_error_free (&e);
-  if (probe >= 0)
+  /* Not made when missing: an ending proxy removes its directory.  */
+  probe = TEMP_FAILURE_RETRY (openat (dfd, "lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (probe < 0 || !esbx_lock_is_held (probe))
     return 0;
   j = json_parse_file_at (dfd, "ports.json", &e);
   esbx_error_free (&e);
