@@ -279,7 +279,7 @@ proxy_pid() {
   assert_failure
   run nft list table inet "$table"
   assert_failure
-  wait_gone "$dns"
+  wait_gone "$dns" 20
   assert_file_not_exists "/run/esbx/egress/${link#esbxe}.json"
 }
 
@@ -298,7 +298,7 @@ proxy_pid() {
   assert_failure
   run ip link show "$link"
   assert_failure
-  wait_gone "$dns"
+  wait_gone "$dns" 20
   assert_file_not_exists "/run/esbx/egress/$slot.json"
   # The session itself is kept: the next exec gets a network again.
   fetch s1 http://a.test:8080/

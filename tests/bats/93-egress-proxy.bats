@@ -328,7 +328,7 @@ http.request({ host: p.hostname, port: p.port, method: "CONNECT", path: "api.tes
   esbx_ok exec s2 -- curl -fsS -m 5 http://plain.test/four
   esbx_ok discard s1 --force
   esbx_ok discard s2 --force
-  wait_gone "$new"
+  wait_gone "$new" 20
   # Its directory goes with it, locks and all (a store's left one each).
   [ ! -e "/run/esbx/egress/proxy/$(printf %s "$ESBX_ROOT" | sha256sum | cut -c1-16)" ]
 }
@@ -373,6 +373,6 @@ http.request({ host: p.hostname, port: p.port, method: "CONNECT", path: "api.tes
   # The proxy is not esbxd's to take along: esbxd gone, the session still
   # goes out.
   kill "$pid"
-  wait_gone "$pid"
+  wait_gone "$pid" 20
   esbx_ok exec s1 -- curl -fsS -m 5 http://plain.test/pub/after
 }

@@ -81,6 +81,5 @@ our_slots() {
     ! nft list table inet "esbx_e$s" >/dev/null 2>&1
   done
   [ -z "$(ls "$ESBX_ROOT/sessions")" ]
-  for _ in $(seq 100); do proc_gone "$pids" && break; sleep 0.1; done
-  proc_gone "$pids"
+  wait_gone "$pids" 20
 }

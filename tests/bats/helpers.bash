@@ -142,9 +142,9 @@ proc_gone() {
   ! grep -q '^State:[[:space:]]*[^Z]' "/proc/$1/status" 2>/dev/null
 }
 
-# Gone within 5 s, or fail.
+# `wait_gone PID [SECONDS]`: gone within SECONDS (5), or fail.
 wait_gone() {
-  for _ in $(seq 50); do proc_gone "$1" && return 0; sleep 0.1; done
+  for _ in $(seq $((${2:-5} * 10))); do proc_gone "$1" && return 0; sleep 0.1; done
   proc_gone "$1"
 }
 
