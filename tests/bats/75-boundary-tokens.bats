@@ -25,21 +25,32 @@ teardown() {
 # as a command in a session with the host's network and CAP_NET_RAW would;
 # stopped by sniff_stop.
 sniff() {
+  rm -f "$1.ready"
   python3 - "$1" <<'EOF' &
-import socket, sys
+import signal, socket, sys
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind(("lo", 0))
+s.settimeout(0.1)
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+open(sys.argv[1] + ".ready", "w").close()
 with open(sys.argv[1], "wb", buffering=0) as f:
     while True:
-        f.write(s.recv(65536))
+        try:
+            f.write(s.recv(65536))
+        except (socket.timeout, InterruptedError):
+            if stop:
+                break
 EOF
   SNIFF_PID=$!
-  sleep 0.5
+  # Listening before the traffic it is to see: a condition, not a delay.
+  for _ in $(seq 300); do [ -e "$1.ready" ] && break; sleep 0.05; done
+  [ -e "$1.ready" ]
 }
 
+# Ends the capture once it has written all it has received.
 sniff_stop() {
-  sleep 0.3
-  kill -KILL "$SNIFF_PID"
+  kill -TERM "$SNIFF_PID"
   wait "$SNIFF_PID" 2>/dev/null || true
   SNIFF_PID=
 }
