@@ -132,6 +132,9 @@ const char *esbx_file_type_name (enum esbx_file_type t);
 /* The type of a file of mode M: ESBX_TYPE_NONE for one the store does not
    keep (a socket, a device).  */
 enum esbx_file_type esbx_file_type_of (mode_t m);
+/* Its name in a listing (file, dir, symlink, fifo), "other" for one the
+   store does not keep.  */
+const char *esbx_file_mode_name (mode_t m);
 int esbx_file_type_parse (const char *s, enum esbx_file_type *t);
 json_t *esbx_change_to_json (const struct esbx_change *c);
 int esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err);

@@ -202,3 +202,14 @@ esbxd_down() {
   kill -KILL "$ESBXD_PID" 2>/dev/null || true
   ESBXD_PID=
 }
+
+# A TCP port for a listener of the test: below the kernel's ephemeral
+# range (32768 up), where no outgoing connection is given one, and not
+# listened on now.
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 12000))
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
+  done
+}
