@@ -67,6 +67,7 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "cpus", o->cpus);
   if (o->disk > 0)
     json_set_int (j, "disk", o->disk);
+  json_set_string (j, "userns", o->userns ? o->userns : "auto");
   if (rootfs)
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
@@ -97,6 +98,9 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
       && strcmp (o->network, "egress") != 0)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid network `%s`: expected none, host or egress", o->network);
+  if (o->userns && strcmp (o->userns, "auto") != 0 && strcmp (o->userns, "off") != 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "invalid --userns `%s`: expected auto or off", o->userns);
   if (o->allow && o->allow[0] && (o->network == NULL || strcmp (o->network, "egress") != 0))
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "--allow `%s`: only a session with --network egress has an "

@@ -57,6 +57,17 @@ read_record (int dfd, struct esbx_holder_info *info, esbx_error_t *err)
   info->pid = (pid_t)pid;
   info->starttime = (unsigned long long)start;
   info->cgroup = xstrdup (cg);
+  {
+    const json_t *u = json_get (j, "userns");
+    int64_t uid = 0, count = 0;
+
+    if (u && json_get_int (u, "uid", &uid) && json_get_int (u, "count", &count) && uid > 0
+        && count > 0 && uid + count <= UINT32_MAX)
+      {
+        info->userns_uid = (uint32_t)uid;
+        info->userns_count = (uint32_t)count;
+      }
+  }
   return 0;
 }
 
@@ -326,6 +337,22 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
         strv_push (&argv, xstrdup (net.resolv_conf));
       }
     secret_args (ss, &argv);
+    {
+      struct esbx_userns u;
+
+      /* Mounted just now: the record says which range its layers show.  */
+      if (esbx_userns_load (ss->store, ss->name, &u, err) < 0)
+        {
+          strv_free (&argv);
+          return -1;
+        }
+      if (u.on)
+        {
+          strv_push (&argv, xstrdup ("--userns"));
+          strv_push (&argv, xasprintf ("%" PRIu32 ":%" PRIu32, u.uid, u.count));
+        }
+      esbx_userns_clear (&u);
+    }
 
     child = fork ();
     if (child < 0)

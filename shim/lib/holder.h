@@ -33,7 +33,9 @@ struct esbx_holder_info
 {
   pid_t pid;
   unsigned long long starttime;
-  char *cgroup; /* session cgroup path relative to the cgroup root, e.g. "esbx/S" */
+  char *cgroup;          /* session cgroup path relative to the cgroup root, e.g. "esbx/S" */
+  uint32_t userns_uid;   /* host id of the session's root in its user namespace, 0: none */
+  uint32_t userns_count; /* ids mapped from userns_uid */
 };
 
 /* Start the holder of the session SS holds if it is not running; fails

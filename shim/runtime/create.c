@@ -150,6 +150,8 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
   if (cgroup == NULL && mark_outside_cgroup (ss, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`", session);
   spec_join_holder (config, session, info.pid, cgroup);
+  if (spec_join_userns (config, session, &info, err) < 0)
+    return -1;
   withheld = spec_fill_env (config, ss->rec->env);
   if (write_config (bundlefd, bundle, config, err) < 0)
     return -1;

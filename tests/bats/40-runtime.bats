@@ -8,6 +8,8 @@
 # the one esbx-runtime execs ($ESBX_RUNC); with runc, esbx-runtime finds it
 # on $PATH as it does on a Docker host.
 
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load helpers
 load runtime_helpers
 

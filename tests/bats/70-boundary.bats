@@ -5,6 +5,8 @@
 # own suites (71-boundary-gateway.bats, 72-boundary-store.bats).
 
 bats_require_minimum_version 1.5.0
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load helpers
 
 setup() {
@@ -35,8 +37,8 @@ py() { run "$ESBX" exec s1 -- python3 -c "$1"; }
 
 @test "boundary 1: /proc/sys is read-only: core_pattern cannot run a workspace script on the host" {
   SAVED_CORE_PATTERN=$(cat /proc/sys/kernel/core_pattern)
-  printf '#!/bin/sh\ntouch %s\n' "$CANARY" >"$m/evil.sh"
-  chmod +x "$m/evil.sh"
+  printf '#!/bin/sh\ntouch %s\n' "$CANARY" | session_put s1 evil.sh
+  as_session_root s1 chmod +x "$m/evil.sh"
   run "$ESBX" exec s1 -- sh -c "echo '|$m/evil.sh' >/proc/sys/kernel/core_pattern"
   assert_failure
   assert_equal "$(cat /proc/sys/kernel/core_pattern)" "$SAVED_CORE_PATTERN"
@@ -88,7 +90,7 @@ while True: s.accept()' "$sock" &
   assert [ -S "$psock" ]
   run curl -s --unix-socket "$psock" -d '{"Name":"victim","Opts":{"project":"p"}}' http://p/VolumeDriver.Create
   assert_output '{}'
-  echo work >"$(path_of victim)/precious"
+  echo work | session_put victim precious
   run "$ESBX" exec s1 -- sh -c "curl -s --max-time 5 --unix-socket $psock -d '{\"Name\":\"victim\"}' http://p/VolumeDriver.Remove; curl -s --max-time 5 --unix-socket /var$psock -d '{}' http://p/VolumeDriver.List"
   # No answer at all: the socket is not there.
   refute_output --partial '{'
@@ -213,7 +215,7 @@ for c in b"echo INJECTED\n": fcntl.ioctl(0, termios.TIOCSTI, bytes([c]))'
   esbx_ok project create p --from "$BATS_TEST_TMPDIR/src7"
   make_session p a
   make_session p b
-  echo SESSION-B-SECRET >"$m/secret"
+  echo SESSION-B-SECRET | session_put b secret
   for root in "$ESBX_ROOT" "$LINKED_STORE/store"; do
     run "$ESBX" exec a -- cat "$root/sessions/b/upper/secret"
     refute_output --partial SESSION-B-SECRET

@@ -3,6 +3,8 @@
 # /dev/shm) has a size, what it writes there counts in its memory limit,
 # and a session that asks for no limit gets the store's default.
 
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load helpers
 
 setup() {

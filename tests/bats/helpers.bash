@@ -8,6 +8,12 @@ load '/usr/lib/bats/bats-file/load'
 
 ESBX_SRC=${ESBX_SRC:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
 ESBX_BUILD=${ESBX_BUILD:-$ESBX_SRC/build}
+# Sessions run in a user namespace by default, where the host's root can
+# no longer create files in their merged view (it has no id there).  The
+# suites that write into a session from the host run without one; those
+# about the boundary and the holder set ESBX_USERNS=auto before `load`.
+ESBX_USERNS=${ESBX_USERNS:-off}
+export ESBX_USERNS
 ESBX=${ESBX:-$ESBX_BUILD/cli/esbx}
 ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
 export ESBX_SRC ESBX_BUILD ESBX ESBXD
@@ -109,6 +115,30 @@ make_tree() {
 
 # The merged directory of session NAME (mounted again if it was not).
 path_of() { "$ESBX" session path "$1"; }
+
+# `as_session_root S CMD...`: CMD on the host as session S's root, i.e.
+# with the host id its root has when S runs in a user namespace (host
+# root has none there: creating a file in its merged view fails with
+# EOVERFLOW), as is otherwise.
+as_session_root() {
+  local s=$1 uid
+  shift
+  uid=$(jq -r 'if .mode == "userns" then .uid else empty end' \
+    "$ESBX_ROOT/sessions/$s/userns.json" 2>/dev/null) || uid=
+  if [ -n "$uid" ]; then
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# `session_put S PATH`: stdin into PATH of session S's merged view, written
+# by the session's root (as_session_root); parents are made.
+session_put() {
+  local s=$1 rel=$2 dir
+  dir=$(path_of "$s") || return
+  as_session_root "$s" sh -c 'mkdir -p "$(dirname "$1")" && cat >"$1"' sh "$dir/$rel"
+}
 
 # `make_session PROJECT NAME [OPTIONS]`: session NAME of PROJECT, its merged
 # directory in $m.

@@ -121,6 +121,13 @@ exec_child (const struct exec_run *r, int report)
       esbx_make_error (&err, errno, "join the namespaces of the holder");
       child_fail (report, &err);
     }
+  /* Last, and alone: the namespaces above belong to the host's user
+     namespace, which a process in the session's no longer may join.  */
+  if (r->info->userns_uid && setns (r->holder_pidfd, CLONE_NEWUSER) < 0)
+    {
+      esbx_make_error (&err, errno, "join the user namespace of the holder");
+      child_fail (report, &err);
+    }
   if (chdir (r->cwd) < 0)
     {
       esbx_make_error (&err, errno, "--cwd `%s`", r->cwd);
@@ -131,7 +138,8 @@ exec_child (const struct exec_run *r, int report)
   /* Whatever the caller of esbx left open (bats keeps fd 3) must not leak
      into the session, nor keep that caller waiting on a detached command.  */
   syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-  if (esbx_confine_user (r->set_user, r->uid, r->gid, &err) < 0)
+  /* In a user namespace host root has no id: always become one of it.  */
+  if (esbx_confine_user (r->set_user || r->info->userns_uid, r->uid, r->gid, &err) < 0)
     child_fail (report, &err);
   environ = r->env;
   if (esbx_seccomp_load (&err) < 0)
