@@ -244,6 +244,15 @@ int esbx_userns_record_off (esbx_store_t *store, const char *session, const char
                             esbx_error_t *err);
 /* Drop SESSION's record and its claim, once its view is unmounted.  */
 void esbx_userns_release (esbx_store_t *store, const char *session);
+/* Act on SESSION's merged view as its root: this thread's fsuid and fsgid
+   become its root's host id, with the capabilities kept, so that what it
+   creates is owned by the session's root (host root has no id there).
+   True when it switched; esbx_userns_fs_leave goes back to 0 (a no-op
+   when nothing switched).  */
+bool esbx_userns_fs_enter (esbx_store_t *store, const char *session);
+void esbx_userns_fs_leave (void);
+/* This thread's fsuid and fsgid ID, capabilities kept.  */
+void esbx_userns_fs_ids (uint32_t id);
 /* A new user namespace mapping ids 0..COUNT-1 to UID..: an fd of it.  */
 int esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err);
 

@@ -19,10 +19,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/magic.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -113,37 +111,16 @@ context_error (esbx_error_t *err, int fd, const char *what, const char *object)
   return esbx_make_error (err, saved, "%s `%s`%s%s", what, object, msg[0] ? ": " : "", msg);
 }
 
-/* The effective capabilities back to the permitted ones: a change of
-   fsuid away from 0 drops the filesystem ones.  */
-static int
-raise_caps (void)
-{
-  struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-  struct __user_cap_data_struct data[2];
-
-  if (syscall (SYS_capget, &hdr, data) < 0)
-    return -1;
-  data[0].effective = data[0].permitted;
-  data[1].effective = data[1].permitted;
-  return (int)syscall (SYS_capset, &hdr, data);
-}
-
 /* FSCONFIG_CMD_CREATE as BASE (see above), then back to fsuid 0.  */
 static int
 create_as (int fsfd, uint32_t base)
 {
   int ret, saved;
 
-  setfsgid (base);
-  setfsuid (base);
-  if (raise_caps () < 0)
-    ret = -1;
-  else
-    ret = (int)syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0);
+  esbx_userns_fs_ids (base);
+  ret = (int)syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0);
   saved = errno;
-  setfsuid (0);
-  setfsgid (0);
-  raise_caps ();
+  esbx_userns_fs_ids (0);
   errno = saved;
   return ret;
 }

@@ -26,6 +26,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/capability.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -371,4 +374,52 @@ esbx_userns_json (esbx_store_t *store, const struct esbx_session *s)
     json_set_string (o, "reason", u.reason);
   esbx_userns_clear (&u);
   return o;
+}
+
+/* The effective capabilities back to the permitted ones: a change of
+   fsuid away from 0 drops the filesystem ones.  */
+static void
+raise_caps (void)
+{
+  struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct data[2];
+
+  if (syscall (SYS_capget, &hdr, data) < 0)
+    return;
+  data[0].effective = data[0].permitted;
+  data[1].effective = data[1].permitted;
+  syscall (SYS_capset, &hdr, data);
+}
+
+void
+esbx_userns_fs_ids (uint32_t id)
+{
+  setfsgid (id);
+  setfsuid (id);
+  raise_caps ();
+}
+
+bool
+esbx_userns_fs_enter (esbx_store_t *store, const char *session)
+{
+  struct esbx_userns u;
+  esbx_error_t ignored = NULL;
+  bool on;
+
+  if (esbx_userns_load (store, session, &u, &ignored) < 0)
+    {
+      esbx_error_free (&ignored);
+      return false;
+    }
+  on = u.on;
+  if (on)
+    esbx_userns_fs_ids (u.uid);
+  esbx_userns_clear (&u);
+  return on;
+}
+
+void
+esbx_userns_fs_leave (void)
+{
+  esbx_userns_fs_ids (0);
 }

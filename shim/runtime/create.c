@@ -144,14 +144,14 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     }
   if (esbx_holder_ensure (ss, &info, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
+  if (spec_refuse_userns (session, &info, err) < 0)
+    return -1;
 
   cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
   /* Outside the session cgroup, only the marker lets discard find it.  */
   if (cgroup == NULL && mark_outside_cgroup (ss, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`", session);
   spec_join_holder (config, session, info.pid, cgroup);
-  if (spec_join_userns (config, session, &info, err) < 0)
-    return -1;
   withheld = spec_fill_env (config, ss->rec->env);
   if (write_config (bundlefd, bundle, config, err) < 0)
     return -1;

@@ -5,11 +5,12 @@
 # cannot idmap falls back with a warning.
 
 ESBX_USERNS=auto
-load helpers
+load gateway_helpers
 
 setup() { setup_project; }
 
 teardown() {
+  [ -z "${GW_DIR:-}" ] || teardown_gateway
   [ -z "${RAMFS:-}" ] || { teardown_store; umount -l "$RAMFS" 2>/dev/null || true; rmdir "$RAMFS" 2>/dev/null || true; }
   teardown_store
 }
@@ -174,4 +175,33 @@ host_pid_of() {
   esbx_ok exec s1 -- sh -c 'cat /proc/self/uid_map; echo x >/workspace/f'
   assert_output --partial '4294967295'
   esbx_ok publish s1
+}
+
+@test "the gateway's file writes act as the session's root: a new file is uid 0 in the upper" {
+  setup_gateway
+  esbx_ok session create p --name g1
+  t=$(token runtime)
+  gw_expect 200 PUT "/v1/sessions/g1/files?path=new.txt" "$t" 'data'
+  run stat -c '%u:%g' "$ESBX_ROOT/sessions/g1/upper/new.txt"
+  assert_output 0:0
+  esbx_ok exec g1 -- stat -c '%u:%g' /workspace/new.txt
+  assert_output 0:0
+  # And the daemon's own thread is root again afterwards: a session
+  # without a user namespace is still written as host root.
+  esbx_ok session create p --name g2 --userns off
+  gw_expect 200 PUT "/v1/sessions/g2/files?path=new.txt" "$t" 'data'
+  run stat -c '%u:%g' "$ESBX_ROOT/sessions/g2/upper/new.txt"
+  assert_output 0:0
+}
+
+@test "all id ranges in use: a session that asks for one is refused with the cause, and nothing is left" {
+  ESBX_USERNS_RUN_DIR=$BATS_TEST_TMPDIR/userns ESBX_USERNS_SLOTS=1 "$ESBX" session create p --name s1
+  run env ESBX_USERNS_RUN_DIR="$BATS_TEST_TMPDIR/userns" ESBX_USERNS_SLOTS=1 "$ESBX" session create p --name s2
+  assert_failure
+  assert_output --partial "all 1 user namespace id ranges of this host are in use"
+  esbx_fails 1 session inspect s2
+  # Once s1 is gone its range is free again.
+  ESBX_USERNS_RUN_DIR=$BATS_TEST_TMPDIR/userns ESBX_USERNS_SLOTS=1 "$ESBX" discard s1
+  run env ESBX_USERNS_RUN_DIR="$BATS_TEST_TMPDIR/userns" ESBX_USERNS_SLOTS=1 "$ESBX" session create p --name s2
+  assert_success
 }

@@ -38,7 +38,7 @@ py() { run "$ESBX" exec s1 -- python3 -c "$1"; }
 @test "boundary 1: /proc/sys is read-only: core_pattern cannot run a workspace script on the host" {
   SAVED_CORE_PATTERN=$(cat /proc/sys/kernel/core_pattern)
   printf '#!/bin/sh\ntouch %s\n' "$CANARY" | session_put s1 evil.sh
-  as_session_root s1 chmod +x "$m/evil.sh"
+  (cd "$m" && as_session_root s1 chmod +x evil.sh)
   run "$ESBX" exec s1 -- sh -c "echo '|$m/evil.sh' >/proc/sys/kernel/core_pattern"
   assert_failure
   assert_equal "$(cat /proc/sys/kernel/core_pattern)" "$SAVED_CORE_PATTERN"

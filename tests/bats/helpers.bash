@@ -119,7 +119,8 @@ path_of() { "$ESBX" session path "$1"; }
 # `as_session_root S CMD...`: CMD on the host as session S's root, i.e.
 # with the host id its root has when S runs in a user namespace (host
 # root has none there: creating a file in its merged view fails with
-# EOVERFLOW), as is otherwise.
+# EOVERFLOW), as is otherwise.  That id cannot enter the store's root
+# (0700): start CMD in the merged view and give it relative paths.
 as_session_root() {
   local s=$1 uid
   shift
@@ -133,11 +134,12 @@ as_session_root() {
 }
 
 # `session_put S PATH`: stdin into PATH of session S's merged view, written
-# by the session's root (as_session_root); parents are made.
+# by the session's root (as_session_root) from within the view (the
+# store's root is not open to that id); parents are made.
 session_put() {
   local s=$1 rel=$2 dir
   dir=$(path_of "$s") || return
-  as_session_root "$s" sh -c 'mkdir -p "$(dirname "$1")" && cat >"$1"' sh "$dir/$rel"
+  (cd "$dir" && as_session_root "$s" sh -c 'mkdir -p "$(dirname "$1")" && cat >"$1"' sh "$rel")
 }
 
 # `make_session PROJECT NAME [OPTIONS]`: session NAME of PROJECT, its merged
