@@ -44,6 +44,7 @@ static const struct verb verbs[] = {
     "    [--env K=V]... [--env-file FILE]... [--secret NAME[,env=VAR][,file=/run/secrets/F]]...\n"
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
     "    [--on-expiry discard|snapshot] [--disk SIZE|none] [--userns auto|off]\n"
+    "    [--isolation namespaces|gvisor]\n"
     "session snapshot S [--name SNAP]\n"
     "session fork S [--name N] [--label K=V]... [--ttl DURATION] [--idle-ttl DURATION] ...\n"
     "session list [--project P]\n"

@@ -282,6 +282,8 @@ struct esbx_session_opts
   int64_t disk;          /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
   const char *userns;    /* "auto" (a user namespace where the store can idmap) or "off";
                             NULL: the store's default (session_defaults.c) */
+  const char *isolation; /* "namespaces" or "gvisor" (the holder is a runsc sandbox);
+                            NULL: the store's default */
 };
 
 struct esbx_session

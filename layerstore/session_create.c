@@ -67,7 +67,12 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "cpus", o->cpus);
   if (o->disk > 0)
     json_set_int (j, "disk", o->disk);
-  json_set_string (j, "userns", o->userns ? o->userns : "auto");
+  /* gVisor's gofer writes the workspace as host root: no idmap under it.  */
+  json_set_string (j, "isolation", o->isolation ? o->isolation : "namespaces");
+  json_set_string (j, "userns",
+                   o->isolation && strcmp (o->isolation, "gvisor") == 0 ? "off"
+                   : o->userns                                          ? o->userns
+                                                                        : "auto");
   if (rootfs)
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
@@ -98,6 +103,24 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
       && strcmp (o->network, "egress") != 0)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid network `%s`: expected none, host or egress", o->network);
+  if (o->isolation && strcmp (o->isolation, "namespaces") != 0
+      && strcmp (o->isolation, "gvisor") != 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "invalid --isolation `%s`: expected namespaces or gvisor",
+                                 o->isolation);
+  if (o->isolation && strcmp (o->isolation, "gvisor") == 0)
+    {
+      /* See shim/lib/gvisor.c for why.  */
+      if (o->network && strcmp (o->network, "none") != 0)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "--isolation gvisor: network `%s` is not available (gVisor's "
+                                     "own network stack, loopback only); use --network none",
+                                     o->network);
+      if (o->rootfs)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "--isolation gvisor: --rootfs is not available; the sandbox "
+                                     "runs the host's /usr");
+    }
   if (o->userns && strcmp (o->userns, "auto") != 0 && strcmp (o->userns, "off") != 0)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid --userns `%s`: expected auto or off", o->userns);

@@ -11,6 +11,8 @@
  *                        the store's filesystem can idmap the layers (auto),
  *                        or as root of the host (off); see userns.c.
  *                        Without the key, $ESBX_USERNS (auto or off) if set.
+ *   isolation = gvisor   its holder a gVisor sandbox (shim/lib/gvisor.c);
+ *                        default namespaces
  *
  * A missing file or key takes the built-in value above.  The tmpfs
  * together (4 x tmpfs_size + shm_size) may take at most 3/4 of the memory
@@ -32,6 +34,7 @@ struct defaults
 {
   uint64_t memory, pids, tmpfs_size, shm_size;
   const char *userns;
+  const char *isolation;
 };
 
 static int
@@ -48,6 +51,14 @@ set (const char *key, const char *value, const char *where, void *data, esbx_err
       int64_t bytes;
       return esbx_disk_size_parse (value, &bytes, err) < 0 ? esbx_error_wrap (err, "%s", where) : 0;
     }
+  if (strcmp (key, "isolation") == 0)
+    {
+      if (strcmp (value, "namespaces") != 0 && strcmp (value, "gvisor") != 0)
+        return esbx_make_error (err, 0, "%s: `isolation = %s`: expected namespaces or gvisor",
+                                where, value);
+      d->isolation = strcmp (value, "gvisor") == 0 ? "gvisor" : "namespaces";
+      return 0;
+    }
   if (strcmp (key, "userns") == 0)
     {
       if (strcmp (value, "auto") != 0 && strcmp (value, "off") != 0)
@@ -57,8 +68,9 @@ set (const char *key, const char *value, const char *where, void *data, esbx_err
     }
   if (!limit && strcmp (key, "tmpfs_size") != 0 && strcmp (key, "shm_size") != 0)
     return esbx_make_error (
-        err, 0, "%s: unknown key `%s` (memory, pids, tmpfs_size, shm_size, disk or userns)", where,
-        key);
+        err, 0,
+        "%s: unknown key `%s` (memory, pids, tmpfs_size, shm_size, disk, userns or isolation)",
+        where, key);
   if (limit && strcmp (value, "unlimited") == 0)
     v = 0;
   else if (esbx_parse_size (value, &v, &perr) < 0 || v == 0)
@@ -105,8 +117,12 @@ int
 esbx_session_defaults_apply (esbx_store_t *store, struct esbx_session_opts *o, esbx_error_t *err)
 {
   const char *env = getenv ("ESBX_USERNS");
-  struct defaults d = { ESBX_DEFAULT_MEMORY, ESBX_DEFAULT_PIDS, 0, 0,
-                        env && strcmp (env, "off") == 0 ? "off" : "auto" };
+  struct defaults d = { ESBX_DEFAULT_MEMORY,
+                        ESBX_DEFAULT_PIDS,
+                        0,
+                        0,
+                        env && strcmp (env, "off") == 0 ? "off" : "auto",
+                        NULL };
   _cleanup_free_ char *path = xasprintf ("%s/" ESBX_DEFAULTS_CONF, store->root);
   uint64_t tmpfs_total;
 
@@ -118,6 +134,8 @@ esbx_session_defaults_apply (esbx_store_t *store, struct esbx_session_opts *o, e
     o->pids = d.pids;
   if (o->userns == NULL)
     o->userns = d.userns;
+  if (o->isolation == NULL)
+    o->isolation = d.isolation;
   if (o->tmpfs_size == 0)
     o->tmpfs_size = d.tmpfs_size ? d.tmpfs_size : share (o->memory, 8, ESBX_DEFAULT_TMPFS_SIZE);
   if (o->shm_size == 0)

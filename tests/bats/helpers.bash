@@ -139,6 +139,7 @@ as_session_root() {
 session_put() {
   local s=$1 rel=$2 dir
   dir=$(path_of "$s") || return
+  # shellcheck disable=SC2016 # expanded by that sh
   (cd "$dir" && as_session_root "$s" sh -c 'mkdir -p "$(dirname "$1")" && cat >"$1"' sh "$rel")
 }
 
