@@ -94,6 +94,25 @@ session_record (const char *name, const char *project, const char *base,
   return j;
 }
 
+/* A gVisor sandbox's root binds host directories (shim/lib/gvisor_spec.c),
+   and runsc makes a missing mount point through them, on the host: a
+   workspace must not lie beneath one.  */
+static bool
+gvisor_bound (const char *ws)
+{
+  static const char *const bound[]
+      = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev" };
+  size_t i, n;
+
+  while (*ws == '/')
+    ws++;
+  n = strcspn (ws, "/");
+  for (i = 0; i < ARRAY_SIZE (bound); i++)
+    if (strlen (bound[i]) == n && strncmp (ws, bound[i], n) == 0)
+      return true;
+  return false;
+}
+
 static int
 check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
 {
@@ -120,6 +139,12 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
         return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                      "--isolation gvisor: --rootfs is not available; the sandbox "
                                      "runs the host's /usr");
+      if (o->workspace && gvisor_bound (o->workspace))
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "--isolation gvisor: workspace `%s` is beneath the host's "
+                                     "directories the sandbox binds (/usr, /etc, /lib*, /bin, "
+                                     "/sbin) or gVisor's /proc, /sys, /dev",
+                                     o->workspace);
     }
   if (o->userns && strcmp (o->userns, "auto") != 0 && strcmp (o->userns, "off") != 0)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,

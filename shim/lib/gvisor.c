@@ -275,6 +275,8 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup, esbx_err
   if (esbx_replace_file_at (bdfd, "config.json", data, len, 0600, err) < 0)
     return -1;
   {
+    /* --ignore-cgroups: runsc would move the sandbox into a cgroup of its
+       own, out of the session's and its limits.  */
     char *run_argv[] = { runsc,
                          (char *)"--root",
                          state,
@@ -282,6 +284,7 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup, esbx_err
                          (char *)platform (),
                          (char *)"--network",
                          (char *)"none",
+                         (char *)"--ignore-cgroups",
                          (char *)"run",
                          (char *)"--detach",
                          (char *)"--bundle",

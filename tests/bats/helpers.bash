@@ -46,6 +46,11 @@ setup_store() {
   ESBX_ROOT=$(mktemp -d /tmp/esbx-test.XXXXXX)
   ESBX_STORE_OF_TEST=$BATS_TEST_TMPDIR
   export ESBX_ROOT
+  # ESBX_TEST_ISOLATION=gvisor: the store's sessions are gVisor sandboxes
+  # (the boundary suites run so in .ci/run as well).
+  if [ -n "${ESBX_TEST_ISOLATION:-}" ]; then
+    echo "isolation = $ESBX_TEST_ISOLATION" >"$ESBX_ROOT/defaults.conf"
+  fi
 }
 
 # A store with project p, made from make_tree's tree in $BATS_TEST_TMPDIR/src.
@@ -131,6 +136,12 @@ as_session_root() {
   else
     "$@"
   fi
+}
+
+# Skip the test when the store's sessions are gVisor sandboxes: `skip_gvisor
+# WHY` (what the tier does not have; docs/SECURITY.md, "Isolation tiers").
+skip_gvisor() {
+  [ "${ESBX_TEST_ISOLATION:-}" != gvisor ] || skip "not in the gVisor tier: $1"
 }
 
 # `session_put S PATH`: stdin into PATH of session S's merged view, written

@@ -1,5 +1,7 @@
-/* A container asking to join a session that runs in a user namespace
- * (layerstore/userns.c) is refused, with the way out in the message.
+/* The sessions a container cannot join, refused with the way out in the
+ * message: one whose holder is a gVisor sandbox (shim/lib/gvisor.c), whose
+ * processes live in gVisor's kernel where runc cannot put a container,
+ * and one that runs in a user namespace (layerstore/userns.c):
  *
  * Joining would mean a user namespace with the session's map for the
  * container, so that root means the same host id on both sides.  runc
@@ -24,8 +26,15 @@
 #include <inttypes.h>
 
 int
-spec_refuse_userns (const char *session, const struct esbx_holder_info *info, esbx_error_t *err)
+spec_refuse_join (const char *session, const struct esbx_holder_info *info, esbx_error_t *err)
 {
+  if (info->gvisor_id)
+    return esbx_make_error_kind (
+        err, ESBX_ERR_FORBIDDEN, 0,
+        "esbx session `%s` is a gVisor sandbox: a container cannot join it (its commands run in "
+        "gVisor's kernel); mount the volume without --runtime esbx, or create the session "
+        "without --isolation gvisor",
+        session);
   if (info->userns_uid == 0)
     return 0;
   return esbx_make_error_kind (
