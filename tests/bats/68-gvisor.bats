@@ -125,3 +125,15 @@ sandbox_procs() {
   run grep -F "$ESBX_ROOT/sessions/g1" /proc/self/mountinfo
   assert_failure
 }
+
+@test "gvisor: a fork keeps its parent's tier unless it names another" {
+  esbx_ok exec g1 -- sh -c 'echo forked >/workspace/f'
+  esbx_ok session fork g1 --name g1f
+  esbx_ok session inspect g1f
+  assert_output --partial '"isolation": "gvisor"'
+  esbx_ok exec g1f -- sh -c 'uname -r; cat /workspace/f'
+  assert_output $'4.4.0\nforked'
+  esbx_ok session fork g1 --name g1n --isolation namespaces
+  esbx_ok exec g1n -- uname -r
+  assert_output "$(uname -r)"
+}
