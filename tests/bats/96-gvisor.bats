@@ -5,11 +5,8 @@
 
 load helpers
 
-setup_file() {
-  command -v runsc >/dev/null || skip "runsc is not installed (hack/install-deps)"
-}
-
 setup() {
+  need_runsc
   setup_project
   esbx_ok session create p --name g1 --isolation gvisor
 }

@@ -49,8 +49,39 @@ setup_store() {
   # ESBX_TEST_ISOLATION=gvisor: the store's sessions are gVisor sandboxes
   # (the boundary suites run so in .ci/run as well).
   if [ -n "${ESBX_TEST_ISOLATION:-}" ]; then
+    [ "$ESBX_TEST_ISOLATION" != gvisor ] || need_runsc
     echo "isolation = $ESBX_TEST_ISOLATION" >"$ESBX_ROOT/defaults.conf"
   fi
+}
+
+# `need_runsc`: skip, saying why, where runsc cannot run a sandbox on this
+# host (no runsc outside CI, or runsc there but refused by the host: no
+# ptrace, say); under CI a missing runsc fails, hack/install-deps installs
+# it.  Probed once per file; call it from setup or a test (bats cannot skip
+# from setup_file).
+need_runsc() {
+  local out mark=$BATS_FILE_TMPDIR/runsc-probe
+  if ! command -v runsc >/dev/null; then
+    if [ -n "${CI:-}" ]; then
+      echo "runsc is not installed: hack/install-deps installs it" >&2
+      return 1
+    fi
+    skip "runsc is not installed (hack/install-deps installs it)"
+  fi
+  if [ ! -e "$mark" ]; then
+    local rc=0 platform=${ESBX_RUNSC_PLATFORM:-ptrace}
+    out=$(cd "$BATS_FILE_TMPDIR" && timeout 60 runsc --network=none --ignore-cgroups \
+      --platform="$platform" "do" true 2>&1) || rc=$?
+    if [ "$rc" = 0 ]; then
+      echo ok >"$mark"
+    else
+      out=$(printf '%s\n' "$out" | grep . | tail -n 1)
+      [ "$rc" != 124 ] || out="no sandbox within 60 s"
+      echo "runsc --platform=$platform do true: ${out:-status $rc}" >"$mark.failed"
+      echo failed >"$mark"
+    fi
+  fi
+  [ "$(cat "$mark")" = ok ] || skip "runsc cannot start a sandbox on this host: $(cat "$mark.failed")"
 }
 
 # A store with project p, made from make_tree's tree in $BATS_TEST_TMPDIR/src.
