@@ -194,6 +194,33 @@ host_pid_of() {
   assert_output 0:0
 }
 
+@test "MCP's file writes act as the session's root: a new file is uid 0 in the upper" {
+  esbx_ok session create p --name m1
+  esbx_ok session create p --name m2 --userns off
+  run python3 - "$ESBX" <<'EOF'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def call(i, s):
+    return json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "name": "file_write", "arguments": {"session": s, "path": "d/new.txt", "contents": "x"}}})
+lines = ['{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}',
+         '{"jsonrpc":"2.0","method":"notifications/initialized"}', call(2, "m1"), call(3, "m2")]
+print(p.communicate(("\n".join(lines) + "\n").encode())[0].decode())
+EOF
+  assert_success
+  assert_output --partial '"id":2,"result"'
+  assert_output --partial '"id":3,"result"'
+  refute_output --partial '"isError":true'
+  # Made by the session's root: uid 0 in the layer, the directory too; the
+  # server's thread is host root again for the session without one.
+  for s in m1 m2; do
+    run stat -c '%u:%g' "$ESBX_ROOT/sessions/$s/upper/d" "$ESBX_ROOT/sessions/$s/upper/d/new.txt"
+    assert_output $'0:0\n0:0'
+  done
+  esbx_ok exec m1 -- sh -c 'stat -c %u:%g /workspace/d/new.txt; echo y >>/workspace/d/new.txt'
+  assert_output 0:0
+}
+
 @test "all id ranges in use: a session that asks for one is refused with the cause, and nothing is left" {
   ESBX_USERNS_RUN_DIR=$BATS_TEST_TMPDIR/userns ESBX_USERNS_SLOTS=1 "$ESBX" session create p --name s1
   run env ESBX_USERNS_RUN_DIR="$BATS_TEST_TMPDIR/userns" ESBX_USERNS_SLOTS=1 "$ESBX" session create p --name s2
