@@ -27,6 +27,7 @@ teardown() {
 # as a command in a session with the host's network and CAP_NET_RAW would;
 # stopped by sniff_stop.
 sniff() {
+  SNIFF_FILE=$1
   python3 - "$1" <<'EOF' &
 import socket, sys
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
@@ -36,11 +37,26 @@ with open(sys.argv[1], "wb", buffering=0) as f:
         f.write(s.recv(65536))
 EOF
   SNIFF_PID=$!
-  sleep 0.5
+  # Capturing once a datagram of ours shows up in the file (not after a
+  # guessed delay: a loaded host starts python late).
+  sniff_mark sniff-start
+}
+
+# `sniff_mark WORD`: send datagrams carrying WORD on lo until the sniffer
+# has written one (10 s at most); what passed before it is captured too.
+sniff_mark() {
+  local mark="$1-$$-$RANDOM" i
+  for i in $(seq 100); do
+    python3 -c 'import socket, sys; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(sys.argv[1].encode(), ("127.0.0.1", 9))' "$mark"
+    grep -qaF "$mark" "$SNIFF_FILE" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "the sniffer on lo captured nothing in 10 s" >&2
+  return 1
 }
 
 sniff_stop() {
-  sleep 0.3
+  sniff_mark sniff-end
   kill -KILL "$SNIFF_PID"
   wait "$SNIFF_PID" 2>/dev/null || true
   SNIFF_PID=
