@@ -104,7 +104,7 @@ sniff_stop() {
 }
 
 @test "boundary 20: esbxd refuses a plain TCP listener unless told --gateway-tcp-insecure" {
-  port=$((20000 + RANDOM % 20000))
+  port=$((20000 + RANDOM % 12000))
   GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
   run timeout 5 "$ESBXD" --root "$ESBX_ROOT" --plugin-socket "$GW_DIR/p.sock" \
     --gateway-socket "$GW_DIR/g.sock" --metrics none --gateway-tcp "127.0.0.1:$port"
@@ -140,7 +140,7 @@ sniff_stop() {
 
 @test "boundary 20: the TCP listener speaks TLS; tokens never cross loopback in clear" {
   make_certs
-  port=$((20000 + RANDOM % 20000))
+  port=$((20000 + RANDOM % 12000))
   setup_gateway --gateway-tcp "127.0.0.1:$port" --gateway-tls-cert "$TLS/server.crt" \
     --gateway-tls-key "$TLS/server.key"
   esbx_ok project create demo
@@ -179,7 +179,7 @@ sniff_stop() {
 
 @test "boundary 20: the TLS certificate and key from esbxd.conf" {
   make_certs
-  port=$((20000 + RANDOM % 20000))
+  port=$((20000 + RANDOM % 12000))
   conf=$BATS_TEST_TMPDIR/esbxd.conf
   printf 'gateway-tls-cert = %s\ngateway-tls-key = %s\n' "$TLS/server.crt" "$TLS/server.key" >"$conf"
   setup_gateway --config "$conf" --gateway-tcp "127.0.0.1:$port"

@@ -236,7 +236,7 @@ layer_digest() {
   GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
   GW_SOCK=$GW_DIR/gateway.sock
   GW_LOG=$GW_DIR/esbxd.log
-  METRICS_PORT=$((20000 + RANDOM % 20000))
+  METRICS_PORT=$((20000 + RANDOM % 12000))
   esbx_ok project gate p --mode checks --check 'test -e /workspace/slow && sleep 3; make test' --parallel 1
   make_sessions p a b
   echo a >"$(path_of a)/slow"

@@ -10,7 +10,9 @@ setup_gateway() {
   GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
   GW_SOCK=$GW_DIR/gateway.sock
   GW_LOG=$GW_DIR/esbxd.log
-  METRICS_PORT=$((20000 + RANDOM % 20000))
+  # Ports of the tests are below the kernel's ephemeral range (32768 and
+  # up by default), where no client connection or TIME_WAIT holds them.
+  METRICS_PORT=$((20000 + RANDOM % 12000))
   ESBXD_PID=
   export GW_DIR GW_SOCK GW_LOG METRICS_PORT
   start_gateway "$@"
