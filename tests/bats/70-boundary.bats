@@ -103,17 +103,19 @@ while True: s.accept()' "$sock" &
 }
 
 # `on_pty SCRIPT`: run SCRIPT with sh under a new pty that is its
-# controlling terminal, typing nothing for 3 s, then "clean" and a newline;
-# prints what appeared on the terminal.
+# controlling terminal, typing nothing until SCRIPT prints READY (so that
+# what it runs before cannot read what is typed, however slow it is under
+# load), then "clean" and a newline; prints what appeared on the terminal.
+# SCRIPT gets 60 s, then it is killed.
 on_pty() {
   python3 - "$1" <<'EOF'
-import os, pty, select, sys, time
+import os, pty, select, signal, sys, time
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp("sh", ["sh", "-c", sys.argv[1]])
-out, typed, t0 = b"", False, time.time()
-while time.time() - t0 < 20:
-    if not typed and time.time() - t0 > 3:
+out, typed, t0, done = b"", False, time.time(), False
+while time.time() - t0 < 60:
+    if not typed and b"READY" in out:
         os.write(fd, b"clean\n")
         typed = True
     r, _, _ = select.select([fd], [], [], 0.2)
@@ -125,7 +127,9 @@ while time.time() - t0 < 20:
         if not data:
             break
         out += data
-os.waitpid(pid, 0)
+if os.waitpid(pid, os.WNOHANG) == (0, 0):
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors="replace"))
 EOF
 }
@@ -134,13 +138,13 @@ EOF
   inject='import fcntl, termios
 for c in b"echo INJECTED\n": fcntl.ioctl(0, termios.TIOCSTI, bytes([c]))'
   for user in "" "--user 1000"; do
-    run on_pty "\"$ESBX\" exec $user s1 -- python3 -c '$inject'; read line; echo \"GOT:\$line\""
+    run on_pty "\"$ESBX\" exec $user s1 -- python3 -c '$inject'; echo READY; read line; echo \"GOT:\$line\""
     assert_output --partial "GOT:clean"
     refute_output --partial "GOT:echo INJECTED"
   done
   # The caller's pty is not in the session's /dev/pts, and writing to it
   # from the session does not reach the caller's terminal.
-  run on_pty "tty >$BATS_TEST_TMPDIR/tty; \"$ESBX\" exec s1 -- sh -c 'ls /dev/pts; for p in /dev/pts/[0-9]*; do echo FORGED >\$p; done' >/dev/null 2>&1; read line"
+  run on_pty "tty >$BATS_TEST_TMPDIR/tty; \"$ESBX\" exec s1 -- sh -c 'ls /dev/pts; for p in /dev/pts/[0-9]*; do echo FORGED >\$p; done' >/dev/null 2>&1; echo READY; read line"
   refute_output --partial FORGED
   [ "${ESBX_TEST_ISOLATION:-}" != gvisor ] || return 0 # no exec --tty there
   # With -t the command gets a terminal of the session's own.
