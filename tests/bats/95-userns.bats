@@ -22,10 +22,13 @@ userns_uid() {
 
 # The host pid of the process of session S whose command line is exactly CMD.
 host_pid_of() {
-  local pid
-  for pid in $(pgrep -x -f "$1"); do
-    echo "$pid"
-    return 0
+  local pid i
+  for i in $(seq 100); do
+    for pid in $(pgrep -x -f "$1"); do
+      echo "$pid"
+      return 0
+    done
+    sleep 0.1
   done
   return 1
 }

@@ -62,7 +62,7 @@ sandbox_procs() {
   assert_output --partial '"exit_status":7'
   # Detached commands outlive the caller.
   esbx_ok exec -d g1 -- sh -c 'sleep 1; echo late >/workspace/late'
-  sleep 2
+  wait_log "$ESBX_ROOT/sessions/g1/upper/late" '^late$' 60
   esbx_ok exec g1 -- cat /workspace/late
   assert_output late
 }
