@@ -45,6 +45,8 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
                                         { "tmpfs-size", required_argument, NULL, 'Z' },
                                         { "shm-size", required_argument, NULL, 'H' },
                                         { "disk", required_argument, NULL, 'D' },
+                                        { "userns", required_argument, NULL, 'U' },
+                                        { "isolation", required_argument, NULL, 'G' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -92,6 +94,12 @@ parse_create_opts (int argc, char **argv, struct create_opts *o, esbx_error_t *e
         break;
       case 'S':
         o->session.snapshot = optarg;
+        break;
+      case 'U':
+        o->session.userns = optarg;
+        break;
+      case 'G':
+        o->session.isolation = optarg;
         break;
       case 'T':
         if (esbx_parse_duration (optarg, &o->session.ttl, err) < 0)
@@ -227,6 +235,12 @@ session_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
      `project create --from`.  */
   if (ret == 0 && o.session.rootfs && cli_gateway_mode (cli))
     ret = cli_usage (err, "session create: --rootfs is not available over the gateway");
+  /* The gateway's sessions take the store's default: a token cannot ask
+     for a weaker wall than the operator chose.  */
+  if (ret == 0 && o.session.userns && cli_gateway_mode (cli))
+    ret = cli_usage (err, "session create: --userns is not available over the gateway");
+  if (ret == 0 && o.session.isolation && cli_gateway_mode (cli))
+    ret = cli_usage (err, "session create: --isolation is not available over the gateway");
   else if (ret == 0)
     ret = cli_gateway_mode (cli) ? create_remote (cli, &o, err) : create_local (cli, &o, err);
   strv_free (&o.labels);

@@ -61,9 +61,10 @@ struct exporter
   char *buf;
   /* Regular files with several names, by the first name written.  */
   struct esbx_inode_set linked;
-  struct esbx_progress *progress; /* entries and bytes written */
-  locale_t utf8, old;             /* this thread's locale while it writes */
-  bool no_git;                    /* a git project's tree: the root's .git stays out */
+  struct esbx_progress *progress;    /* entries and bytes written */
+  locale_t utf8, old;                /* this thread's locale while it writes */
+  bool no_git;                       /* a git project's tree: the root's .git stays out */
+  uint32_t userns_uid, userns_count; /* a session's view in a user namespace (userns.c) */
 };
 
 /* Is NAME at REL the repository a git project's layers carry?  */
@@ -274,6 +275,16 @@ first_name (struct exporter *ex, const struct stat *st, const char *rel)
   return found ? i->path : NULL;
 }
 
+/* An id as the layers have it: a session's merged view in a user
+   namespace shows its ids moved up by the range's first.  */
+static uint32_t
+shifted (const struct exporter *ex, uint32_t id)
+{
+  if (ex->userns_count && id >= ex->userns_uid && id - ex->userns_uid < ex->userns_count)
+    return id - ex->userns_uid;
+  return id;
+}
+
 /* Write the object NAME of directory DFD as archive path REL.  Returns 1 when
    written, 0 when skipped (a socket).  Not inlined: its buffer must not sit
    in every frame of the walks' recursion.  */
@@ -323,8 +334,8 @@ emit_object (struct exporter *ex, int dfd, const char *name, const char *rel, es
   set_path (e, rel, S_ISDIR (st.st_mode));
   archive_entry_set_filetype (e, st.st_mode & S_IFMT);
   archive_entry_set_perm (e, mode);
-  archive_entry_set_uid (e, st.st_uid);
-  archive_entry_set_gid (e, st.st_gid);
+  archive_entry_set_uid (e, shifted (ex, st.st_uid));
+  archive_entry_set_gid (e, shifted (ex, st.st_gid));
   archive_entry_set_mtime (e, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
   if (S_ISREG (st.st_mode) && (first = first_name (ex, &st, rel)) != NULL)
     {
@@ -473,6 +484,18 @@ export_session_tar (struct exporter *ex, esbx_store_t *store, const char *name, 
 
   if (esbx_session_mount (store, name, err) < 0)
     return -1;
+  {
+    struct esbx_userns u;
+
+    if (esbx_userns_load (store, name, &u, err) < 0)
+      return -1;
+    if (u.on)
+      {
+        ex->userns_uid = u.uid;
+        ex->userns_count = u.count;
+      }
+    esbx_userns_clear (&u);
+  }
   merged = esbx_session_merged (store, name);
   rootfd = esbx_open_dir_at (AT_FDCWD, merged, err);
   if (rootfd < 0)

@@ -228,6 +228,47 @@ int esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, e
 int esbx_blame (esbx_store_t *store, const char *project, const char *path, struct esbx_layer **out,
                 esbx_error_t *err);
 
+/* ---- user namespaces (userns.c) ----------------------------------------- */
+
+/* Slot N of the host's ranges: ids ESBX_USERNS_FIRST + N * COUNT, COUNT of
+   them; root of the session is the first.  */
+#define ESBX_USERNS_FIRST     1073741824u
+#define ESBX_USERNS_COUNT     65536u
+#define ESBX_USERNS_MAX_SLOTS 16384u
+
+/* ROOT/sessions/S/userns.json: the mode its mounted view runs in.  */
+struct esbx_userns
+{
+  bool known; /* a record exists: the view was mounted by a version that writes it */
+  bool on;    /* uid..uid+count-1 of the host are ids 0.. of the session */
+  uint32_t uid, count;
+  int slot;
+  char *reason; /* why not, when a session that asked for one runs without */
+};
+/* OUT zeroed (not known) when there is no record.  */
+int esbx_userns_load (esbx_store_t *store, const char *session, struct esbx_userns *out,
+                      esbx_error_t *err);
+void esbx_userns_clear (struct esbx_userns *u);
+/* Claim a free range for SESSION and record it.  */
+int esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns *out,
+                       esbx_error_t *err);
+/* Record that SESSION runs without one, and why (NULL: it asked so).  */
+int esbx_userns_record_off (esbx_store_t *store, const char *session, const char *reason,
+                            esbx_error_t *err);
+/* Drop SESSION's record and its claim, once its view is unmounted.  */
+void esbx_userns_release (esbx_store_t *store, const char *session);
+/* Act on SESSION's merged view as its root: this thread's fsuid and fsgid
+   become its root's host id, with the capabilities kept, so that what it
+   creates is owned by the session's root (host root has no id there).
+   True when it switched; esbx_userns_fs_leave goes back to 0 (a no-op
+   when nothing switched).  */
+bool esbx_userns_fs_enter (esbx_store_t *store, const char *session);
+void esbx_userns_fs_leave (void);
+/* This thread's fsuid and fsgid ID, capabilities kept.  */
+void esbx_userns_fs_ids (uint32_t id);
+/* A new user namespace mapping ids 0..COUNT-1 to UID..: an fd of it.  */
+int esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err);
+
 /* ---- sessions --------------------------------------------------------- */
 
 struct esbx_session_opts
@@ -254,6 +295,10 @@ struct esbx_session_opts
   const char *pending_base; /* the merge queue's own sessions: a candidate layer (not in the
                                stack yet) as the base; BASE and SNAPSHOT unset */
   int64_t disk;             /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
+  const char *userns;       /* "auto" (a user namespace where the store can idmap) or "off";
+                               NULL: the store's default (session_defaults.c) */
+  const char *isolation;    /* "namespaces" or "gvisor" (the holder is a runsc sandbox);
+                               NULL: the store's default */
 };
 
 struct esbx_session

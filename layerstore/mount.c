@@ -212,13 +212,15 @@ esbx_mount_overlay (char *const *lowers, size_t n, const char *upper, const char
    which the kernel allows, so stacks up to twice the limit mount.  */
 int
 esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const char *work,
-                  const char *target, const char *folded, esbx_error_t *err)
+                  const char *target, const char *folded, const struct esbx_idmap *map,
+                  esbx_error_t *err)
 {
   _cleanup_free_ char **v = NULL;
   size_t k;
 
   if (n <= ESBX_MAX_LAYERS)
-    return esbx_mount_overlay (lowers, n, upper, work, target, err);
+    return map ? esbx_mount_overlay_idmapped (lowers, n, upper, work, target, map, err)
+               : esbx_mount_overlay (lowers, n, upper, work, target, err);
   /* Fold enough bottom layers (always two or more) to leave room for the
      folded one.  */
   k = n - (ESBX_MAX_LAYERS - 1);
@@ -228,11 +230,18 @@ esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const char *
                             n, 2 * ESBX_MAX_LAYERS - 1);
   if (mkdir (folded, 0755) < 0 && errno != EEXIST)
     return esbx_make_error (err, errno, "mkdir `%s`", folded);
-  if (!esbx_is_mountpoint (folded) && esbx_mount_overlay (lowers, k, NULL, NULL, folded, err) < 0)
-    return -1;
+  if (!esbx_is_mountpoint (folded))
+    {
+      int r = map ? esbx_mount_overlay_idmapped (lowers, k, NULL, NULL, folded, map, err)
+                  : esbx_mount_overlay (lowers, k, NULL, NULL, folded, err);
+      if (r < 0)
+        return r;
+    }
   v = xmalloc ((n - k + 1) * sizeof (char *));
   v[0] = (char *)folded;
   memcpy (&v[1], &lowers[k], (n - k) * sizeof (char *));
+  if (map)
+    return esbx_mount_overlay_idmapped (v, n - k + 1, upper, work, target, map, err);
   return esbx_mount_overlay (v, n - k + 1, upper, work, target, err);
 }
 

@@ -273,7 +273,7 @@ esbx_project_squash (esbx_store_t *store, const char *name, char **new_id, esbx_
   folded = xasprintf ("%s/lower", tmp);
   ret = mkdir (merged, 0755) < 0 ? esbx_make_error (err, errno, "mkdir `%s`", merged) : 0;
   if (ret == 0)
-    ret = esbx_mount_stack (lowers, n, NULL, NULL, merged, folded, err);
+    ret = esbx_mount_stack (lowers, n, NULL, NULL, merged, folded, NULL, err);
   if (ret == 0)
     {
       struct source src = { .from = merged, .keep_git = true };

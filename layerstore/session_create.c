@@ -67,6 +67,12 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "cpus", o->cpus);
   if (o->disk > 0)
     json_set_int (j, "disk", o->disk);
+  /* gVisor's gofer writes the workspace as host root: no idmap under it.  */
+  json_set_string (j, "isolation", o->isolation ? o->isolation : "namespaces");
+  json_set_string (j, "userns",
+                   o->isolation && strcmp (o->isolation, "gvisor") == 0 ? "off"
+                   : o->userns                                          ? o->userns
+                                                                        : "auto");
   if (rootfs)
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
@@ -88,6 +94,25 @@ session_record (const char *name, const char *project, const char *base,
   return j;
 }
 
+/* A gVisor sandbox's root binds host directories (shim/lib/gvisor_spec.c),
+   and runsc makes a missing mount point through them, on the host: a
+   workspace must not lie beneath one.  */
+static bool
+gvisor_bound (const char *ws)
+{
+  static const char *const bound[]
+      = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev" };
+  size_t i, n;
+
+  while (*ws == '/')
+    ws++;
+  n = strcspn (ws, "/");
+  for (i = 0; i < ARRAY_SIZE (bound); i++)
+    if (strlen (bound[i]) == n && strncmp (ws, bound[i], n) == 0)
+      return true;
+  return false;
+}
+
 static int
 check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
 {
@@ -97,6 +122,33 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
       && strcmp (o->network, "egress") != 0)
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "invalid network `%s`: expected none, host or egress", o->network);
+  if (o->isolation && strcmp (o->isolation, "namespaces") != 0
+      && strcmp (o->isolation, "gvisor") != 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "invalid --isolation `%s`: expected namespaces or gvisor",
+                                 o->isolation);
+  if (o->isolation && strcmp (o->isolation, "gvisor") == 0)
+    {
+      /* See shim/lib/gvisor.c for why.  */
+      if (o->network && strcmp (o->network, "none") != 0)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "--isolation gvisor: network `%s` is not available (gVisor's "
+                                     "own network stack, loopback only); use --network none",
+                                     o->network);
+      if (o->rootfs)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "--isolation gvisor: --rootfs is not available; the sandbox "
+                                     "runs the host's /usr");
+      if (o->workspace && gvisor_bound (o->workspace))
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "--isolation gvisor: workspace `%s` is beneath the host's "
+                                     "directories the sandbox binds (/usr, /etc, /lib*, /bin, "
+                                     "/sbin) or gVisor's /proc, /sys, /dev",
+                                     o->workspace);
+    }
+  if (o->userns && strcmp (o->userns, "auto") != 0 && strcmp (o->userns, "off") != 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "invalid --userns `%s`: expected auto or off", o->userns);
   if (o->allow && o->allow[0] && (o->network == NULL || strcmp (o->network, "egress") != 0))
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                  "--allow `%s`: only a session with --network egress has an "

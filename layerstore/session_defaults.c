@@ -7,6 +7,12 @@
  *                        most 1G
  *   shm_size = 64M       /dev/shm: memory/16, at most 64M (Docker's size)
  *   disk = 10G           a disk of its own (disk_defaults.c reads it): none
+ *   userns = auto        its commands in a user namespace of their own where
+ *                        the store's filesystem can idmap the layers (auto),
+ *                        or as root of the host (off); see userns.c.
+ *                        Without the key, $ESBX_USERNS (auto or off) if set.
+ *   isolation = gvisor   its holder a gVisor sandbox (shim/lib/gvisor.c);
+ *                        default namespaces
  *
  * A missing file or key takes the built-in value above.  The tmpfs
  * together (4 x tmpfs_size + shm_size) may take at most 3/4 of the memory
@@ -21,11 +27,14 @@
 #include "utils.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct defaults
 {
   uint64_t memory, pids, tmpfs_size, shm_size;
+  const char *userns;
+  const char *isolation;
 };
 
 static int
@@ -42,9 +51,26 @@ set (const char *key, const char *value, const char *where, void *data, esbx_err
       int64_t bytes;
       return esbx_disk_size_parse (value, &bytes, err) < 0 ? esbx_error_wrap (err, "%s", where) : 0;
     }
+  if (strcmp (key, "isolation") == 0)
+    {
+      if (strcmp (value, "namespaces") != 0 && strcmp (value, "gvisor") != 0)
+        return esbx_make_error (err, 0, "%s: `isolation = %s`: expected namespaces or gvisor",
+                                where, value);
+      d->isolation = strcmp (value, "gvisor") == 0 ? "gvisor" : "namespaces";
+      return 0;
+    }
+  if (strcmp (key, "userns") == 0)
+    {
+      if (strcmp (value, "auto") != 0 && strcmp (value, "off") != 0)
+        return esbx_make_error (err, 0, "%s: `userns = %s`: expected auto or off", where, value);
+      d->userns = strcmp (value, "auto") == 0 ? "auto" : "off";
+      return 0;
+    }
   if (!limit && strcmp (key, "tmpfs_size") != 0 && strcmp (key, "shm_size") != 0)
     return esbx_make_error (
-        err, 0, "%s: unknown key `%s` (memory, pids, tmpfs_size, shm_size or disk)", where, key);
+        err, 0,
+        "%s: unknown key `%s` (memory, pids, tmpfs_size, shm_size, disk, userns or isolation)",
+        where, key);
   if (limit && strcmp (value, "unlimited") == 0)
     v = 0;
   else if (esbx_parse_size (value, &v, &perr) < 0 || v == 0)
@@ -90,7 +116,13 @@ share (uint64_t memory, uint64_t divisor, uint64_t cap)
 int
 esbx_session_defaults_apply (esbx_store_t *store, struct esbx_session_opts *o, esbx_error_t *err)
 {
-  struct defaults d = { ESBX_DEFAULT_MEMORY, ESBX_DEFAULT_PIDS, 0, 0 };
+  const char *env = getenv ("ESBX_USERNS");
+  struct defaults d = { ESBX_DEFAULT_MEMORY,
+                        ESBX_DEFAULT_PIDS,
+                        0,
+                        0,
+                        env && strcmp (env, "off") == 0 ? "off" : "auto",
+                        NULL };
   _cleanup_free_ char *path = xasprintf ("%s/" ESBX_DEFAULTS_CONF, store->root);
   uint64_t tmpfs_total;
 
@@ -100,6 +132,10 @@ esbx_session_defaults_apply (esbx_store_t *store, struct esbx_session_opts *o, e
     o->memory = d.memory;
   if (o->pids == 0)
     o->pids = d.pids;
+  if (o->userns == NULL)
+    o->userns = d.userns;
+  if (o->isolation == NULL)
+    o->isolation = d.isolation;
   if (o->tmpfs_size == 0)
     o->tmpfs_size = d.tmpfs_size ? d.tmpfs_size : share (o->memory, 8, ESBX_DEFAULT_TMPFS_SIZE);
   if (o->shm_size == 0)

@@ -3,7 +3,10 @@
    ROOT/sessions/S/merged.  */
 #include "internal.h"
 #include "fs.h"
+#include "log.h"
 #include "utils.h"
+
+#include <string.h>
 
 int
 esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
@@ -15,6 +18,60 @@ esbx_session_mount (esbx_store_t *store, const char *name, esbx_error_t *err)
     return -1;
   ret = esbx_session_mount_record (store, s, err);
   esbx_session_free (s);
+  return ret;
+}
+
+/* A session that asked for a user namespace (its record's "userns" is
+   "auto"; records older than the key run without) gets a range and its
+   layers idmapped; where the store's filesystem cannot idmap them, the
+   view is mounted as before, with a warning and the reason recorded for
+   `session inspect`.  */
+static int
+mount_view (esbx_store_t *store, const struct esbx_session *s, char **lowers, size_t n,
+            const char *upper, const char *work, const char *merged, const char *folded,
+            esbx_error_t *err)
+{
+  const char *want = json_get_string (s->record, "userns");
+  struct esbx_userns u;
+  struct esbx_idmap map;
+  _cleanup_close_ int nsfd = -1;
+  int ret;
+
+  if (want == NULL || strcmp (want, "auto") != 0)
+    {
+      if (esbx_userns_record_off (store, s->name, NULL, err) < 0)
+        return -1;
+      return esbx_mount_stack (lowers, n, upper, work, merged, folded, NULL, err);
+    }
+  if (esbx_userns_claim (store, s->name, &u, err) < 0)
+    return -1;
+  nsfd = esbx_userns_open (u.uid, u.count, err);
+  if (nsfd < 0)
+    {
+      esbx_userns_release (store, s->name);
+      return -1;
+    }
+  map.userns_fd = nsfd;
+  map.uid = u.uid;
+  ret = esbx_mount_stack (lowers, n, upper, work, merged, folded, &map, err);
+  if (ret == -2)
+    {
+      _cleanup_free_ char *reason = xstrdup ((*err)->msg);
+
+      esbx_error_free (err);
+      esbx_userns_release (store, s->name);
+      esbx_warn ("session `%s`: no user namespace: %s; its commands run as root of the host",
+                 s->name, reason);
+      /* A folded bottom mounted idmapped before the failure is not ours
+         any more.  */
+      if (esbx_unmount (folded, true, err) < 0
+          || esbx_userns_record_off (store, s->name, reason, err) < 0)
+        return -1;
+      return esbx_mount_stack (lowers, n, upper, work, merged, folded, NULL, err);
+    }
+  if (ret < 0)
+    esbx_userns_release (store, s->name);
+  esbx_userns_clear (&u);
   return ret;
 }
 
@@ -57,7 +114,7 @@ esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s, es
   if (ret == 0)
     {
       _cleanup_free_ char *folded = xasprintf ("%s/lower", dir);
-      ret = esbx_mount_stack (lowers, n, upper, work, merged, folded, err);
+      ret = mount_view (store, s, lowers, n, upper, work, merged, folded, err);
     }
   if (ret < 0)
     esbx_error_wrap (err, "session `%s`", s->name);
@@ -81,6 +138,7 @@ esbx_session_unmount_views (esbx_store_t *store, const char *name, bool lazy, es
 
   if (esbx_unmount (merged, lazy, err) < 0 || esbx_unmount (folded, lazy, err) < 0)
     return esbx_error_wrap (err, "session `%s`", name);
+  esbx_userns_release (store, name);
   return 0;
 }
 

@@ -114,6 +114,11 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
       json_set (limits, "disk", s->disk > 0 ? json_new_int (s->disk) : json_new (JSON_NULL));
       json_set (o, "limits", limits);
       json_set (o, "disk", esbx_session_disk_json (store, s));
+      json_set (o, "userns", esbx_userns_json (store, s));
+      json_set_string (o, "isolation",
+                       json_get_string (s->record, "isolation")
+                           ? json_get_string (s->record, "isolation")
+                           : "namespaces");
       json_set (o, "runtime", runtime);
       if (esbx_project_is_git (store, s->project))
         json_set (o, "git", session_git_json (store, s, upper));

@@ -556,6 +556,8 @@ mcp_tools_call (struct esbx_mcp_server *s, const char *name, const json_t *args,
     {
       c.session = act.session;
       r = t->fn (&c, &err);
+      /* The file tools act as the session's root (tools_files.c).  */
+      esbx_userns_fs_leave ();
     }
   res = json_new (JSON_OBJECT);
   if (r < 0)

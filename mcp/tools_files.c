@@ -64,6 +64,8 @@ open_workspace (struct mcp_call *c, const char *path, bool allow_root, int *root
     }
   if (esbx_sandbox_view_acquire (c->store, c->session, &merged, err) < 0)
     return -1;
+  /* What a tool writes is the session root's; tools.c switches back.  */
+  esbx_userns_fs_enter (c->store, c->session);
   *root = esbx_open_dir_at (AT_FDCWD, merged, err);
   return *root < 0 ? -1 : 0;
 }

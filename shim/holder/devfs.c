@@ -54,10 +54,11 @@ make_dir (const char *dev, const char *name, char **out, esbx_error_t *err)
 }
 
 int
-holder_mount_dev (const char *dev, uint64_t shm_size, esbx_error_t *err)
+holder_mount_dev (const char *dev, uint64_t shm_size, uint32_t uid, esbx_error_t *err)
 {
-  _cleanup_free_ char *pts = NULL, *shm = NULL, *mq = NULL;
-  _cleanup_free_ char *shm_opts = xasprintf ("mode=1777,size=%" PRIu64, shm_size);
+  _cleanup_free_ char *pts = NULL, *shm = NULL, *mq = NULL, *pts_opts = NULL;
+  _cleanup_free_ char *shm_opts
+      = xasprintf ("mode=1777,size=%" PRIu64 ",uid=%" PRIu32 ",gid=%" PRIu32, shm_size, uid, uid);
   size_t i;
 
   if (holder_tmpfs (dev, "mode=0755,size=64k", MS_NOEXEC, err) < 0)
@@ -67,10 +68,10 @@ holder_mount_dev (const char *dev, uint64_t shm_size, esbx_error_t *err)
       return -1;
   if (make_dir (dev, "pts", &pts, err) < 0)
     return -1;
-  /* gid 5 is tty on Debian and wherever Docker runs; like Docker.  */
-  if (mount ("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC,
-             "newinstance,ptmxmode=0666,mode=0620,gid=5")
-      < 0)
+  /* gid 5 is tty on Debian and wherever Docker runs; like Docker.  In a
+     user namespace, the session's 5.  */
+  pts_opts = xasprintf ("newinstance,ptmxmode=0666,mode=0620,gid=%" PRIu32, uid + 5);
+  if (mount ("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, pts_opts) < 0)
     return esbx_make_error (err, errno, "mount devpts on `%s`", pts);
   if (make_dir (dev, "shm", &shm, err) < 0
       || holder_tmpfs (shm, shm_opts, MS_NODEV | MS_NOEXEC, err) < 0)

@@ -94,7 +94,8 @@ run_holder (const struct holder_config *cfg, const sigset_t *signals)
     }
   if (strcmp (cfg->network, "host") != 0 && holder_loopback_up (&err) < 0)
     fail (&err);
-  if (holder_setup_root (cfg, &err) < 0)
+  if (holder_userns_net (cfg, &err) < 0 || holder_setup_root (cfg, &err) < 0
+      || holder_userns_enter (cfg, &err) < 0)
     fail (&err);
   sfd = signalfd (-1, signals, SFD_CLOEXEC);
   if (sfd < 0)
@@ -147,6 +148,14 @@ write_record (const struct holder_config *cfg, int dfd, pid_t pid, esbx_error_t 
   json_set_string (rec, "network", cfg->network);
   json_set_string (rec, "workspace", cfg->workspace);
   json_set_string (rec, "started", now);
+  if (cfg->userns_uid)
+    {
+      json_t *u = json_new (JSON_OBJECT);
+
+      json_set_int (u, "uid", cfg->userns_uid);
+      json_set_int (u, "count", cfg->userns_count);
+      json_set (rec, "userns", u);
+    }
   data = json_serialize (rec, true, &len);
   return esbx_write_file_atomic_at (dfd, "holder.json", data, len, 0644, err);
 }
@@ -158,7 +167,7 @@ usage (void)
       "usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
       "--network none|host|egress --cgroup REL --hide DIR [--rootfs DIR] "
       "[--resolv-conf FILE] [--ca-bundle FILE] [--secret SRC:FILE]... [--placeholder TEXT:FILE]... "
-      "[--tmpfs-size BYTES] [--shm-size BYTES] "
+      "[--tmpfs-size BYTES] [--shm-size BYTES] [--userns UID:COUNT] "
       "--ready-fd N\n"
       "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
       stderr);
@@ -184,13 +193,15 @@ main (int argc, char **argv)
     { "shm-size", required_argument, NULL, 'M' },
     { "ca-bundle", required_argument, NULL, 'C' },
     { "placeholder", required_argument, NULL, 'P' },
+    { "userns", required_argument, NULL, 'u' },
     { NULL, 0, NULL, 0 },
   };
   struct holder_config cfg = { .workspace = "/workspace",
                                .network = "none",
                                .hide = "",
                                .tmpfs_size = ESBX_DEFAULT_TMPFS_SIZE,
-                               .shm_size = ESBX_DEFAULT_SHM_SIZE };
+                               .shm_size = ESBX_DEFAULT_SHM_SIZE,
+                               .userns_fd = -1 };
   esbx_error_t err = NULL;
   sigset_t all;
   int c, flags, dfd, go[2];
@@ -247,6 +258,20 @@ main (int argc, char **argv)
           *(c == 't' ? &cfg.tmpfs_size : &cfg.shm_size) = v;
         }
         break;
+      case 'u':
+        {
+          char *end;
+          unsigned long long uid = strtoull (optarg, &end, 10), count;
+
+          if (*end != ':' || uid == 0)
+            usage ();
+          count = strtoull (end + 1, &end, 10);
+          if (*end != '\0' || count == 0 || uid + count > UINT32_MAX)
+            usage ();
+          cfg.userns_uid = (uint32_t)uid;
+          cfg.userns_count = (uint32_t)count;
+        }
+        break;
       case 'S':
         /* Reported once the ready pipe is known.  */
         if (err == NULL)
@@ -295,6 +320,14 @@ main (int argc, char **argv)
   dfd = esbx_open_dir_at (AT_FDCWD, cfg.session_dir, &err);
   if (dfd < 0)
     fail (&err);
+  /* Made before the pid namespace: the child that carries it while its
+     maps are written must not become that namespace's init.  */
+  if (cfg.userns_uid)
+    {
+      cfg.userns_fd = esbx_userns_open (cfg.userns_uid, cfg.userns_count, &err);
+      if (cfg.userns_fd < 0)
+        fail (&err);
+    }
   flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID;
   if (strcmp (cfg.network, "host") != 0)
     flags |= CLONE_NEWNET;

@@ -29,6 +29,9 @@ struct holder_config
   const char *ca_bundle;   /* bound on /etc/ssl/certs/ca-certificates.crt (egress), or NULL */
   uint64_t tmpfs_size;     /* bytes of each of /tmp, /run, /home, /root */
   uint64_t shm_size;       /* bytes of /dev/shm */
+  uint32_t userns_uid;     /* host id of the session's root, 0: no user namespace */
+  uint32_t userns_count;
+  int userns_fd; /* the session's user namespace, entered once the root is built */
   int ready_fd;
   struct holder_secret *secrets; /* --secret SRC:/run/secrets/FILE, read at start */
   size_t n_secrets;
@@ -39,7 +42,9 @@ struct holder_config
 int holder_setup_root (const struct holder_config *cfg, esbx_error_t *err);
 
 /* devfs.c: the session's minimal /dev on DEV.  */
-int holder_mount_dev (const char *dev, uint64_t shm_size, esbx_error_t *err);
+/* UID: the host id of the session's root (0 without a user namespace),
+   owner of what the holder makes writable.  */
+int holder_mount_dev (const char *dev, uint64_t shm_size, uint32_t uid, esbx_error_t *err);
 /* procfs.c: proc and sysfs with Docker's masked and read-only paths.  */
 int holder_mount_proc (const char *proc, esbx_error_t *err);
 int holder_mount_sys (const char *sys, esbx_error_t *err);
@@ -66,5 +71,11 @@ int holder_readonly (const char *path, esbx_error_t *err);
 
 /* main.c: bring up the loopback interface of the caller's net namespace.  */
 int holder_loopback_up (esbx_error_t *err);
+
+/* userns.c: what the session's root may do in its net namespace, which
+   its user namespace does not own; then enter that user namespace as its
+   root.  */
+int holder_userns_net (const struct holder_config *cfg, esbx_error_t *err);
+int holder_userns_enter (const struct holder_config *cfg, esbx_error_t *err);
 
 #endif

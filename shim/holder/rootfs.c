@@ -145,10 +145,11 @@ bind_entries (const char *src, const char *const *allowed, size_t nallowed, esbx
    are charged to the memory cgroup of whoever writes them, the session's
    for every writer inside, so they count in its memory limit as well.  */
 static int
-private_tmpfs (const char *name, const char *mode, uint64_t size, esbx_error_t *err)
+private_tmpfs (const char *name, const char *mode, uint64_t size, uint32_t uid, esbx_error_t *err)
 {
   _cleanup_free_ char *dst = xasprintf (STAGE "/%s", name);
-  _cleanup_free_ char *options = xasprintf ("mode=%s,size=%" PRIu64, mode, size);
+  _cleanup_free_ char *options
+      = xasprintf ("mode=%s,size=%" PRIu64 ",uid=%" PRIu32 ",gid=%" PRIu32, mode, size, uid, uid);
 
   if (mkdir (dst, 0755) < 0)
     return esbx_make_error (err, errno, "mkdir `%s`", dst);
@@ -156,12 +157,12 @@ private_tmpfs (const char *name, const char *mode, uint64_t size, esbx_error_t *
 }
 
 static int
-kernel_dirs (uint64_t shm_size, esbx_error_t *err)
+kernel_dirs (uint64_t shm_size, uint32_t uid, esbx_error_t *err)
 {
   if (mkdir (STAGE "/dev", 0755) < 0 || mkdir (STAGE "/proc", 0555) < 0
       || mkdir (STAGE "/sys", 0555) < 0)
     return esbx_make_error (err, errno, "mkdir in `%s`", STAGE);
-  if (holder_mount_dev (STAGE "/dev", shm_size, err) < 0
+  if (holder_mount_dev (STAGE "/dev", shm_size, uid, err) < 0
       || holder_mount_proc (STAGE "/proc", err) < 0)
     return -1;
   return holder_mount_sys (STAGE "/sys", err);
@@ -315,14 +316,14 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, int
   if (holder_mask_etc (etc, err) < 0 || bind_resolv_conf (resolvfd, err) < 0
       || bind_ca_bundle (cafd, err) < 0)
     return -1;
-  if (private_tmpfs ("tmp", "1777", cfg->tmpfs_size, err) < 0
-      || private_tmpfs ("run", "0755", cfg->tmpfs_size, err) < 0
-      || private_tmpfs ("home", "0755", cfg->tmpfs_size, err) < 0
-      || private_tmpfs ("root", "0700", cfg->tmpfs_size, err) < 0)
+  if (private_tmpfs ("tmp", "1777", cfg->tmpfs_size, cfg->userns_uid, err) < 0
+      || private_tmpfs ("run", "0755", cfg->tmpfs_size, cfg->userns_uid, err) < 0
+      || private_tmpfs ("home", "0755", cfg->tmpfs_size, cfg->userns_uid, err) < 0
+      || private_tmpfs ("root", "0700", cfg->tmpfs_size, cfg->userns_uid, err) < 0)
     return -1;
   if (holder_secrets_mount (cfg, STAGE, err) < 0)
     return -1;
-  if (kernel_dirs (cfg->shm_size, err) < 0)
+  if (kernel_dirs (cfg->shm_size, cfg->userns_uid, err) < 0)
     return -1;
   stagefd = TEMP_FAILURE_RETRY (open (STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (stagefd < 0)

@@ -75,7 +75,8 @@ holder_secrets_mount (const struct holder_config *cfg, const char *stage, esbx_e
     return 0;
   for (i = 0; i < cfg->n_secrets; i++)
     total += cfg->secrets[i].len + 4096;
-  opts = xasprintf ("mode=0700,size=%zu", total);
+  opts = xasprintf ("mode=0700,size=%zu,uid=%u,gid=%u", total, (unsigned)cfg->userns_uid,
+                    (unsigned)cfg->userns_uid);
   if (mkdir (dir, 0700) < 0)
     return esbx_make_error (err, errno, "mkdir `%s`", dir);
   if (holder_tmpfs (dir, opts, MS_NODEV | MS_NOEXEC, err) < 0)
@@ -87,7 +88,9 @@ holder_secrets_mount (const struct holder_config *cfg, const char *stage, esbx_e
       _cleanup_close_ int fd = TEMP_FAILURE_RETRY (
           open (path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400));
 
-      if (fd < 0 || esbx_write_all (fd, s->value, s->len) < 0)
+      /* Owned by the session's root, who reads it through its map.  */
+      if (fd < 0 || esbx_write_all (fd, s->value, s->len) < 0
+          || (cfg->userns_uid && fchown (fd, cfg->userns_uid, cfg->userns_uid) < 0))
         return esbx_make_error (err, errno, "write `" SECRETS_MOUNT "/%s`", s->file);
       explicit_bzero (s->value, s->len);
     }

@@ -1,4 +1,5 @@
 #include "holder.h"
+#include "gvisor.h"
 #include "cgroup.h"
 #include "egress.h"
 #include "events.h"
@@ -34,6 +35,10 @@ esbx_holder_info_free (struct esbx_holder_info *info)
     return;
   free (info->cgroup);
   info->cgroup = NULL;
+  free (info->gvisor_id);
+  free (info->gvisor_state);
+  free (info->gvisor_runsc);
+  info->gvisor_id = info->gvisor_state = info->gvisor_runsc = NULL;
 }
 
 /* holder.json as written by esbx-holder: pid, starttime, cgroup.  Returns
@@ -57,6 +62,34 @@ read_record (int dfd, struct esbx_holder_info *info, esbx_error_t *err)
   info->pid = (pid_t)pid;
   info->starttime = (unsigned long long)start;
   info->cgroup = xstrdup (cg);
+  {
+    const json_t *u = json_get (j, "userns");
+    int64_t uid = 0, count = 0;
+
+    if (u && json_get_int (u, "uid", &uid) && json_get_int (u, "count", &count) && uid > 0
+        && count > 0 && uid + count <= UINT32_MAX)
+      {
+        info->userns_uid = (uint32_t)uid;
+        info->userns_count = (uint32_t)count;
+      }
+  }
+  {
+    const json_t *g = json_get (j, "gvisor");
+    const char *id = json_get_string (g, "id"), *root = json_get_string (g, "root");
+    const char *runsc = json_get_string (g, "runsc");
+
+    if (g && (id == NULL || root == NULL || runsc == NULL))
+      {
+        esbx_holder_info_free (info);
+        return esbx_make_error (err, EINVAL, "malformed `%s`", HOLDER_JSON);
+      }
+    if (g)
+      {
+        info->gvisor_id = xstrdup (id);
+        info->gvisor_state = xstrdup (root);
+        info->gvisor_runsc = xstrdup (runsc);
+      }
+  }
   return 0;
 }
 
@@ -276,6 +309,15 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   limits.cpus = s->cpus;
   if (esbx_cgroup_create (cg, &limits, err) < 0)
     return -1;
+  if (esbx_gvisor_wanted (s))
+    {
+      if (esbx_gvisor_start (ss, cg, err) < 0)
+        {
+          esbx_cgroup_remove (cg, NULL);
+          return -1;
+        }
+      return 0;
+    }
   /* A holder killed with -9 left its network: recorded and removed.  */
   if (egress)
     esbx_egress_down (ss->store, ss->name);
@@ -338,6 +380,22 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
         strv_push (&argv, xstrdup (net.proxy.ca_bundle));
       }
     secret_args (ss, &argv);
+    {
+      struct esbx_userns u;
+
+      /* Mounted just now: the record says which range its layers show.  */
+      if (esbx_userns_load (ss->store, ss->name, &u, err) < 0)
+        {
+          strv_free (&argv);
+          return -1;
+        }
+      if (u.on)
+        {
+          strv_push (&argv, xstrdup ("--userns"));
+          strv_push (&argv, xasprintf ("%" PRIu32 ":%" PRIu32, u.uid, u.count));
+        }
+      esbx_userns_clear (&u);
+    }
 
     child = fork ();
     if (child < 0)

@@ -33,7 +33,13 @@ struct esbx_holder_info
 {
   pid_t pid;
   unsigned long long starttime;
-  char *cgroup; /* session cgroup path relative to the cgroup root, e.g. "esbx/S" */
+  char *cgroup;          /* session cgroup path relative to the cgroup root, e.g. "esbx/S" */
+  uint32_t userns_uid;   /* host id of the session's root in its user namespace, 0: none */
+  uint32_t userns_count; /* ids mapped from userns_uid */
+  /* The gVisor tier (gvisor.h): pid is the sandbox's; NULL otherwise.  */
+  char *gvisor_id;    /* runsc's container id */
+  char *gvisor_state; /* runsc's --root */
+  char *gvisor_runsc; /* the runsc binary */
 };
 
 /* Start the holder of the session SS holds if it is not running; fails

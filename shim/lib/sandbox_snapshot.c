@@ -114,6 +114,12 @@ esbx_sandbox_fork (esbx_store_t *store, const char *session, const struct esbx_s
       return esbx_error_wrap (err, "fork");
     }
   o.snapshot = snap;
+  /* A fork keeps its parent's wall unless it names another: the store's
+     default may be weaker than what the parent was made with.  */
+  if (o.isolation == NULL)
+    o.isolation = json_get_string (s->record, "isolation");
+  if (o.userns == NULL)
+    o.userns = json_get_string (s->record, "userns");
   ret = esbx_session_create (store, s->project, &o, name, err);
   esbx_session_free (s);
   if (ret < 0)

@@ -144,6 +144,8 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     }
   if (esbx_holder_ensure (ss, &info, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
+  if (spec_refuse_join (session, &info, err) < 0)
+    return -1;
 
   cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
   /* Outside the session cgroup, only the marker lets discard find it.  */

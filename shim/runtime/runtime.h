@@ -70,6 +70,10 @@ int spec_find_session (const json_t *config, char *const *roots, char **session,
    config's own), drop what conflicts with that, set the cgroup path (unless
    NULL) and the session annotation.  */
 void spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cgroups_path);
+/* unjoinable.c: refuse to join a session whose holder (INFO) is a gVisor
+   sandbox or runs in a user namespace.  */
+struct esbx_holder_info;
+int spec_refuse_join (const char *session, const struct esbx_holder_info *info, esbx_error_t *err);
 /* env.c: add the session's env (an object of strings) to process.env, key
    by key, where the config does not set the key: the image's ENV and
    `docker run -e` win.  Never HOME (runc takes the image user's), and no

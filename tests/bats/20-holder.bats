@@ -2,6 +2,8 @@
 # The session holder: namespaces, hostname, network, root filesystem,
 # lifetime.
 
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load helpers
 
 setup() { setup_project; }

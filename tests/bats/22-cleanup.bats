@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
 # Deterministic cleanup: discard, gc after crashes, resource limits.
 
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load helpers
 
 setup() { setup_project; }

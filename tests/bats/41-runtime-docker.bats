@@ -286,6 +286,25 @@ mkvol() {
   [ ! -s "$ESBX_ROOT/sessions/$S1/holder.json" ] || ! kill -0 "$(holder_pid "$S1")" 2>/dev/null
 }
 
+@test "runtime/docker: volumes run without a user namespace unless asked; one that runs in it is not joined" {
+  mkvol "$S1"
+  esbx_ok session inspect "$S1"
+  assert_output --partial '"requested": "off"'
+  echo "$S2" >>"$BATS_TEST_TMPDIR/volumes"
+  docker volume create -d "$DRIVER" -o project=demo -o userns=auto "$S2" >/dev/null
+  run drun --runtime esbx -v "$S2":/work "$ESBX_TEST_IMAGE" true
+  assert_failure
+  assert_output --partial "runs in a user namespace"
+  assert_output --partial "--userns off"
+  run docker ps -aq --filter "label=esbx-test=$DRIVER"
+  assert_output ""
+  esbx_ok exec "$S2" -- cat /proc/self/uid_map
+  refute_output --regexp '^ *0 +0 '
+  run docker volume create -d "$DRIVER" -o project=demo -o userns=maybe "${DRIVER}s3"
+  assert_failure
+  assert_output --partial 'option `userns`'
+}
+
 @test "runtime/docker: a session discarded behind Docker's back fails at create" {
   mkvol "$S1"
   local merged

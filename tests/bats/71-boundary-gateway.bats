@@ -4,6 +4,8 @@
 # esbxd (own store, sockets and ports) and checks what the attacker got.
 
 bats_require_minimum_version 1.5.0
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load gateway_helpers
 
 # Each test starts its gateway itself, with the options it needs.
@@ -213,7 +215,7 @@ print("%.1f" % (time.time() - t0))' "$GW_SOCK"
   esbx_ok discard s1
   esbx_ok project create other
   esbx_ok session create other --name s1
-  echo "secret of other" >"$ESBX_ROOT/sessions/s1/merged/secret"
+  echo "secret of other" | session_put s1 secret
   gw_expect 403 GET "/v1/sessions/s1/files?path=secret" "$TOKEN"
   refute_output --partial "secret of other"
   gw_expect 403 GET /v1/sessions/s1/diff "$TOKEN"
@@ -254,7 +256,7 @@ print("%.1f" % (time.time() - t0))' "$GW_SOCK"
 @test "boundary 16: an observe token sees names, kinds, sizes and hashes, never file content" {
   setup_gateway
   make_demo
-  echo "password=hunter2" >"$ESBX_ROOT/sessions/s1/merged/secret.txt"
+  echo "password=hunter2" | session_put s1 secret.txt
   OBSERVE=$(token observe)
   gw_expect 200 GET /v1/sessions/s1/diff "$OBSERVE"
   assert_output --partial '"path":"/secret.txt"'

@@ -170,7 +170,9 @@ count_refusal() {
   deep_tree "$m" 3000
   make_session p s2
   esbx_ok exec s2 -- true
-  kill -KILL "$(holder_pid s2)"
+  pid=$(holder_pid s2)
+  kill -KILL "$pid"
+  for _ in $(seq 100); do proc_gone "$pid" && break; sleep 0.1; done
   make_session p s3
   deep_tree "$m" 1200
   local head
@@ -227,7 +229,9 @@ count_refusal() {
   IMMUTABLE+=("$ESBX_ROOT/tmp/discard-a-000000000000/stuck")
   make_session p s4
   esbx_ok exec s4 -- true
-  kill -KILL "$(holder_pid s4)"
+  pid=$(holder_pid s4)
+  kill -KILL "$pid"
+  for _ in $(seq 100); do proc_gone "$pid" && break; sleep 0.1; done
   run -1 low_fds gc
   assert_output --partial "tmp/discard-a-000000000000"
   assert_output --partial "cleaned session \`s4\`: holder died"

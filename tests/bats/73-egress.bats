@@ -8,6 +8,8 @@
 # 10.254.233.2 are routed into it too, so that a packet the policy let
 # through would land there, never on a real network.
 
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load helpers
 
 INET=198.19.233

@@ -8,6 +8,8 @@ bats_require_minimum_version 1.5.0
 # The gateway's helpers (their hooks replaced below); a test starts esbxd
 # on its store only when it needs one (setup_gateway keeps the store that
 # setup made).
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load gateway_helpers
 
 # A value no test writes by accident: long enough to be scanned at publish.

@@ -7,6 +7,8 @@
 # sockets and ports) and checks what the attacker got.
 
 bats_require_minimum_version 1.5.0
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load gateway_helpers
 
 # Each test starts its gateway itself, with the options it needs.

@@ -2,6 +2,8 @@
 # --rootfs images are kept in the store by a key: it must name their
 # content, so that no crafted source can take another image's place.
 
+# In a user namespace, the default (helpers.bash).
+ESBX_USERNS=auto
 load helpers
 
 setup() {

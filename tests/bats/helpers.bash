@@ -8,6 +8,12 @@ load '/usr/lib/bats/bats-file/load'
 
 ESBX_SRC=${ESBX_SRC:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
 ESBX_BUILD=${ESBX_BUILD:-$ESBX_SRC/build}
+# Sessions run in a user namespace by default, where the host's root can
+# no longer create files in their merged view (it has no id there).  The
+# suites that write into a session from the host run without one; those
+# about the boundary and the holder set ESBX_USERNS=auto before `load`.
+ESBX_USERNS=${ESBX_USERNS:-off}
+export ESBX_USERNS
 ESBX=${ESBX:-$ESBX_BUILD/cli/esbx}
 ESBXD=${ESBXD:-$ESBX_BUILD/volume-plugin/esbxd}
 export ESBX_SRC ESBX_BUILD ESBX ESBXD
@@ -40,6 +46,42 @@ setup_store() {
   ESBX_ROOT=$(mktemp -d /tmp/esbx-test.XXXXXX)
   ESBX_STORE_OF_TEST=$BATS_TEST_TMPDIR
   export ESBX_ROOT
+  # ESBX_TEST_ISOLATION=gvisor: the store's sessions are gVisor sandboxes
+  # (the boundary suites run so in .ci/run as well).
+  if [ -n "${ESBX_TEST_ISOLATION:-}" ]; then
+    [ "$ESBX_TEST_ISOLATION" != gvisor ] || need_runsc
+    echo "isolation = $ESBX_TEST_ISOLATION" >"$ESBX_ROOT/defaults.conf"
+  fi
+}
+
+# `need_runsc`: skip, saying why, where runsc cannot run a sandbox on this
+# host (no runsc outside CI, or runsc there but refused by the host: no
+# ptrace, say); under CI a missing runsc fails, hack/install-deps installs
+# it.  Probed once per file; call it from setup or a test (bats cannot skip
+# from setup_file).
+need_runsc() {
+  local out mark=$BATS_FILE_TMPDIR/runsc-probe
+  if ! command -v runsc >/dev/null; then
+    if [ -n "${CI:-}" ]; then
+      echo "runsc is not installed: hack/install-deps installs it" >&2
+      return 1
+    fi
+    skip "runsc is not installed (hack/install-deps installs it)"
+  fi
+  if [ ! -e "$mark" ]; then
+    local rc=0 platform=${ESBX_RUNSC_PLATFORM:-ptrace}
+    out=$(cd "$BATS_FILE_TMPDIR" && timeout 60 runsc --network=none --ignore-cgroups \
+      --platform="$platform" "do" true 2>&1) || rc=$?
+    if [ "$rc" = 0 ]; then
+      echo ok >"$mark"
+    else
+      out=$(printf '%s\n' "$out" | grep . | tail -n 1)
+      [ "$rc" != 124 ] || out="no sandbox within 60 s"
+      echo "runsc --platform=$platform do true: ${out:-status $rc}" >"$mark.failed"
+      echo failed >"$mark"
+    fi
+  fi
+  [ "$(cat "$mark")" = ok ] || skip "runsc cannot start a sandbox on this host: $(cat "$mark.failed")"
 }
 
 # A store with project p, made from make_tree's tree in $BATS_TEST_TMPDIR/src.
@@ -109,6 +151,39 @@ make_tree() {
 
 # The merged directory of session NAME (mounted again if it was not).
 path_of() { "$ESBX" session path "$1"; }
+
+# `as_session_root S CMD...`: CMD on the host as session S's root, i.e.
+# with the host id its root has when S runs in a user namespace (host
+# root has none there: creating a file in its merged view fails with
+# EOVERFLOW), as is otherwise.  That id cannot enter the store's root
+# (0700): start CMD in the merged view and give it relative paths.
+as_session_root() {
+  local s=$1 uid
+  shift
+  uid=$(jq -r 'if .mode == "userns" then .uid else empty end' \
+    "$ESBX_ROOT/sessions/$s/userns.json" 2>/dev/null) || uid=
+  if [ -n "$uid" ]; then
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# Skip the test when the store's sessions are gVisor sandboxes: `skip_gvisor
+# WHY` (what the tier does not have; docs/SECURITY.md, "Isolation tiers").
+skip_gvisor() {
+  [ "${ESBX_TEST_ISOLATION:-}" != gvisor ] || skip "not in the gVisor tier: $1"
+}
+
+# `session_put S PATH`: stdin into PATH of session S's merged view, written
+# by the session's root (as_session_root) from within the view (the
+# store's root is not open to that id); parents are made.
+session_put() {
+  local s=$1 rel=$2 dir
+  dir=$(path_of "$s") || return
+  # shellcheck disable=SC2016 # expanded by that sh
+  (cd "$dir" && as_session_root "$s" sh -c 'mkdir -p "$(dirname "$1")" && cat >"$1"' sh "$rel")
+}
 
 # `make_session PROJECT NAME [OPTIONS]`: session NAME of PROJECT, its merged
 # directory in $m.

@@ -91,12 +91,14 @@ no_such_volume (esbx_error_t *err, const char *name)
 #define bad_request(err, ...) esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, __VA_ARGS__)
 
 static const char *const known_options[]
-    = { "project", "base", "network", "from", "snapshot", "allow", "secret", "disk" };
+    = { "project", "base",   "network", "from",   "snapshot",
+        "allow",   "secret", "disk",    "userns", "isolation" };
 #define LABEL_PREFIX  "label."
 #define ENV_PREFIX    "env."
 #define SECRET_PREFIX "secret."
 #define OPTIONS_HELP                                                                               \
-  "project, base, label.KEY, env.KEY, network, from, snapshot, allow, secret, secret.KEY, disk"
+  "project, base, label.KEY, env.KEY, network, from, snapshot, allow, secret, secret.KEY, disk, "  \
+  "userns, isolation"
 
 /* -o secret=NAME[,env=VAR][,file=PATH], and secret.KEY=... for more than
    one (Docker keeps one value per option): session create --secret.  */
@@ -146,6 +148,12 @@ check_options (const json_t *opts, esbx_error_t *err)
       if (strcmp (key, "network") == 0 && strcmp (value, "none") != 0 && strcmp (value, "host") != 0
           && strcmp (value, "egress") != 0)
         return bad_request (err, "option `network`: `%s` is not one of none, host, egress", value);
+      if (strcmp (key, "isolation") == 0 && strcmp (value, "namespaces") != 0
+          && strcmp (value, "gvisor") != 0)
+        return bad_request (err, "option `isolation`: `%s` is not one of namespaces, gvisor",
+                            value);
+      if (strcmp (key, "userns") == 0 && strcmp (value, "auto") != 0 && strcmp (value, "off") != 0)
+        return bad_request (err, "option `userns`: `%s` is not one of auto, off", value);
       if (strcmp (key, "from") == 0 && value[0] != '/')
         return bad_request (err, "option `from`: `%s` is not an absolute path", value);
       if (strcmp (key, "disk") == 0)
@@ -358,6 +366,14 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   so.base = json_get_string (opts, "base");
   so.network = json_get_string (opts, "network");
   so.snapshot = json_get_string (opts, "snapshot");
+  /* A volume is mounted by containers of any runtime, and one of runc's
+     root (host uid 0) has no id in the session's user namespace: it could
+     not create a file there.  Only -o userns=auto asks for one, for
+     volumes used with --runtime esbx alone (shim/runtime/userns.c).  */
+  so.userns = json_get_string (opts, "userns") ? json_get_string (opts, "userns") : "off";
+  /* -o isolation=gvisor: the volume's session is a gVisor sandbox; Docker
+     mounts its workspace as any volume's.  */
+  so.isolation = json_get_string (opts, "isolation");
   /* -o disk=SIZE: session create --disk (checked by check_options).  */
   if (json_get_string (opts, "disk")
       && esbx_disk_size_parse (json_get_string (opts, "disk"), &so.disk, err) < 0)

@@ -240,6 +240,8 @@ handle (struct esbx_gateway *gw, struct esbx_gateway_ctx *ctx, const char *url,
   if (!esbx_auth_authorize (ctx, route, &reason))
     return esbx_gateway_reply_forbidden (ctx, reason);
   route->fn (ctx);
+  /* The file routes act as the session's root (routes_files.c).  */
+  esbx_userns_fs_leave ();
   esbx_auth_bind (ctx);
 }
 

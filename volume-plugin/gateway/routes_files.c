@@ -30,6 +30,9 @@ open_session_root (struct esbx_gateway_ctx *ctx)
       esbx_gateway_reply_err (ctx, &err);
       return -1;
     }
+  /* What a request writes is the session root's; gateway.c switches
+     back after every route.  */
+  esbx_userns_fs_enter (ctx->store, ctx->arg);
   fd = esbx_open_dir_at (AT_FDCWD, merged, &err);
   if (fd < 0)
     esbx_gateway_reply_err (ctx, &err);

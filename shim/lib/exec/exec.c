@@ -362,6 +362,11 @@ prepare (struct exec_run *r, esbx_error_t *err)
   r->holder_pidfd = pidfd_open (r->info->pid, 0);
   if (r->holder_pidfd < 0 || !esbx_proc_alive (r->info->pid, r->info->starttime))
     return esbx_make_error (err, ESRCH, "holder of session `%s` is gone", r->ss->name);
+  if (o->tty && r->info->gvisor_id)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "session `%s` is a gVisor sandbox: exec --tty is not available "
+                                 "there",
+                                 r->ss->name);
   if (next_seq (dfd, &r->seq, err) < 0)
     return -1;
   r->outname = xasprintf (LOGS_DIR "/%lu.out", r->seq);

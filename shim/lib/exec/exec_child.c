@@ -11,6 +11,7 @@
 #include "cgroup.h"
 #include "exec_internal.h"
 #include "fs.h"
+#include "gvisor.h"
 #include "sync.h"
 #include "syscall_filter.h"
 #include "utils.h"
@@ -101,6 +102,34 @@ shield_holder (pid_t holder)
     return;
 }
 
+/* The gVisor tier: the command runs in the sandbox's kernel through
+   `runsc exec`, a host process of esbx's own, which gets none of the
+   confinement above (gVisor is the boundary); it joins the session cgroup
+   so that `esbx ps` and the limits count it.  */
+static void __attribute__ ((noreturn)) exec_child_gvisor (const struct exec_run *r, int report)
+{
+  static char *const runsc_env[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+  esbx_error_t err = NULL;
+  char **argv;
+
+  if (esbx_cgroup_enter (r->info->cgroup, 0, &err) < 0)
+    child_fail (report, &err);
+  if (setup_stdio (r, &err) < 0)
+    child_fail (report, &err);
+  syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  argv = esbx_gvisor_exec_argv (r->info, r->cwd, r->uid, r->gid, r->env, r->opts->argv);
+  if (argv == NULL)
+    {
+      esbx_make_error (&err, errno, "write the process of `runsc exec`");
+      child_fail (report, &err);
+    }
+  if (r->opts->detach)
+    detach (report);
+  execve (argv[0], argv, runsc_env);
+  esbx_make_error_kind (&err, ESBX_ERR_EXEC_FAILED, errno, "exec `%s`", argv[0]);
+  child_fail (report, &err);
+}
+
 void
 exec_child (const struct exec_run *r, int report)
 {
@@ -111,6 +140,8 @@ exec_child (const struct exec_run *r, int report)
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   signal (SIGPIPE, SIG_DFL);
+  if (r->info->gvisor_id)
+    exec_child_gvisor (r, report);
   /* The cgroup is written through the host's /sys: before the mount
      namespace changes.  */
   if (esbx_cgroup_enter (r->info->cgroup, 0, &err) < 0)
@@ -119,6 +150,13 @@ exec_child (const struct exec_run *r, int report)
   if (setns (r->holder_pidfd, CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) < 0)
     {
       esbx_make_error (&err, errno, "join the namespaces of the holder");
+      child_fail (report, &err);
+    }
+  /* Last, and alone: the namespaces above belong to the host's user
+     namespace, which a process in the session's no longer may join.  */
+  if (r->info->userns_uid && setns (r->holder_pidfd, CLONE_NEWUSER) < 0)
+    {
+      esbx_make_error (&err, errno, "join the user namespace of the holder");
       child_fail (report, &err);
     }
   if (chdir (r->cwd) < 0)
@@ -131,7 +169,8 @@ exec_child (const struct exec_run *r, int report)
   /* Whatever the caller of esbx left open (bats keeps fd 3) must not leak
      into the session, nor keep that caller waiting on a detached command.  */
   syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-  if (esbx_confine_user (r->set_user, r->uid, r->gid, &err) < 0)
+  /* In a user namespace host root has no id: always become one of it.  */
+  if (esbx_confine_user (r->set_user || r->info->userns_uid, r->uid, r->gid, &err) < 0)
     child_fail (report, &err);
   environ = r->env;
   if (esbx_seccomp_load (&err) < 0)

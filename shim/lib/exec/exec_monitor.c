@@ -378,7 +378,9 @@ exec_monitor (struct exec_run *r)
   own = TEMP_FAILURE_RETRY (open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
   if (own < 0)
     fail_errno (r, errno, "open `/proc/self/ns/pid`");
-  if (setns (r->holder_pidfd, CLONE_NEWPID) < 0)
+  /* A gVisor sandbox's processes live in gVisor's kernel: `runsc exec`
+     stays in the host's.  */
+  if (r->info->gvisor_id == NULL && setns (r->holder_pidfd, CLONE_NEWPID) < 0)
     fail_errno (r, errno, "join the pid namespace of the holder");
   pid = fork ();
   if (pid == 0)
@@ -388,7 +390,7 @@ exec_monitor (struct exec_run *r)
     }
   if (pid < 0)
     fail_errno (r, errno, "fork");
-  if (setns (own, CLONE_NEWPID) < 0)
+  if (r->info->gvisor_id == NULL && setns (own, CLONE_NEWPID) < 0)
     fail_errno (r, errno, "return to the own pid namespace");
   close (own);
   close (fds[1]);

@@ -1,0 +1,425 @@
+/* A session's user namespace: the range of host ids its root maps to, and
+ * the namespace objects that carry the mapping.
+ *
+ * Ranges are host-wide: slot N is ids ESBX_USERNS_FIRST + N * 65536, 65536
+ * of them, claimed by a file /run/esbx/userns/N naming the store and the
+ * session (made under a lock, so two sessions never share a slot).  A
+ * slot lives as long as the session's merged view is mounted with it:
+ * the claim is taken when the view is mounted (session_mount.c) and
+ * dropped when it is unmounted.  A slot whose session no longer has its
+ * view mounted with that slot (a crash, a reboot of the mount but not of
+ * /run) is taken back by the next claim.  What the session got is kept in
+ * ROOT/sessions/S/userns.json: {"mode": "userns", "uid": BASE, "count":
+ * 65536, "slot": N}, or {"mode": "off", "reason": "..."} when the store's
+ * filesystem cannot idmap its layers.
+ *
+ * The ids on disk never change: the layers and the upper are seen through
+ * idmapped mounts (mount.c), so uid 0 of a file is uid 0 on disk and BASE
+ * on the host's view of the merged directory.  The range therefore needs
+ * no record that outlives the mount.  */
+#include "internal.h"
+#include "fs.h"
+#include "text.h"
+#include "json.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define USERNS_RUN_DIR "/run/esbx/userns"
+#define USERNS_JSON    "userns.json"
+
+static const char *
+run_dir (void)
+{
+  /* Tests point it elsewhere to exhaust slots without touching the host's.  */
+  const char *d = getenv ("ESBX_USERNS_RUN_DIR");
+  return d && d[0] ? d : USERNS_RUN_DIR;
+}
+
+static unsigned
+max_slots (void)
+{
+  const char *v = getenv ("ESBX_USERNS_SLOTS");
+  unsigned long n = v ? strtoul (v, NULL, 10) : 0;
+
+  return n > 0 && n <= ESBX_USERNS_MAX_SLOTS ? (unsigned)n : ESBX_USERNS_MAX_SLOTS;
+}
+
+static int
+open_run_dir (esbx_error_t *err)
+{
+  _cleanup_free_ char *d = xstrdup (run_dir ());
+  char *p;
+
+  for (p = d + 1; (p = strchr (p, '/')) != NULL; p++)
+    {
+      *p = '\0';
+      if (mkdir (d, 0755) < 0 && errno != EEXIST)
+        return esbx_make_error (err, errno, "mkdir `%s`", d);
+      *p = '/';
+    }
+  if (mkdir (d, 0700) < 0 && errno != EEXIST)
+    return esbx_make_error (err, errno, "mkdir `%s`", d);
+  return esbx_open_dir_at (AT_FDCWD, d, err);
+}
+
+void
+esbx_userns_clear (struct esbx_userns *u)
+{
+  free (u->reason);
+  memset (u, 0, sizeof *u);
+  u->slot = -1;
+}
+
+int
+esbx_userns_load (esbx_store_t *store, const char *session, struct esbx_userns *out,
+                  esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = -1;
+  _cleanup_json_ json_t *j = NULL;
+  const char *mode, *reason;
+  int64_t uid = 0, count = 0, slot = -1;
+
+  memset (out, 0, sizeof *out);
+  out->slot = -1;
+  dfd = esbx_session_open_dir (store, session, err);
+  if (dfd < 0)
+    return -1;
+  if (!esbx_exists_at (dfd, USERNS_JSON))
+    return 0;
+  j = json_parse_file_at (dfd, USERNS_JSON, err);
+  if (j == NULL)
+    return -1;
+  mode = json_get_string (j, "mode");
+  reason = json_get_string (j, "reason");
+  out->known = true;
+  if (mode && strcmp (mode, "userns") == 0 && json_get_int (j, "uid", &uid)
+      && json_get_int (j, "count", &count) && uid > 0 && count > 0 && uid + count <= UINT32_MAX)
+    {
+      out->on = true;
+      out->uid = (uint32_t)uid;
+      out->count = (uint32_t)count;
+      if (json_get_int (j, "slot", &slot))
+        out->slot = (int)slot;
+    }
+  if (reason)
+    out->reason = xstrdup (reason);
+  return 0;
+}
+
+static int
+write_record (esbx_store_t *store, const char *session, const struct esbx_userns *u,
+              esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = esbx_session_open_dir (store, session, err);
+  _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
+  _cleanup_free_ char *data = NULL;
+  size_t len;
+
+  if (dfd < 0)
+    return -1;
+  json_set_string (j, "mode", u->on ? "userns" : "off");
+  if (u->on)
+    {
+      json_set_int (j, "uid", u->uid);
+      json_set_int (j, "count", u->count);
+      json_set_int (j, "slot", u->slot);
+    }
+  if (u->reason)
+    json_set_string (j, "reason", u->reason);
+  data = json_serialize (j, true, &len);
+  return esbx_write_file_atomic_at (dfd, USERNS_JSON, data, len, 0644, err);
+}
+
+int
+esbx_userns_record_off (esbx_store_t *store, const char *session, const char *reason,
+                        esbx_error_t *err)
+{
+  struct esbx_userns u = { .slot = -1, .reason = (char *)reason };
+
+  return write_record (store, session, &u, err);
+}
+
+/* Whether slot N's claim (its content CLAIM) is still in force: its store
+   and session exist, the session's record names slot N and its merged
+   view is mounted.  */
+static bool
+claim_alive (int n, const char *claim)
+{
+  _cleanup_free_ char *copy = xstrdup (claim);
+  _cleanup_free_ char *rec = NULL, *merged = NULL;
+  _cleanup_json_ json_t *j = NULL;
+  esbx_error_t ignored = NULL;
+  char *nl = strchr (copy, '\n'), *session;
+  int64_t slot = -1;
+
+  if (nl == NULL)
+    return false;
+  *nl = '\0';
+  session = nl + 1;
+  if ((nl = strchr (session, '\n')) != NULL)
+    *nl = '\0';
+  if (copy[0] != '/' || esbx_check_name ("session", session, &ignored) < 0)
+    {
+      esbx_error_free (&ignored);
+      return false;
+    }
+  rec = xasprintf ("%s/sessions/%s/" USERNS_JSON, copy, session);
+  merged = xasprintf ("%s/sessions/%s/merged", copy, session);
+  j = json_parse_file_at (AT_FDCWD, rec, &ignored);
+  if (j == NULL)
+    {
+      esbx_error_free (&ignored);
+      /* Being claimed: the record is written after the claim, the mount
+         after the record.  A claim without either for long is stale, but
+         the claimant holds the lock while it writes both.  */
+      return false;
+    }
+  return json_get_int (j, "slot", &slot) && slot == n && esbx_is_mountpoint (merged);
+}
+
+int
+esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns *out,
+                   esbx_error_t *err)
+{
+  _cleanup_close_ int dfd = -1, lock = -1;
+  _cleanup_free_ char *claim = NULL;
+  unsigned n, slots = max_slots ();
+
+  memset (out, 0, sizeof *out);
+  out->slot = -1;
+  dfd = open_run_dir (err);
+  if (dfd < 0)
+    return -1;
+  lock = esbx_lock_at (dfd, ".lock", true, true, err);
+  if (lock < 0)
+    return -1;
+  claim = xasprintf ("%s\n%s\n", store->root, session);
+  for (n = 0; n < slots; n++)
+    {
+      char name[16];
+      _cleanup_free_ char *old = NULL;
+      size_t len;
+      esbx_error_t rerr = NULL;
+
+      snprintf (name, sizeof name, "%u", n);
+      if (esbx_exists_at (dfd, name))
+        {
+          if (esbx_read_file_at (dfd, name, 8192, &old, &len, &rerr) < 0)
+            {
+              esbx_error_free (&rerr);
+              continue;
+            }
+          /* Our own claim (a mount that failed half-way, tried again).  */
+          if (strcmp (old, claim) != 0 && claim_alive ((int)n, old))
+            continue;
+        }
+      if (esbx_replace_file_at (dfd, name, claim, strlen (claim), 0644, err) < 0)
+        return -1;
+      out->known = true;
+      out->on = true;
+      out->slot = (int)n;
+      out->uid = ESBX_USERNS_FIRST + n * ESBX_USERNS_COUNT;
+      out->count = ESBX_USERNS_COUNT;
+      if (write_record (store, session, out, err) < 0)
+        {
+          unlinkat (dfd, name, 0);
+          return -1;
+        }
+      return 0;
+    }
+  return esbx_make_error_kind (err, ESBX_ERR_BUSY, 0,
+                               "session `%s`: all %u user namespace id ranges of this host are in "
+                               "use (" USERNS_RUN_DIR ")",
+                               session, slots);
+}
+
+void
+esbx_userns_release (esbx_store_t *store, const char *session)
+{
+  struct esbx_userns u;
+  _cleanup_close_ int dfd = -1, lock = -1, sdfd = -1;
+  _cleanup_free_ char *claim = NULL, *old = NULL;
+  esbx_error_t ignored = NULL;
+  char name[16];
+  size_t len;
+
+  if (esbx_userns_load (store, session, &u, &ignored) < 0)
+    {
+      esbx_error_free (&ignored);
+      return;
+    }
+  if (u.known && (sdfd = esbx_session_open_dir (store, session, &ignored)) >= 0)
+    unlinkat (sdfd, USERNS_JSON, 0);
+  esbx_error_free (&ignored);
+  if (!u.on || u.slot < 0 || (dfd = open_run_dir (&ignored)) < 0
+      || (lock = esbx_lock_at (dfd, ".lock", true, true, &ignored)) < 0)
+    {
+      esbx_error_free (&ignored);
+      esbx_userns_clear (&u);
+      return;
+    }
+  snprintf (name, sizeof name, "%d", u.slot);
+  claim = xasprintf ("%s\n%s\n", store->root, session);
+  /* Only our own claim: another session may have taken a slot we lost.  */
+  if (esbx_read_file_at (dfd, name, 8192, &old, &len, &ignored) == 0 && strcmp (old, claim) == 0)
+    unlinkat (dfd, name, 0);
+  esbx_error_free (&ignored);
+  esbx_userns_clear (&u);
+}
+
+int
+esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err)
+{
+  char path[64], map[64], byte;
+  int sync[2], fd = -1, saved = 0;
+  const char *what = NULL;
+  pid_t pid;
+  size_t i;
+
+  if (pipe2 (sync, O_CLOEXEC) < 0)
+    return esbx_make_error (err, errno, "pipe");
+  pid = fork ();
+  if (pid < 0)
+    {
+      saved = errno;
+      close (sync[0]);
+      close (sync[1]);
+      return esbx_make_error (err, saved, "fork");
+    }
+  if (pid == 0)
+    {
+      /* A namespace to open, then nothing: killed once it is opened.  */
+      close (sync[0]);
+      if (unshare (CLONE_NEWUSER) < 0)
+        _exit (1);
+      if (write (sync[1], "u", 1) != 1)
+        _exit (1);
+      for (;;)
+        pause ();
+    }
+  close (sync[1]);
+  if (TEMP_FAILURE_RETRY (read (sync[0], &byte, 1)) != 1)
+    {
+      saved = EPERM;
+      what = "create a user namespace";
+    }
+  close (sync[0]);
+  snprintf (map, sizeof map, "0 %" PRIu32 " %" PRIu32 "\n", uid, count);
+  for (i = 0; what == NULL && i < 2; i++)
+    {
+      _cleanup_close_ int m = -1;
+
+      snprintf (path, sizeof path, "/proc/%d/%s", (int)pid, i == 0 ? "uid_map" : "gid_map");
+      m = TEMP_FAILURE_RETRY (open (path, O_WRONLY | O_CLOEXEC));
+      if (m < 0 || esbx_write_all (m, map, strlen (map)) < 0)
+        {
+          saved = errno;
+          what = i == 0 ? "write its uid_map" : "write its gid_map";
+        }
+    }
+  if (what == NULL)
+    {
+      snprintf (path, sizeof path, "/proc/%d/ns/user", (int)pid);
+      fd = TEMP_FAILURE_RETRY (open (path, O_RDONLY | O_CLOEXEC));
+      if (fd < 0)
+        {
+          saved = errno;
+          what = "open it";
+        }
+    }
+  kill (pid, SIGKILL);
+  TEMP_FAILURE_RETRY (waitpid (pid, NULL, 0));
+  if (what)
+    return esbx_make_error (err, saved, "user namespace of ids %" PRIu32 "-%" PRIu32 ": %s", uid,
+                            uid + count - 1, what);
+  return fd;
+}
+
+json_t *
+esbx_userns_json (esbx_store_t *store, const struct esbx_session *s)
+{
+  const char *want = json_get_string (s->record, "userns");
+  json_t *o = json_new (JSON_OBJECT);
+  struct esbx_userns u;
+  esbx_error_t ignored = NULL;
+
+  json_set_string (o, "requested", want ? want : "off");
+  if (esbx_userns_load (store, s->name, &u, &ignored) < 0 || !u.known)
+    {
+      esbx_error_free (&ignored);
+      json_set (o, "mode", json_new (JSON_NULL));
+      return o;
+    }
+  json_set_string (o, "mode", u.on ? "userns" : "off");
+  if (u.on)
+    {
+      json_set_int (o, "uid", u.uid);
+      json_set_int (o, "count", u.count);
+    }
+  if (u.reason)
+    json_set_string (o, "reason", u.reason);
+  esbx_userns_clear (&u);
+  return o;
+}
+
+/* The effective capabilities back to the permitted ones: a change of
+   fsuid away from 0 drops the filesystem ones.  */
+static void
+raise_caps (void)
+{
+  struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct data[2];
+
+  if (syscall (SYS_capget, &hdr, data) < 0)
+    return;
+  data[0].effective = data[0].permitted;
+  data[1].effective = data[1].permitted;
+  syscall (SYS_capset, &hdr, data);
+}
+
+void
+esbx_userns_fs_ids (uint32_t id)
+{
+  setfsgid (id);
+  setfsuid (id);
+  raise_caps ();
+}
+
+bool
+esbx_userns_fs_enter (esbx_store_t *store, const char *session)
+{
+  struct esbx_userns u;
+  esbx_error_t ignored = NULL;
+  bool on;
+
+  if (esbx_userns_load (store, session, &u, &ignored) < 0)
+    {
+      esbx_error_free (&ignored);
+      return false;
+    }
+  on = u.on;
+  if (on)
+    esbx_userns_fs_ids (u.uid);
+  esbx_userns_clear (&u);
+  return on;
+}
+
+void
+esbx_userns_fs_leave (void)
+{
+  esbx_userns_fs_ids (0);
+}
