@@ -253,6 +253,13 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
       json_free (labels);
       return esbx_error_wrap (err, "session create");
     }
+  /* A snapshot another host pushed is fetched first.  */
+  if (opts->snapshot && esbx_project_is_shared (store, project)
+      && esbx_snapshot_pull (store, project, opts->snapshot, err) < 0)
+    {
+      json_free (labels);
+      return esbx_error_wrap (err, "session create");
+    }
   if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
                      : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
     {

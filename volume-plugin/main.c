@@ -4,6 +4,7 @@
 #include "docker/plugin.h"
 #include "docker/volumes.h"
 #include "expiry.h"
+#include "pusher.h"
 #include "fs.h"
 #include "gateway/audit.h"
 #include "gateway/gateway.h"
@@ -249,6 +250,7 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   struct esbx_plugin *plugin = NULL;
   struct esbx_expiry *expiry = NULL;
   struct esbx_prefetch *prefetch = NULL;
+  struct esbx_pusher *pusher = NULL;
   const char *interval = getenv ("ESBXD_EXPIRY_INTERVAL_MS");
   sigset_t sigs;
   int sig = 0, ret = -1;
@@ -292,8 +294,10 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   /* Sessions past their lifetime are retired by the daemon while it runs
      (by `esbx gc` otherwise).  */
   if (esbx_expiry_start (store, metrics, interval ? atol (interval) : 1000, &expiry, err) < 0
-      || esbx_prefetch_start (store, metrics, &prefetch, err) < 0)
+      || esbx_prefetch_start (store, metrics, &prefetch, err) < 0
+      || esbx_pusher_start (store, &pusher, err) < 0)
     {
+      esbx_prefetch_stop (prefetch);
       esbx_expiry_stop (expiry);
       esbx_plugin_stop (plugin);
       esbx_gateway_stop (gw);
@@ -320,6 +324,7 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
         esbx_prefetch_reload (prefetch);
     }
   esbx_info ("signal %d: stopping", sig);
+  esbx_pusher_stop (pusher);
   esbx_prefetch_stop (prefetch);
   esbx_expiry_stop (expiry);
   esbx_plugin_stop (plugin);

@@ -56,7 +56,8 @@ esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *m
 {
   unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
 
-  if (publish (store, name, message, changes, allow, result, err) < 0)
+  if (esbx_sandbox_push_before_publish (store, name, err) < 0
+      || publish (store, name, message, changes, allow, result, err) < 0)
     return -1;
   if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, 0, err) < 0)
     return -1;
