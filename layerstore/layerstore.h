@@ -242,6 +242,8 @@ struct esbx_session_opts
   char **secrets;        /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
   const char *token;     /* the gateway token that makes it (its caps count it), or NULL */
   int64_t disk;          /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
+  int64_t push_every;    /* seconds between its automatic pushed snapshots (esbxd), 0: the
+                            project's (esbx_snapshot_policy) */
 };
 
 struct esbx_session

@@ -71,6 +71,8 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
     json_set_string (j, "snapshot", o->snapshot);
+  if (o->push_every > 0)
+    json_set_int (j, "push_every", o->push_every);
   /* The gateway token that made it: what counts against its caps.  */
   if (o->token)
     json_set_string (j, "token", o->token);

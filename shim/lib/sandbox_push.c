@@ -183,13 +183,18 @@ esbx_sandbox_push_due (esbx_store_t *store, size_t *pushed, size_t *failed, esbx
       struct esbx_snapshot_policy p;
       esbx_error_t e = NULL;
 
+      int64_t every = 0;
+
       if (!esbx_project_is_shared (store, s->project)
           || esbx_snapshot_policy_get (store, s->project, &p, &e) < 0)
         {
           esbx_error_free (&e);
           continue;
         }
-      if (p.every > 0 && due (store, s, p.every))
+      /* The session's own (a volume's push-every) wins.  */
+      if (!json_get_int (s->record, "push_every", &every) || every <= 0)
+        every = p.every;
+      if (every > 0 && due (store, s, every))
         strv_push (&names, xstrdup (s->name));
     }
   /* Outside the walk: a snapshot takes the session's locks.  */

@@ -260,3 +260,39 @@ changed_session_on_a() {
   [ ! -e "$HOST_B/projects/p/snapshots/bad1" ]
   [ -z "$(ls "$HOST_B/sessions" 2>/dev/null)" ]
 }
+
+# POST BODY to the plugin socket of the esbxd in $BATS_TEST_TMPDIR:
+# `volume_call ENDPOINT BODY`; the answer in $output.
+volume_call() {
+  run curl -sS --unix-socket "$BATS_TEST_TMPDIR/plugin.sock" -X POST -d "$2" "http://plugin/$1"
+}
+
+@test "a volume with -o resume=last starts from the last snapshot its session pushed on another host" {
+  changed_session_on_a
+  on A esbx_ok session snapshot s1 --push
+  echo later >"$m/later.txt"
+  on A esbx_ok session snapshot s1 --name s1-last --push
+  # Host B's esbxd, asked by Docker for volume s1 (as a task rescheduled
+  # from A would be): A's last pushed state.
+  esbxd_up "$HOST_B" "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/esbxd.log"
+  volume_call VolumeDriver.Create '{"Name": "s1", "Opts": {"project": "p", "resume": "last", "push-every": "1m"}}'
+  assert_output '{}'
+  grep -q "volume \`s1\`: resuming from snapshot \`s1-last\` of session \`s1\`" "$BATS_TEST_TMPDIR/esbxd.log"
+  local b
+  b=$(on B "$ESBX" session path s1)
+  [ "$(cat "$b/later.txt")" = later ]
+  [ ! -e "$b/src/main.c" ]
+  [ "$(on B "$ESBX" --json session inspect s1 | jq -r .snapshot)" = s1-last ]
+  # Nothing pushed for that name: a new session.
+  volume_call VolumeDriver.Create '{"Name": "fresh", "Opts": {"project": "p", "resume": "last"}}'
+  assert_output '{}'
+  [ ! -e "$(on B "$ESBX" session path fresh)/new.txt" ]
+  # etcd down: the create fails naming it, and makes nothing.
+  stop_etcd
+  volume_call VolumeDriver.Create '{"Name": "s9", "Opts": {"project": "p", "resume": "last"}}'
+  assert_output --partial "etcd \`$(ETCD_URL)\`"
+  start_etcd
+  [ ! -e "$HOST_B/sessions/s9" ]
+  volume_call VolumeDriver.Create '{"Name": "s8", "Opts": {"project": "p", "resume": "last", "snapshot": "x"}}'
+  assert_output --partial "not with \`snapshot\` or \`base\`"
+}
