@@ -24,14 +24,21 @@
 #
 # The host's dockerd (/run/docker.sock) is never used.  swarm_teardown
 # kills every process of a node (its namespace's, its cgroups'), unmounts
-# its namespace and deletes it with its veth, pass or fail; it is also the
-# EXIT trap of the file's process.
+# its namespace and deletes it with its veth, pass or fail: teardown_file
+# calls it, and bats runs teardown_file from its EXIT trap whenever the
+# file's process ends, a failed setup_file or an interrupt included.  A
+# run killed outright (SIGKILL) is cleaned by the next one
+# (swarm_clean_stale: its directory names the process that owned it).
 # shellcheck shell=bash
 
 load remote_helpers
 
 # The Docker client of Debian's docker.io: the daemons are 20.10 too.
-SWARM_DOCKER=${ESBX_SWARM_DOCKER:-$( [ -x /usr/bin/docker ] && echo /usr/bin/docker || command -v docker)}
+if [ -x /usr/bin/docker ]; then
+  SWARM_DOCKER=${ESBX_SWARM_DOCKER:-/usr/bin/docker}
+else
+  SWARM_DOCKER=${ESBX_SWARM_DOCKER:-$(command -v docker)}
+fi
 SWARM_NODES=3
 
 # setup_file: the services, then three nodes in one swarm.
@@ -40,11 +47,14 @@ swarm_setup_file() {
   command -v etcd >/dev/null || skip "etcd is not installed"
   command -v dockerd >/dev/null || skip "dockerd is not installed"
   [ -n "$SWARM_DOCKER" ] || skip "the docker client is not installed"
+  swarm_clean_stale
   SWARM_ID=$$
   SWARM_DIR=$(mktemp -d /tmp/esbx-sw.XXXXXX)
   export SWARM_ID SWARM_DIR SWARM_DOCKER
-  trap swarm_teardown EXIT
+  echo "$SWARM_ID" >"$SWARM_DIR/owner"
   setup_remote_netns
+  echo "$REMOTE_NETNS" >"$SWARM_DIR/svc-netns"
+  echo "$REMOTE_DIR" >"$SWARM_DIR/remote-dir"
   mkdir -p "$SWARM_DIR/ns"
   mount --bind "$SWARM_DIR/ns" "$SWARM_DIR/ns"
   mount --make-private "$SWARM_DIR/ns"
@@ -221,6 +231,22 @@ swarm_teardown() {
   rm -rf "$SWARM_DIR"
 }
 
+# The directories (and so nodes) of runs whose process is gone: torn down
+# as theirs would have been, with their services' namespace.
+swarm_clean_stale() {
+  local d owner svc rdir
+  for d in /tmp/esbx-sw.*; do
+    [ -f "$d/owner" ] || continue
+    owner=$(cat "$d/owner")
+    ! kill -0 "$owner" 2>/dev/null || continue
+    svc=$(cat "$d/svc-netns" 2>/dev/null || true)
+    rdir=$(cat "$d/remote-dir" 2>/dev/null || true)
+    (SWARM_DIR=$d SWARM_ID=$owner swarm_teardown)
+    [ -z "$svc" ] || kill_netns "$svc"
+    [[ "$rdir" != /tmp/esbx-remote.* ]] || rm -rf "$rdir"
+  done
+}
+
 # `wait_for SECONDS CMD...`: CMD until it succeeds, at most SECONDS.
 wait_for() {
   local limit=$1 t0=$SECONDS
@@ -231,10 +257,12 @@ wait_for() {
   done
 }
 
-# The node (1..3) whose store has session S, or nothing.
+# The node (1..3, not DEAD) whose store has session S, or nothing:
+# `node_of_session S [DEAD]`.
 node_of_session() {
   local n
   for n in $(seq 1 "$SWARM_NODES"); do
+    [ "$n" != "${2:-}" ] || continue
     [ -e "$(node_dir "$n")/store/sessions/$1/session.json" ] && echo "$n" && return 0
   done
   return 1
