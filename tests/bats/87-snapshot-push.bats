@@ -296,3 +296,29 @@ volume_call() {
   volume_call VolumeDriver.Create '{"Name": "s8", "Opts": {"project": "p", "resume": "last", "snapshot": "x"}}'
   assert_output --partial "not with \`snapshot\` or \`base\`"
 }
+
+@test "a resumed volume's secrets and egress policy come from its options and the new host's store; no value reaches the registry" {
+  printf 'A-SECRET-VALUE-4242\n' | on A "$ESBX" secret create tok
+  on A make_session p s1 --secret tok --network egress --allow example.test
+  echo work >"$m/work.txt"
+  on A esbx_ok session snapshot s1 --push
+  printf 'B-SECRET-VALUE-9191\n' | on B "$ESBX" secret create tok
+  esbxd_up "$HOST_B" "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/esbxd.log"
+  volume_call VolumeDriver.Create '{"Name": "s1", "Opts": {"project": "p", "resume": "last", "secret": "tok", "network": "egress", "allow": "example.test"}}'
+  assert_output '{}'
+  run on B "$ESBX" --json session inspect s1
+  [ "$(echo "$output" | jq -r '.secrets[0].name')" = tok ]
+  [ "$(echo "$output" | jq -r '.kept_secrets[0]')" = tok ]
+  [ "$(echo "$output" | jq -r .network)" = egress ]
+  echo "$output" | jq -e '.egress.allow == ["example.test"]' >/dev/null
+  [ "$(cat "$(on B "$ESBX" session path s1)/work.txt")" = work ]
+  # Neither value is anywhere in the registry's storage or in etcd.
+  ! grep -rqa 'SECRET-VALUE' "$REMOTE_DIR/registry"
+  ! etcd_value esbx/projects/p/snapshots/"$(etcd_value esbx/projects/p/sessions/s1/snapshot | jq -r .snapshot)" | grep -q SECRET-VALUE
+  # A copy of A's value that the session wrote into its workspace is
+  # still caught by B's publish: the snapshot kept the name.
+  printf 'B-SECRET-VALUE-9191\n' >"$(on B "$ESBX" session path s1)/leak.txt"
+  run on B "$ESBX" publish s1
+  assert_failure 1
+  assert_output --partial tok
+}
