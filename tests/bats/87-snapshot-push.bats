@@ -322,3 +322,54 @@ volume_call() {
   assert_failure 1
   assert_output --partial tok
 }
+
+# `registry_put_blob FILE`: FILE uploaded as a blob of p's repository; its
+# digest on stdout.
+registry_put_blob() {
+  local base=http://127.0.0.1:$REGISTRY_PORT repo=t$BATS_TEST_NUMBER/p hex loc
+  hex=$(sha256sum "$1" | cut -d' ' -f1)
+  loc=$(curl -fsSi -X POST "$base/v2/$repo/blobs/uploads/" | tr -d '\r' | awk 'tolower($1) == "location:" {print $2}')
+  case $loc in /*) loc=$base$loc ;; esac
+  curl -fsS -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' --data-binary "@$1" "$loc&digest=sha256:$hex"
+  echo "sha256:$hex"
+}
+
+@test "a hostile snapshot artifact: whiteouts and opaque paths that climb out of the diff write nothing outside the store" {
+  changed_session_on_a
+  on A esbx_ok session snapshot s1 --name good1 --push
+  local base=http://127.0.0.1:$REGISTRY_PORT repo=t$BATS_TEST_NUMBER/p manifest cfg up canary
+  canary=$HOST_B.canary
+  mkdir "$canary"
+  echo victim >"$canary/victim"
+  mkdir "$canary/dir"
+  up=$(printf '../%.0s' $(seq 1 16))${canary#/}
+  manifest=$(curl -fsS -H 'Accept: application/vnd.oci.image.manifest.v1+json' "$base/v2/$repo/manifests/snap.good1")
+  cfg=$(curl -fsS "$base/v2/$repo/blobs/$(echo "$manifest" | jq -r .config.digest)")
+  local kind path
+  for kind in whiteouts opaque; do
+    path=$([ "$kind" = whiteouts ] && echo "$up/victim" || echo "$up/dir")
+    echo "$cfg" | jq -c --arg k "$kind" --arg p "$path" '.record.name = "evil" | .[$k] += [$p]' >"$BATS_TEST_TMPDIR/cfg.json"
+    local cdigest csize mdigest
+    cdigest=$(registry_put_blob "$BATS_TEST_TMPDIR/cfg.json")
+    csize=$(stat -c %s "$BATS_TEST_TMPDIR/cfg.json")
+    echo "$manifest" | jq -c --arg d "$cdigest" --argjson s "$csize" '.config.digest = $d | .config.size = $s' >"$BATS_TEST_TMPDIR/m.json"
+    curl -fsS -o /dev/null -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' \
+      --data-binary "@$BATS_TEST_TMPDIR/m.json" "$base/v2/$repo/manifests/snap.evil"
+    mdigest=sha256:$(sha256sum "$BATS_TEST_TMPDIR/m.json" | cut -d' ' -f1)
+    in_svc curl -fsS -o /dev/null -X POST "$(ETCD_URL)/v3/kv/put" \
+      -d "{\"key\":\"$(printf esbx/projects/p/snapshots/evil | base64 -w0)\",\"value\":\"$(jq -cn --arg m "$mdigest" '{manifest: $m, session: "s1", parent: null}' | base64 -w0)\"}"
+    run on B "$ESBX" session create p --from-snapshot evil --name e1
+    assert_failure 1
+    [ "${#lines[@]}" -eq 1 ]
+    assert_output --partial "snapshot \`evil\`"
+    # Nothing outside the store changed; no snapshot, no session.
+    [ "$(cat "$canary/victim")" = victim ]
+    [ -f "$canary/victim" ]
+    [ -z "$(getfattr -n trusted.overlay.opaque --only-values "$canary/dir" 2>/dev/null)" ]
+    [ ! -e "$HOST_B/projects/p/snapshots/evil" ]
+    [ ! -e "$HOST_B/sessions/e1" ]
+  done
+  rm -rf "$canary"
+  # The untampered one still pulls.
+  on B esbx_ok session create p --from-snapshot good1
+}
