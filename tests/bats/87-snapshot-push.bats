@@ -23,6 +23,7 @@ setup() {
 
 teardown() {
   esbxd_down
+  [ -z "${HOST_B:-}" ] || rm -rf "$HOST_B.canary"
   teardown_hosts
 }
 
@@ -347,7 +348,7 @@ registry_put_blob() {
   cfg=$(curl -fsS "$base/v2/$repo/blobs/$(echo "$manifest" | jq -r .config.digest)")
   local kind path
   for kind in whiteouts opaque; do
-    path=$([ "$kind" = whiteouts ] && echo "$up/victim" || echo "$up/dir")
+    path=$([ "$kind" = whiteouts ] && echo "$up/made-by-attack" || echo "$up/dir")
     echo "$cfg" | jq -c --arg k "$kind" --arg p "$path" '.record.name = "evil" | .[$k] += [$p]' >"$BATS_TEST_TMPDIR/cfg.json"
     local cdigest csize mdigest
     cdigest=$(registry_put_blob "$BATS_TEST_TMPDIR/cfg.json")
@@ -363,9 +364,9 @@ registry_put_blob() {
     [ "${#lines[@]}" -eq 1 ]
     assert_output --partial "snapshot \`evil\`"
     # Nothing outside the store changed; no snapshot, no session.
+    [ "$(ls "$canary")" = "$(printf 'dir\nvictim')" ]
     [ "$(cat "$canary/victim")" = victim ]
-    [ -f "$canary/victim" ]
-    [ -z "$(getfattr -n trusted.overlay.opaque --only-values "$canary/dir" 2>/dev/null)" ]
+    python3 -c 'import os, sys; sys.exit(1 if "trusted.overlay.opaque" in os.listxattr(sys.argv[1]) else 0)' "$canary/dir"
     [ ! -e "$HOST_B/projects/p/snapshots/evil" ]
     [ ! -e "$HOST_B/sessions/e1" ]
   done
