@@ -374,3 +374,21 @@ registry_put_blob() {
   # The untampered one still pulls.
   on B esbx_ok session create p --from-snapshot good1
 }
+
+@test "over the gateway: session snapshot --push pushes, and fails as loudly" {
+  on A make_session p s1
+  echo gw >"$m/gw.txt"
+  esbxd_up "$HOST_A" "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/esbxd.log" --gateway-socket "$BATS_TEST_TMPDIR/gw.sock"
+  local tok
+  tok=$(on A "$ESBX" token create --scope manage)
+  run env ESBX_HOST="unix://$BATS_TEST_TMPDIR/gw.sock" ESBX_TOKEN="$tok" "$ESBX" session snapshot s1 --name gw1 --push
+  assert_success
+  assert_output gw1
+  [ -n "$(etcd_value esbx/projects/p/snapshots/gw1)" ]
+  stop_registry
+  run env ESBX_HOST="unix://$BATS_TEST_TMPDIR/gw.sock" ESBX_TOKEN="$tok" "$ESBX" session snapshot s1 --name gw2 --push
+  start_registry
+  assert_failure 1
+  assert_output --partial "snapshot \`gw2\` is kept here, not pushed"
+  on B esbx_ok session create p --from-snapshot gw1
+}
