@@ -124,7 +124,31 @@ int cli_gateway_progress (struct esbx_cli *cli, const char *method, const char *
    to stdout and stderr as it comes; returns its exit status.  */
 int cli_gateway_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err);
 
+/* publish of a gated project: the request is filed, not landed.  */
+#define CLI_EXIT_QUEUED 5
+/* The merge queue's requests (print_queue.c).  */
+bool cli_request_final (const json_t *rec);
+/* What `publish --wait` ends with: the layer (0), or the rejection as an
+   error of its kind.  */
+int cli_request_outcome (struct esbx_cli *cli, const char *session, const json_t *rec,
+                         esbx_error_t *err);
+/* ID PROJECT SESSION STATE APPROVALS RUNS FILED MESSAGE.  */
+void cli_print_requests (struct esbx_cli *cli, const json_t *arr);
+void cli_print_request (struct esbx_cli *cli, const json_t *rec);
+void cli_print_gate (struct esbx_cli *cli, const json_t *gate);
+
+/* cmd_queue.c, shared with cmd_review.c: the list (ONLY_STATE: those in
+   that state), one request, and approve|reject|cancel as the caller.  */
+int cli_queue_list (struct esbx_cli *cli, int argc, char **argv, const char *only_state,
+                    esbx_error_t *err);
+int cli_queue_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cli_request_act (struct esbx_cli *cli, const char *verb, const char *id, const char *message,
+                     esbx_error_t *err);
+int cmd_queue (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_review (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+/* project_gate.c: `project gate NAME [...]`.  */
+int cli_project_gate (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 /* cmd_remote.c: `remote set|show`, and `project push|pull NAME`.  */
 int cmd_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_project_push (struct esbx_cli *cli, const char *name, esbx_error_t *err);

@@ -1,6 +1,6 @@
 /* esbx project
    create|list|log|rm|squash|lifetime|snapshot-push|network|disk|git-dir|push-git|pull-git
-   (push|pull: cmd_remote.c) */
+   (push|pull: cmd_remote.c; gate: project_gate.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
@@ -577,6 +577,8 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_network (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "disk") == 0)
     return project_disk (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "gate") == 0)
+    return cli_project_gate (cli, argc - 1, argv + 1, err);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "project %s: expected NAME", sub);
   if (strcmp (sub, "log") == 0)

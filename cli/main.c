@@ -29,6 +29,8 @@ static const struct verb verbs[] = {
     "project network NAME [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "project disk NAME [--disk SIZE|none|default]\n"
+    "project gate NAME [--mode auto|checks|review] [--check CMD]... [--check-timeout DURATION]\n"
+    "    [--approvals N] [--parallel N] [--secret NAME]...\n"
     "project squash NAME\n"
     "project push NAME\n"
     "project pull NAME\n"
@@ -56,7 +58,18 @@ static const struct verb verbs[] = {
   { "diff", cmd_diff,
     "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },
   { "publish", cmd_publish,
-    "publish S [-m|--message MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]..." },
+    "publish S [-m|--message MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]...\n"
+    "    [--wait]" },
+  { "queue", cmd_queue,
+    "queue list [--project P] [--all]\n"
+    "queue show ID [--log]\n"
+    "queue run PROJECT\n"
+    "queue cancel ID" },
+  { "review", cmd_review,
+    "review list [--project P]\n"
+    "review show ID [--log]\n"
+    "review approve ID [-m|--message TEXT]\n"
+    "review reject ID [-m|--message TEXT]" },
   { "rebase", cmd_rebase,
     "rebase S [--restart]\n"
     "rebase --show S PATH --base|--ours|--theirs\n"

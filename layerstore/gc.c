@@ -173,7 +173,8 @@ layer_in_use (esbx_store_t *store, char **sessions, const char *layer)
   return used;
 }
 
-/* Layers no stack names and no session builds on.  */
+/* Layers no stack names, no session builds on and no request of the merge
+   queue tests.  */
 static int
 gc_layers (struct gc *g, const char *project, esbx_error_t *err)
 {
@@ -207,7 +208,8 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
       for (k = 0; k < n && !used; k++)
         used = strcmp (ids[k], layers[i]) == 0;
       if (used || layer_in_use (store, sessions, layers[i])
-          || esbx_snapshot_uses_layer (store, project, layers[i]))
+          || esbx_snapshot_uses_layer (store, project, layers[i])
+          || esbx_queue_uses_layer (store, project, layers[i]))
         continue;
       shown = esbx_layer_rel (project, layers[i]);
       if (esbx_rm_rf_at (lfd, layers[i], &e) < 0)

@@ -76,3 +76,22 @@ esbx_store_abs (esbx_store_t *store, const char *rel)
 {
   return xasprintf ("%s/%s", store->root, rel);
 }
+
+char *
+esbx_queue_rel (const char *project)
+{
+  return xasprintf ("projects/%s/queue", project);
+}
+
+char *
+esbx_request_file (const char *project, const char *id, const char *fmt, ...)
+{
+  _cleanup_free_ char *dir = xasprintf ("projects/%s/queue/%s", project, id);
+  va_list ap;
+  char *p;
+
+  va_start (ap, fmt);
+  p = under (dir, fmt, ap);
+  va_end (ap);
+  return p;
+}

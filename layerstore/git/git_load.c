@@ -110,20 +110,11 @@
   F (int, git_index_remove_directory, (git_index * index, const char *dir, int stage),             \
      (index, dir, stage))                                                                          \
   F (int, git_mempack_new, (git_odb_backend * *out), (out))                                        \
-  F (int, git_mempack_dump, (git_buf * pack, git_repository * repo, git_odb_backend * backend),    \
-     (pack, repo, backend))                                                                        \
+  F (int, git_packbuilder_insert, (git_packbuilder * pb, const git_oid *id, const char *name),     \
+     (pb, id, name))                                                                               \
+  F (int, git_oid_is_zero, (const git_oid *id), (id))                                              \
   F (int, git_odb_add_backend, (git_odb * odb, git_odb_backend * backend, int priority),           \
      (odb, backend, priority))                                                                     \
-  F (int, git_indexer_new,                                                                         \
-     (git_indexer * *out, const char *path, unsigned int mode, git_odb *odb,                       \
-      git_indexer_options *opts),                                                                  \
-     (out, path, mode, odb, opts))                                                                 \
-  F (int, git_indexer_append,                                                                      \
-     (git_indexer * idx, const void *data, size_t size, git_indexer_progress *stats),              \
-     (idx, data, size, stats))                                                                     \
-  F (int, git_indexer_commit, (git_indexer * idx, git_indexer_progress * stats), (idx, stats))     \
-  V (void, git_indexer_free, (git_indexer * idx), (idx))                                           \
-  V (void, git_buf_dispose, (git_buf * buffer), (buffer))                                          \
   F (int, git_tree_create_updated,                                                                 \
      (git_oid * out, git_repository * repo, git_tree * baseline, size_t nupdates,                  \
       const git_tree_update *updates),                                                             \
