@@ -38,35 +38,57 @@ esbx_sandbox_snapshot_push (esbx_store_t *store, const char *session, const char
   return 0;
 }
 
-/* SESSION's pushed.json: *AT (0: never) and its automatic snapshot.  */
+/* SESSION's pushed.json: *AT, when it was last pushed (0: never), *SINCE,
+   the file-system time its snapshot began at in nanoseconds (a record
+   without it: AT's second), and its automatic snapshot.  */
 static void
-pushed_load (int sfd, int64_t *at, char **auto_snap)
+pushed_load (int sfd, int64_t *at, int64_t *since, char **auto_snap)
 {
   esbx_error_t e = NULL;
   _cleanup_json_ json_t *j = NULL;
 
-  *at = 0;
+  *at = *since = 0;
   *auto_snap = NULL;
   if (!esbx_exists_at (sfd, PUSHED_FILE))
     return;
   j = json_parse_file_at (sfd, PUSHED_FILE, &e);
   esbx_error_free (&e);
   json_get_int (j, "at", at);
+  if (!json_get_int (j, "since_ns", since) || *since <= 0)
+    *since = *at * 1000000000;
   if (esbx_name_valid (json_get_string (j, "auto")))
     *auto_snap = xstrdup (json_get_string (j, "auto"));
 }
 
 static int
-pushed_save (int sfd, const char *auto_snap, esbx_error_t *err)
+pushed_save (int sfd, const char *auto_snap, int64_t since, esbx_error_t *err)
 {
   _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = NULL;
   size_t len;
 
   json_set_int (j, "at", (int64_t)time (NULL));
+  json_set_int (j, "since_ns", since);
   json_set_string (j, "auto", auto_snap);
   text = json_serialize (j, true, &len);
   return esbx_write_file_atomic_at (sfd, PUSHED_FILE, text, len, 0644, err);
+}
+
+/* Now on the clock the kernel stamps ctimes with (the coarse one), in
+   nanoseconds: a change after it has a ctime at or after it.  */
+static int64_t
+fs_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_REALTIME_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t
+ts_ns (const struct timespec *ts)
+{
+  return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
 int
@@ -75,11 +97,11 @@ esbx_sandbox_snapshot_auto (esbx_store_t *store, const char *session, char **out
   _cleanup_free_ char *hex = esbx_random_hex (4), *want = NULL, *snap = NULL, *old = NULL;
   _cleanup_close_ int sfd = esbx_session_open_dir (store, session, err);
   esbx_error_t e = NULL;
-  int64_t at;
+  int64_t at, since, started = fs_now_ns ();
 
   if (sfd < 0)
     return -1;
-  pushed_load (sfd, &at, &old);
+  pushed_load (sfd, &at, &since, &old);
   want = xasprintf ("%.100s-auto-%s", session, hex);
   if (esbx_sandbox_snapshot_push (store, session, want, &snap, err) < 0)
     {
@@ -88,7 +110,7 @@ esbx_sandbox_snapshot_auto (esbx_store_t *store, const char *session, char **out
         esbx_error_free (&e);
       return -1;
     }
-  if (pushed_save (sfd, snap, err) < 0)
+  if (pushed_save (sfd, snap, started, err) < 0)
     return esbx_error_wrap (err, "session `%s`", session);
   /* The remote keeps it; a session made from it here keeps it too.  */
   if (old && esbx_snapshot_rm (store, old, &e) < 0)
@@ -115,10 +137,12 @@ esbx_sandbox_push_before_publish (esbx_store_t *store, const char *session, esbx
   return ret;
 }
 
-/* Whether anything under DFD changed after AT (an entry's ctime: a write,
-   a rename, a removal changes its directory's).  */
+/* Whether anything under DFD changed since SINCE (ns; 0: never pushed):
+   an entry's ctime (a write, a rename, a removal changes its
+   directory's) at or after the start of the last pushed snapshot, which
+   holds every change before it.  */
 static bool
-changed_since (int dfd, int64_t at, int depth)
+changed_since (int dfd, int64_t since, int depth)
 {
   esbx_error_t e = NULL;
   _cleanup_strv_ char **names = NULL;
@@ -128,7 +152,7 @@ changed_since (int dfd, int64_t at, int depth)
   names = esbx_list_dir_at (dfd, ".", &e);
   esbx_error_free (&e);
   /* Never pushed: anything in it at all.  */
-  if (fstat (dfd, &st) == 0 && st.st_ctim.tv_sec >= at && (at > 0 || (names && names[0])))
+  if (fstat (dfd, &st) == 0 && ts_ns (&st.st_ctim) >= since && (since > 0 || (names && names[0])))
     return true;
   for (i = 0; names && names[i]; i++)
     {
@@ -136,13 +160,13 @@ changed_since (int dfd, int64_t at, int depth)
 
       if (fstatat (dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
         continue;
-      if (st.st_ctim.tv_sec >= at || st.st_mtim.tv_sec >= at)
+      if (ts_ns (&st.st_ctim) >= since || ts_ns (&st.st_mtim) >= since)
         return true;
       if (!S_ISDIR (st.st_mode) || depth > 256)
         continue;
       cfd = TEMP_FAILURE_RETRY (
           openat (dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (cfd >= 0 && changed_since (cfd, at, depth + 1))
+      if (cfd >= 0 && changed_since (cfd, since, depth + 1))
         return true;
     }
   return false;
@@ -156,15 +180,15 @@ due (esbx_store_t *store, const struct esbx_session *s, int64_t every)
   _cleanup_free_ char *old = NULL;
   _cleanup_close_ int sfd = esbx_session_open_dir (store, s->name, NULL);
   _cleanup_close_ int ufd = -1;
-  int64_t at;
+  int64_t at, since;
 
   if (sfd < 0)
     return false;
-  pushed_load (sfd, &at, &old);
+  pushed_load (sfd, &at, &since, &old);
   if (at > 0 && (int64_t)time (NULL) < at + every)
     return false;
   ufd = TEMP_FAILURE_RETRY (openat (sfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  return ufd >= 0 && changed_since (ufd, at, 0);
+  return ufd >= 0 && changed_since (ufd, since, 0);
 }
 
 int

@@ -16,6 +16,16 @@ teardown_file() {
   teardown_remote_services
 }
 
+# `wait_until SECONDS CMD...`: CMD until it succeeds, at most SECONDS.
+wait_until() {
+  local limit=$1 t0=$SECONDS
+  shift
+  until "$@"; do
+    [ $((SECONDS - t0)) -lt "$limit" ] || return 1
+    sleep 0.1
+  done
+}
+
 setup() {
   setup_hosts_ab
   on A esbx_ok project push p
@@ -210,20 +220,30 @@ changed_session_on_a() {
   on A esbx_ok project snapshot-push p --every 1s
   on A make_session p s1
   on A make_session p idle
+  on A make_session p tick
   esbxd_up "$HOST_A" "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/esbxd.log"
   echo work >"$(on A "$ESBX" session path s1)/work.txt"
-  local i snap=
-  for i in $(seq 1 100); do
+  local snap=
+  pushed_snap() {
     snap=$(etcd_value esbx/projects/p/sessions/s1/snapshot | jq -r '.snapshot // empty')
-    [ -n "$snap" ] && break
-    sleep 0.1
-  done
+    [ -n "$snap" ]
+  }
+  wait_until 60 pushed_snap
   [[ "$snap" == s1-auto-* ]]
-  grep -q "session \`s1\`: pushed snapshot \`$snap\`" "$BATS_TEST_TMPDIR/esbxd.log"
-  # Nothing changed since: no new push a few rounds later; the idle
-  # session (nothing in it) was never pushed.
-  sleep 2.5
+  wait_log "$BATS_TEST_TMPDIR/esbxd.log" "session \`s1\`: pushed snapshot \`$snap\`"
+  # Nothing changed since: no new push in the rounds after.  A round is
+  # known to have passed once session tick, written after s1's push, is
+  # pushed twice (its second push is in a later round than the first,
+  # which is not earlier than s1's); the idle session (nothing in it) was
+  # never pushed.
+  local t
+  ticks() { [ "$(grep -c "session \`tick\`: pushed snapshot" "$BATS_TEST_TMPDIR/esbxd.log")" -ge "$1" ]; }
+  for t in 1 2; do
+    echo "$t" >"$(on A "$ESBX" session path tick)/tick.txt"
+    wait_until 60 ticks "$t"
+  done
   [ "$(etcd_value esbx/projects/p/sessions/s1/snapshot | jq -r .snapshot)" = "$snap" ]
+  [ "$(grep -c "session \`s1\`: pushed snapshot" "$BATS_TEST_TMPDIR/esbxd.log")" -eq 1 ]
   [ -z "$(etcd_value esbx/projects/p/sessions/idle/snapshot)" ]
   # B resumes from it.
   on B esbx_ok session create p --from-snapshot "$snap" --name r1
@@ -234,10 +254,13 @@ changed_session_on_a() {
   on A esbx_ok project snapshot-push p --on-expiry on
   on A make_session p s1 --ttl 1s --on-expiry snapshot
   echo late >"$m/late.txt"
-  sleep 1.2
-  run on A "$ESBX" gc
-  assert_success
-  assert_output --partial "kept as snapshot"
+  # gc until the lifetime is past (nothing of a live session is touched).
+  retired() {
+    run on A "$ESBX" gc
+    assert_success
+    [[ "$output" == *"kept as snapshot"* ]]
+  }
+  wait_until 30 retired
   local snap
   snap=$(etcd_value esbx/projects/p/sessions/s1/snapshot | jq -r .snapshot)
   [[ "$snap" == s1-expired-* ]]

@@ -98,7 +98,7 @@ esbx_on() {
 }
 
 swarm_node_up() {
-  local n=$1 ns dir i
+  local n=$1 ns dir
   ns=$(node_ns "$n")
   dir=$(node_dir "$n")
   mkdir -p "$dir/data" "$dir/exec" "$dir/store"
@@ -122,11 +122,8 @@ swarm_node_up() {
     --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" -H "unix://$dir/docker.sock" \
     --cgroup-parent "/esbx-sw-$SWARM_ID-n$n" --bridge none --iptables=false \
     --userland-proxy=false </dev/null >>"$dir/dockerd.log" 2>&1 &
-  for i in $(seq 1 150); do
-    dk "$n" info >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-  dk "$n" info >/dev/null || { tail -n 30 "$dir/dockerd.log" >&2; return 1; }
+  # A loaded host starts a dockerd in seconds, sometimes tens of them.
+  wait_for 120 dk "$n" info >/dev/null 2>&1 || { tail -n 30 "$dir/dockerd.log" >&2; return 1; }
   DOCKER_HOST="unix://$dir/docker.sock" PATH="$(dirname "$SWARM_DOCKER"):$PATH" \
     "$ESBX_SRC/hack/docker-test-image" "$ESBX_TEST_IMAGE" >/dev/null
   # dockerd lists a plugin of the socket directory among its volume
@@ -140,13 +137,14 @@ ESBX_TEST_IMAGE=${ESBX_TEST_IMAGE:-esbx-test:latest}
 
 # esbxd of node N in its namespaces; its log in nN/esbxd.log.
 swarm_esbxd_up() {
-  local n=$1 dir i pid
+  local n=$1 dir pid t0
   dir=$(node_dir "$n")
   in_node "$n" setsid "$ESBXD" --root "$dir/store" --plugin-socket /run/docker/plugins/esbx.sock \
     --gateway-socket none --metrics 127.0.0.1:9595 </dev/null >>"$dir/esbxd.log" 2>&1 &
   pid=$!
   echo "$pid" >"$dir/esbxd.pid"
-  for i in $(seq 1 100); do
+  t0=$SECONDS
+  while [ $((SECONDS - t0)) -lt 60 ]; do
     in_node "$n" curl -fsS -o /dev/null http://127.0.0.1:9595/healthz 2>/dev/null && return 0
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
@@ -179,9 +177,9 @@ swarm_form() {
 # namespaces of their own).  The node is gone as a machine that lost power
 # would be; its namespaces and mounts stay until swarm_teardown.
 swarm_node_kill() {
-  local n=$1 ns pids i
+  local n=$1 ns pids t0=$SECONDS
   ns=$(node_ns "$n")
-  for i in $(seq 1 50); do
+  while [ $((SECONDS - t0)) -lt 30 ]; do
     pids=$(ip netns pids "$ns" 2>/dev/null; node_cgroup_pids "$n")
     [ -n "$pids" ] || break
     # shellcheck disable=SC2086 # one pid per word
