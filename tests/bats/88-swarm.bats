@@ -99,6 +99,18 @@ head_whole() {
 # The registry prefix the nodes were set up with (REGISTRY_URL at setup).
 registry_prefix() { jq -r .registry "$(node_dir 1)/store/remote.json" | sed 's|^http://[^/]*/||'; }
 
+# Whether node N's `esbx publish S` has a file open under the project's
+# tmp/ (its staged layer).
+publish_staging() {
+  local pid
+  for pid in $(ip netns pids "$(node_ns "$1")" 2>/dev/null); do
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q " publish $2 " || continue
+    find "/proc/$pid/fd" -lname "$(node_dir "$1")/store/projects/demo/tmp/*" 2>/dev/null | grep -q . &&
+      return 0
+  done
+  return 1
+}
+
 @test "a node killed mid-publish: the head is whole everywhere, its tasks come back on the others from their snapshots" {
   wait_for 60 all_pushed
   local victim=3 i n vs=() pub
@@ -116,7 +128,14 @@ registry_prefix() { jq -r .registry "$(node_dir 1)/store/remote.json" | sed 's|^
   # One of them publishes while the node dies.
   pub=${vs[0]}
   esbx_on "$victim" publish "agent-$pub" -m "agent $pub from node $victim" >"$SWARM_DIR/victim-publish.log" 2>&1 &
-  sleep "0.$((RANDOM % 5))"
+  # The node dies once the publish has its layer staged (a file open
+  # under the project's tmp/: before the registry and etcd see it), or
+  # when the publish ended first.
+  local t0=$SECONDS
+  until publish_staging "$victim" "agent-$pub" || ! kill -0 $! 2>/dev/null; do
+    [ $((SECONDS - t0)) -lt 60 ] || break
+    sleep 0.01
+  done
   swarm_node_kill "$victim"
   wait || true
   # The head is whole, and the surviving nodes sync to it.
@@ -150,6 +169,7 @@ registry_prefix() { jq -r .registry "$(node_dir 1)/store/remote.json" | sed 's|^
   for i in $(seq 1 "$AGENTS"); do
     echo "agent $i" >"$model/agent-$i.txt"
   done
+  # shellcheck disable=SC2013 # one number per word
   for i in $(cat "$SWARM_DIR/victims" 2>/dev/null); do
     echo "extra $i" >"$model/extra-$i.txt"
   done
@@ -205,8 +225,14 @@ registry_prefix() { jq -r .registry "$(node_dir 1)/store/remote.json" | sed 's|^
   local dir=$SWARM_DIR id=$SWARM_ID
   swarm_teardown
   [ ! -e "$dir" ]
-  ! ip netns list | grep -q "esbx-sw-$id-"
-  ! grep -q "$dir" /proc/mounts
-  ! ls -d /sys/fs/cgroup/*/"esbx-sw-$id-"* 2>/dev/null
-  ! pgrep -f "$dir" >/dev/null
+  run ip netns list
+  refute_output --partial "esbx-sw-$id-"
+  run grep -c "$dir" /proc/mounts
+  assert_output 0
+  run compgen -G "/sys/fs/cgroup/*/esbx-sw-$id-*"
+  assert_failure
+  run compgen -G "/sys/fs/cgroup/esbx-sw-$id-*"
+  assert_failure
+  run pgrep -f "$dir"
+  assert_failure 1
 }
