@@ -50,7 +50,7 @@ running_tasks() {
     echo "$out" >&2
     return 1
   }
-  if ! wait_for 90 sessions_ready; then
+  if ! wait_for 240 sessions_ready; then
     running_tasks >&2
     dk 1 service ps --no-trunc agents_agent >&2
     tail -n 20 "$(node_dir 1)/dockerd.log" "$(node_dir 1)/esbxd.log" >&2
@@ -112,7 +112,7 @@ publish_staging() {
 }
 
 @test "a node killed mid-publish: the head is whole everywhere, its tasks come back on the others from their snapshots" {
-  wait_for 60 all_pushed
+  wait_for 120 all_pushed || { tail -n 20 "$(node_dir 1)/esbxd.log" >&2; return 1; }
   local victim=3 i n vs=() pub
   for i in $(seq 1 "$AGENTS"); do
     [ "$(node_of_session "agent-$i")" = "$victim" ] && vs+=("$i")
@@ -145,7 +145,7 @@ publish_staging() {
   diff "$(node_dir 1)/store/projects/demo/stack" "$(node_dir 2)/store/projects/demo/stack"
   # The swarm gives the dead node's tasks to the others; each one's
   # volume resumes from the session's last pushed snapshot.
-  if ! wait_for 120 all_on_others "$victim"; then
+  if ! wait_for 240 all_on_others "$victim"; then
     running_tasks >&2
     tail -n 20 "$(node_dir 1)/esbxd.log" "$(node_dir 2)/esbxd.log" >&2
     return 1
