@@ -1,4 +1,5 @@
-/* esbx project create|list|log|rm|squash|lifetime|network|disk|git-dir|push-git|pull-git
+/* esbx project
+   create|list|log|rm|squash|lifetime|snapshot-push|network|disk|git-dir|push-git|pull-git
    (push|pull: cmd_remote.c; gate: project_gate.c) */
 #include "cli.h"
 #include "text.h"
@@ -205,6 +206,81 @@ project_lifetime (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
     cli_print_json (j);
   }
   return 0;
+}
+
+static int
+on_off (const char *option, const char *v, bool *out, esbx_error_t *err)
+{
+  if (strcmp (v, "on") == 0)
+    *out = true;
+  else if (strcmp (v, "off") == 0)
+    *out = false;
+  else
+    return cli_usage (err, "project snapshot-push: %s `%s`: expected on or off", option, v);
+  return 0;
+}
+
+/* esbx project snapshot-push NAME [--on-publish on|off] [--every D|off]
+   [--on-expiry on|off]: when the sessions of a shared project push their
+   snapshots by themselves; without options, print it.  */
+static int
+project_snapshot_push (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
+{
+  static const struct option opts[] = { { "on-publish", required_argument, NULL, 'P' },
+                                        { "every", required_argument, NULL, 'E' },
+                                        { "on-expiry", required_argument, NULL, 'X' },
+                                        { "json", no_argument, NULL, 'J' },
+                                        { NULL, 0, NULL, 0 } };
+  struct esbx_snapshot_policy p;
+  const char *on_publish = NULL, *every = NULL, *on_expiry = NULL;
+  int c;
+
+  while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'P':
+        on_publish = optarg;
+        break;
+      case 'E':
+        every = optarg;
+        break;
+      case 'X':
+        on_expiry = optarg;
+        break;
+      case 'J':
+        break;
+      default:
+        return cli_usage (err, "project snapshot-push: unknown option `%s`", argv[optind - 1]);
+      }
+  if (optind + 1 != argc)
+    return cli_usage (err, "project snapshot-push: expected NAME");
+  if (cli_gateway_mode (cli))
+    return cli_usage (err,
+                      "project snapshot-push: a setting of the store: not through the gateway");
+  if (esbx_check_name ("project", argv[optind], err) < 0 || cli_store (cli, err) == NULL)
+    return -1;
+  if (!esbx_project_exists (cli->store, argv[optind]))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                 argv[optind]);
+  if (esbx_snapshot_policy_get (cli->store, argv[optind], &p, err) < 0)
+    return -1;
+  if (on_publish == NULL && every == NULL && on_expiry == NULL)
+    {
+      _cleanup_json_ json_t *j = json_new (JSON_OBJECT);
+      json_set (j, "on_publish", json_new_bool (p.on_publish));
+      json_set_int (j, "every", p.every);
+      json_set (j, "on_expiry", json_new_bool (p.on_expiry));
+      cli_print_json (j);
+      return 0;
+    }
+  if ((on_publish && on_off ("--on-publish", on_publish, &p.on_publish, err) < 0)
+      || (on_expiry && on_off ("--on-expiry", on_expiry, &p.on_expiry, err) < 0))
+    return -1;
+  if (every && strcmp (every, "off") == 0)
+    p.every = 0;
+  else if (every && esbx_parse_duration (every, &p.every, err) < 0)
+    return -1;
+  return esbx_snapshot_policy_set (cli->store, argv[optind], &p, err);
 }
 
 /* esbx project disk NAME [--disk SIZE|none|default]: the disk of new
@@ -495,6 +571,8 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_list (cli, err);
   if (strcmp (sub, "lifetime") == 0)
     return project_lifetime (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "snapshot-push") == 0)
+    return project_snapshot_push (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "network") == 0)
     return project_network (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "disk") == 0)

@@ -352,15 +352,18 @@ inspect_remote (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   return 0;
 }
 
-/* esbx session snapshot S [--name SNAP]: prints the snapshot's name.  */
+/* esbx session snapshot S [--name SNAP] [--push]: prints the snapshot's
+   name.  */
 static int
 session_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
   static const struct option opts[] = { { "name", required_argument, NULL, 'n' },
+                                        { "push", no_argument, NULL, 'P' },
                                         { "json", no_argument, NULL, 'J' },
                                         { NULL, 0, NULL, 0 } };
   _cleanup_free_ char *snap = NULL;
   const char *name = NULL;
+  bool push = false;
   esbx_store_t *store;
   int c;
 
@@ -368,6 +371,8 @@ session_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
     {
       if (c == 'n')
         name = optarg;
+      else if (c == 'P')
+        push = true;
       else if (c != 'J')
         return cli_usage (err, "session snapshot: unknown option `%s`", argv[optind - 1]);
     }
@@ -377,11 +382,16 @@ session_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
       set_optional (body, "name", name);
+      if (push)
+        json_set (body, "push", json_new_bool (true));
       return cli_gateway_print (cli, "POST", body, NULL, "snapshot", err,
                                 "/v1/sessions/%s/snapshot", argv[optind]);
     }
   store = cli_store (cli, err);
-  if (store == NULL || esbx_sandbox_snapshot (store, argv[optind], name, &snap, err) < 0)
+  if (store == NULL
+      || (push ? esbx_sandbox_snapshot_push (store, argv[optind], name, &snap, err)
+               : esbx_sandbox_snapshot (store, argv[optind], name, &snap, err))
+             < 0)
     return -1;
   printf ("%s\n", snap);
   return 0;

@@ -1,4 +1,4 @@
-/* esbx snapshot list [--project P] | inspect SNAP | rm SNAP */
+/* esbx snapshot list [--project P] | inspect SNAP | rm SNAP | push SNAP */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
@@ -55,6 +55,20 @@ snapshot_inspect (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   return 0;
 }
 
+/* Push a snapshot taken before (one whose push failed, say).  */
+static int
+snapshot_push (struct esbx_cli *cli, const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *manifest = NULL;
+
+  if (cli_gateway_mode (cli))
+    return cli_usage (err, "snapshot push: not through the gateway (`session snapshot --push`)");
+  if (cli_store (cli, err) == NULL || esbx_snapshot_push (cli->store, name, &manifest, err) < 0)
+    return -1;
+  printf ("%s\n", manifest);
+  return 0;
+}
+
 static int
 snapshot_rm (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 {
@@ -71,10 +85,10 @@ cmd_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   const char *sub = argc > 1 ? argv[1] : NULL;
 
   if (sub == NULL)
-    return cli_usage (err, "snapshot: expected list, inspect or rm");
+    return cli_usage (err, "snapshot: expected list, inspect, rm or push");
   if (strcmp (sub, "list") == 0 || strcmp (sub, "ls") == 0)
     return snapshot_list (cli, argc - 1, argv + 1, err);
-  if (strcmp (sub, "inspect") != 0 && strcmp (sub, "rm") != 0)
+  if (strcmp (sub, "inspect") != 0 && strcmp (sub, "rm") != 0 && strcmp (sub, "push") != 0)
     return cli_usage (err, "snapshot: unknown subcommand `%s`", sub);
   if (argc != 3 || argv[2][0] == '-')
     return cli_usage (err, "snapshot %s: expected one snapshot name", sub);
@@ -82,5 +96,7 @@ cmd_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (strcmp (sub, "inspect") == 0)
     return snapshot_inspect (cli, argv[2], err);
+  if (strcmp (sub, "push") == 0)
+    return snapshot_push (cli, argv[2], err);
   return snapshot_rm (cli, argv[2], err);
 }

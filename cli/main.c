@@ -24,6 +24,8 @@ static const struct verb verbs[] = {
     "project log NAME\n"
     "project rm NAME\n"
     "project lifetime NAME [--ttl DURATION] [--idle-ttl DURATION] [--on-expiry discard|snapshot]\n"
+    "project snapshot-push NAME [--on-publish on|off] [--every DURATION|off]\n"
+    "    [--on-expiry on|off]\n"
     "project network NAME [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "project disk NAME [--disk SIZE|none|default]\n"
@@ -48,7 +50,7 @@ static const struct verb verbs[] = {
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
     "    [--on-expiry discard|snapshot] [--disk SIZE|none] [--userns auto|off]\n"
     "    [--isolation namespaces|gvisor]\n"
-    "session snapshot S [--name SNAP]\n"
+    "session snapshot S [--name SNAP] [--push]\n"
     "session fork S [--name N] [--label K=V]... [--ttl DURATION] [--idle-ttl DURATION] ...\n"
     "session list [--project P]\n"
     "session inspect S\n"
@@ -81,7 +83,7 @@ static const struct verb verbs[] = {
     "export S|PROJECT[@LAYER] -o|--output FILE [--format tar|oci-layer] [--progress | --quiet]" },
   { "fsck", cmd_fsck, "fsck [PROJECT]" },
   { "gc", cmd_gc, "gc [--snapshots] [--cache] [--progress | --quiet]" },
-  { "snapshot", cmd_snapshot, "snapshot list [--project P] | inspect SNAP | rm SNAP" },
+  { "snapshot", cmd_snapshot, "snapshot list [--project P] | inspect SNAP | rm SNAP | push SNAP" },
   { "trash", cmd_trash,
     "trash list | restore ENTRY [--name S] | purge ENTRY|--all | ttl [DURATION]" },
   { "exec", cmd_exec,

@@ -299,6 +299,8 @@ struct esbx_session_opts
                                NULL: the store's default (session_defaults.c) */
   const char *isolation;    /* "namespaces" or "gvisor" (the holder is a runsc sandbox);
                                NULL: the store's default */
+  int64_t push_every;       /* seconds between its automatic pushed snapshots (esbxd), 0: the
+                               project's (esbx_snapshot_policy) */
 };
 
 struct esbx_session
@@ -837,6 +839,42 @@ json_t *esbx_snapshot_inspect (esbx_store_t *store, const char *name, esbx_error
 int esbx_snapshot_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* Remove every snapshot nothing uses (`gc --snapshots`).  */
 int esbx_snapshot_gc (esbx_store_t *store, FILE *report, esbx_error_t *err);
+
+/* ---- snapshots on the remote (remote/snapshot_push.c, snapshot_pull.c) -- */
+
+/* When a shared project's sessions push snapshots by themselves
+   (snapshot_policy.c, ROOT/projects/P/snapshot-push.json): before each
+   publish attempt, every EVERY seconds (0: never; esbxd does it), and
+   the snapshot `--on-expiry snapshot` takes.  */
+struct esbx_snapshot_policy
+{
+  bool on_publish;
+  int64_t every;
+  bool on_expiry;
+};
+/* Nothing set is all false and 0.  */
+int esbx_snapshot_policy_get (esbx_store_t *store, const char *project,
+                              struct esbx_snapshot_policy *p, esbx_error_t *err);
+/* Refused for a project that is not shared unless P sets nothing.  */
+int esbx_snapshot_policy_set (esbx_store_t *store, const char *project,
+                              const struct esbx_snapshot_policy *p, esbx_error_t *err);
+
+/* Push snapshot NAME of a shared project to the remote, and first the
+   snapshots under it that etcd lacks: its diff and record as an OCI
+   artifact in the registry (tag snap.NAME), its record in etcd, which then
+   names it as the last snapshot pushed of its session.  *MANIFEST (unless
+   NULL) receives the artifact's manifest digest.  Fails with the
+   registry's or etcd's error, naming its URL: nothing is skipped.  */
+int esbx_snapshot_push (esbx_store_t *store, const char *name, char **manifest, esbx_error_t *err);
+/* Snapshot NAME of shared PROJECT here: fetched from the remote, its
+   parents first, unless it is here already; NOT_FOUND when etcd has no
+   record of it.  */
+int esbx_snapshot_pull (esbx_store_t *store, const char *project, const char *name,
+                        esbx_error_t *err);
+/* The last snapshot pushed of session SESSION of shared PROJECT: *NAME,
+   NULL when none was.  */
+int esbx_snapshot_last_pushed (esbx_store_t *store, const char *project, const char *session,
+                               char **name, esbx_error_t *err);
 
 /* ---- lifetimes (lifetime.c) --------------------------------------------- */
 

@@ -77,6 +77,8 @@ session_record (const char *name, const char *project, const char *base,
     json_set_string (j, "rootfs", rootfs);
   if (o->snapshot)
     json_set_string (j, "snapshot", o->snapshot);
+  if (o->push_every > 0)
+    json_set_int (j, "push_every", o->push_every);
   /* The gateway token that made it: what counts against its caps.  */
   if (o->token)
     json_set_string (j, "token", o->token);
@@ -301,6 +303,13 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
      read there, unless esbxd's watch keeps this store at it.  */
   if (esbx_project_is_shared (store, project)
       && esbx_remote_sync_unwatched (store, project, err) < 0)
+    {
+      json_free (labels);
+      return esbx_error_wrap (err, "session create");
+    }
+  /* A snapshot another host pushed is fetched first.  */
+  if (opts->snapshot && esbx_project_is_shared (store, project)
+      && esbx_snapshot_pull (store, project, opts->snapshot, err) < 0)
     {
       json_free (labels);
       return esbx_error_wrap (err, "session create");

@@ -4,6 +4,7 @@
 #include "docker/plugin.h"
 #include "docker/volumes.h"
 #include "expiry.h"
+#include "pusher.h"
 #include "fs.h"
 #include "gateway/audit.h"
 #include "gateway/gateway.h"
@@ -251,6 +252,7 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   struct esbx_plugin *plugin = NULL;
   struct esbx_expiry *expiry = NULL;
   struct esbx_prefetch *prefetch = NULL;
+  struct esbx_pusher *pusher = NULL;
   struct esbx_queue_worker *queue = NULL;
   struct esbx_samples *samples = NULL;
   const char *sample_interval = getenv ("ESBXD_SAMPLE_INTERVAL_MS");
@@ -305,8 +307,10 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
      (by `esbx gc` otherwise).  */
   if (esbx_expiry_start (store, metrics, interval ? atol (interval) : 1000, &expiry, err) < 0
       || esbx_prefetch_start (store, metrics, &prefetch, err) < 0
-      || esbx_queue_worker_start (store, 500, &queue, err) < 0)
+      || esbx_queue_worker_start (store, 500, &queue, err) < 0
+      || esbx_pusher_start (store, &pusher, err) < 0)
     {
+      esbx_queue_worker_stop (queue);
       esbx_prefetch_stop (prefetch);
       esbx_expiry_stop (expiry);
       esbx_plugin_stop (plugin);
@@ -334,6 +338,7 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
         esbx_prefetch_reload (prefetch);
     }
   esbx_info ("signal %d: stopping", sig);
+  esbx_pusher_stop (pusher);
   esbx_queue_worker_stop (queue);
   esbx_prefetch_stop (prefetch);
   esbx_expiry_stop (expiry);

@@ -246,6 +246,31 @@ esbx_remote_head_key (const char *project)
   return xasprintf ("esbx/projects/%s/head", project);
 }
 
+char *
+esbx_remote_snapshot_key (const char *project, const char *name)
+{
+  return xasprintf ("esbx/projects/%s/snapshots/%s", project, name);
+}
+
+char *
+esbx_remote_last_snapshot_key (const char *project, const char *session)
+{
+  return xasprintf ("esbx/projects/%s/sessions/%s/snapshot", project, session);
+}
+
+char *
+esbx_remote_snapshot_tag (const char *name)
+{
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+
+  /* A tag is at most 128 characters, and the prefix keeps snapshot names
+     apart from layer ids and `head`.  */
+  if (strlen (name) <= 128 - strlen (ESBX_SNAPSHOT_TAG_PREFIX))
+    return xasprintf ("%s%s", ESBX_SNAPSHOT_TAG_PREFIX, name);
+  esbx_sha256_buf (name, strlen (name), hex);
+  return xasprintf ("%s%.64s", ESBX_SNAPSHOT_TAG_PREFIX, hex);
+}
+
 void
 esbx_remote_head_free (struct esbx_remote_head *h)
 {
@@ -375,5 +400,30 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
     }
   *out = d;
   *n = json_len (layers);
+  return 0;
+}
+
+int
+esbx_remote_snapshot_manifest (const struct esbx_remote *rm, const char *project, const char *name,
+                               char **manifest, esbx_error_t *err)
+{
+  _cleanup_free_ char *key = esbx_remote_snapshot_key (project, name);
+  _cleanup_json_ json_t *j = NULL;
+  struct esbx_etcd_kv kv;
+  const char *m;
+
+  *manifest = NULL;
+  if (esbx_etcd_get (rm, key, &kv, err) < 0)
+    return -1;
+  if (kv.value == NULL)
+    return 0;
+  j = json_parse (kv.value, kv.len, err);
+  esbx_etcd_kv_free (&kv);
+  if (j == NULL)
+    return esbx_error_wrap (err, "etcd `%s`: key `%s`", rm->etcd, key);
+  m = json_get_string (j, "manifest");
+  if (!esbx_registry_digest_valid (m))
+    return esbx_make_error (err, 0, "etcd `%s`: key `%s`: no manifest digest", rm->etcd, key);
+  *manifest = xstrdup (m);
   return 0;
 }

@@ -7,15 +7,18 @@
 #include "http_client.h"
 #include "internal.h"
 
-#define ESBX_OCI_MANIFEST      "application/vnd.oci.image.manifest.v1+json"
-#define ESBX_OCI_CONFIG        "application/vnd.oci.image.config.v1+json"
-#define ESBX_OCI_LAYER         "application/vnd.oci.image.layer.v1.tar"
-#define ESBX_OCI_LAYER_GZ      "application/vnd.oci.image.layer.v1.tar+gzip"
-#define ESBX_RECORD_TYPE       "application/vnd.esbx.layer.record.v1+json"
-#define ESBX_ANNOT_LAYER       "io.esbx.layer"
-#define ESBX_ANNOT_RECORD      "io.esbx.record"
-#define ESBX_ANNOT_DIFF_ID     "io.esbx.diff-id"
-#define ESBX_RECORD_TAG_SUFFIX "-record"
+#define ESBX_OCI_MANIFEST        "application/vnd.oci.image.manifest.v1+json"
+#define ESBX_OCI_CONFIG          "application/vnd.oci.image.config.v1+json"
+#define ESBX_OCI_LAYER           "application/vnd.oci.image.layer.v1.tar"
+#define ESBX_OCI_LAYER_GZ        "application/vnd.oci.image.layer.v1.tar+gzip"
+#define ESBX_RECORD_TYPE         "application/vnd.esbx.layer.record.v1+json"
+#define ESBX_ANNOT_LAYER         "io.esbx.layer"
+#define ESBX_ANNOT_RECORD        "io.esbx.record"
+#define ESBX_ANNOT_DIFF_ID       "io.esbx.diff-id"
+#define ESBX_RECORD_TAG_SUFFIX   "-record"
+#define ESBX_SNAPSHOT_TYPE       "application/vnd.esbx.snapshot.v1+json"
+#define ESBX_ANNOT_SNAPSHOT      "io.esbx.snapshot"
+#define ESBX_SNAPSHOT_TAG_PREFIX "snap."
 
 /* One repository of a registry: BASE is scheme://host[:port], REPO the
    path prefix of the remote's URL plus the project's name.  */
@@ -161,6 +164,18 @@ struct esbx_remote_head
   int64_t mod_revision; /* 0 when the key does not exist */
 };
 char *esbx_remote_head_key (const char *project);
+/* A pushed snapshot's record in etcd (esbx/projects/P/snapshots/NAME:
+   {"manifest", "session", "parent", "created"}), the last one pushed of a
+   session (esbx/projects/P/sessions/S/snapshot: {"snapshot", "manifest",
+   "created"}) and the tag of its manifest in the registry (snap.NAME,
+   or snap. and the sha256 of a name too long for a tag).  */
+char *esbx_remote_snapshot_key (const char *project, const char *name);
+char *esbx_remote_last_snapshot_key (const char *project, const char *session);
+char *esbx_remote_snapshot_tag (const char *name);
+/* The manifest digest etcd's record of snapshot NAME of PROJECT names:
+ *MANIFEST NULL when there is no record.  */
+int esbx_remote_snapshot_manifest (const struct esbx_remote *rm, const char *project,
+                                   const char *name, char **manifest, esbx_error_t *err);
 int esbx_remote_head_read (const struct esbx_remote *rm, const char *project,
                            struct esbx_remote_head *h, esbx_error_t *err);
 void esbx_remote_head_free (struct esbx_remote_head *h);

@@ -94,9 +94,10 @@ esbx_sandbox_publish_as (esbx_store_t *store, const char *name, const char *mess
   unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
 
   *request = NULL;
-  if (publish (store, name, message, changes, allow, by, (flags & ESBX_PUBLISH_DISCARD) != 0,
-               result, request, err)
-      < 0)
+  if (esbx_sandbox_push_before_publish (store, name, err) < 0
+      || publish (store, name, message, changes, allow, by, (flags & ESBX_PUBLISH_DISCARD) != 0,
+                  result, request, err)
+             < 0)
     return -1;
   /* A request filed: the session ends once it lands, not now.  */
   if (*request)

@@ -100,6 +100,22 @@ json_t *esbx_sandbox_inspect (esbx_store_t *store, const char *name, esbx_error_
    its processes are frozen; *OUT is the snapshot's name.  */
 int esbx_sandbox_snapshot (esbx_store_t *store, const char *session, const char *name, char **out,
                            esbx_error_t *err);
+/* The same, then pushed to the remote (esbx_snapshot_push): when the push
+   fails, the snapshot stays here and the error says so (sandbox_push.c).  */
+int esbx_sandbox_snapshot_push (esbx_store_t *store, const char *session, const char *name,
+                                char **out, esbx_error_t *err);
+/* SESSION's automatic snapshot S-auto-HEX, pushed; the automatic one
+   before it removed here (when nothing uses it); *OUT (unless NULL) its
+   name.  Not kept when the push fails.  */
+int esbx_sandbox_snapshot_auto (esbx_store_t *store, const char *session, char **out,
+                                esbx_error_t *err);
+/* The automatic snapshot of SESSION when its project pushes before each
+   publish attempt; nothing otherwise.  */
+int esbx_sandbox_push_before_publish (esbx_store_t *store, const char *session, esbx_error_t *err);
+/* esbxd's round: an automatic snapshot of every session of a project that
+   pushes every N seconds, pushed longer ago than that and changed since;
+   *PUSHED and *FAILED count them (each failure logged).  */
+int esbx_sandbox_push_due (esbx_store_t *store, size_t *pushed, size_t *failed, esbx_error_t *err);
 /* Snapshot SESSION, then create a session of its project from that
    snapshot with OPTS (its base and snapshot must be unset); *SNAPSHOT
    (when not NULL) and *NAME name them.  */

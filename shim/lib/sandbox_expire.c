@@ -121,8 +121,20 @@ retire (esbx_store_t *store, const struct esbx_session *s, const char *why, long
     {
       _cleanup_free_ char *hex = esbx_random_hex (4);
       _cleanup_free_ char *want = xasprintf ("%.100s-expired-%s", s->name, hex);
+      struct esbx_snapshot_policy p = { 0 };
       if (esbx_snapshot_create (store, s->name, want, &snap, &e) < 0)
         goto fail;
+      /* A push that fails fails the retiring (tried again, counted), with
+         the snapshot removed: the next attempt takes another.  */
+      if (esbx_project_is_shared (store, s->project)
+          && (esbx_snapshot_policy_get (store, s->project, &p, &e) < 0
+              || (p.on_expiry && esbx_snapshot_push (store, snap, NULL, &e) < 0)))
+        {
+          esbx_error_t ignored = NULL;
+          if (esbx_snapshot_rm (store, snap, &ignored) < 0)
+            esbx_error_free (&ignored);
+          goto fail;
+        }
       flags |= ESBX_DISCARD_FORCE;
     }
   f = json_new (JSON_OBJECT);

@@ -91,14 +91,14 @@ no_such_volume (esbx_error_t *err, const char *name)
 #define bad_request(err, ...) esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, __VA_ARGS__)
 
 static const char *const known_options[]
-    = { "project", "base",   "network", "from",   "snapshot",
-        "allow",   "secret", "disk",    "userns", "isolation" };
+    = { "project", "base", "network", "from",      "snapshot", "allow",
+        "secret",  "disk", "userns",  "isolation", "resume",   "push-every" };
 #define LABEL_PREFIX  "label."
 #define ENV_PREFIX    "env."
 #define SECRET_PREFIX "secret."
 #define OPTIONS_HELP                                                                               \
   "project, base, label.KEY, env.KEY, network, from, snapshot, allow, secret, secret.KEY, disk, "  \
-  "userns, isolation"
+  "userns, isolation, resume, push-every"
 
 /* -o secret=NAME[,env=VAR][,file=PATH], and secret.KEY=... for more than
    one (Docker keeps one value per option): session create --secret.  */
@@ -156,6 +156,15 @@ check_options (const json_t *opts, esbx_error_t *err)
         return bad_request (err, "option `userns`: `%s` is not one of auto, off", value);
       if (strcmp (key, "from") == 0 && value[0] != '/')
         return bad_request (err, "option `from`: `%s` is not an absolute path", value);
+      if (strcmp (key, "resume") == 0 && strcmp (value, "last") != 0
+          && esbx_check_name ("session", value, err) < 0)
+        return esbx_error_wrap (err, "option `resume`: `last` or a session");
+      if (strcmp (key, "push-every") == 0)
+        {
+          int64_t seconds;
+          if (esbx_parse_duration (value, &seconds, err) < 0)
+            return esbx_error_wrap (err, "option `push-every`");
+        }
       if (strcmp (key, "disk") == 0)
         {
           int64_t bytes;
@@ -192,8 +201,28 @@ ensure_project (struct esbx_driver *d, const char *project, const char *from, es
   if (esbx_project_exists (d->store, project))
     return 0;
   if (from == NULL)
-    return bad_request (err, "project `%s` does not exist (add -o from=PATH to create it)",
-                        project);
+    {
+      esbx_error_t e = NULL;
+
+      /* A shared project this host has not seen: its head from the
+         remote, as `session create` does (a task placed on a new node).  */
+      pthread_mutex_lock (&d->project_mutex);
+      ret = esbx_project_exists (d->store, project)
+                ? 0
+                : esbx_project_pull (d->store, project, NULL, &e);
+      pthread_mutex_unlock (&d->project_mutex);
+      if (ret == 0)
+        return 0;
+      /* Without a remote (usage), as before.  */
+      if (e->kind == ESBX_ERR_USAGE)
+        ret = bad_request (err, "project `%s` does not exist (add -o from=PATH to create it)",
+                           project);
+      else
+        ret = bad_request (err, "project `%s` does not exist (add -o from=PATH to create it): %s",
+                           project, e->msg);
+      esbx_error_free (&e);
+      return ret;
+    }
   pthread_mutex_lock (&d->project_mutex);
   if (!esbx_project_exists (d->store, project))
     {
@@ -324,6 +353,25 @@ implied_project (struct esbx_driver *d, const char *name, esbx_error_t *err)
   return steal_pointer (&found);
 }
 
+/* The snapshot -o resume=... names: the last one pushed of session NAME
+   (resume=last) or of the session the option names, NULL when none.  */
+static int
+resume_snapshot (struct esbx_driver *d, const char *project, const char *name, const json_t *opts,
+                 char **snap, esbx_error_t *err)
+{
+  const char *which = json_get_string (opts, "resume");
+
+  if (json_get_string (opts, "snapshot") || json_get_string (opts, "base"))
+    return bad_request (err, "option `resume`: not with `snapshot` or `base`");
+  if (strcmp (which, "last") == 0)
+    which = name;
+  if (esbx_snapshot_last_pushed (d->store, project, which, snap, err) < 0)
+    return esbx_error_wrap (err, "volume `%s`: resume", name);
+  if (*snap)
+    esbx_info ("volume `%s`: resuming from snapshot `%s` of session `%s`", name, *snap, which);
+  return 0;
+}
+
 static int
 create_session (struct esbx_driver *d, const char *name, const json_t *opts, esbx_error_t *err)
 {
@@ -331,7 +379,7 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   _cleanup_strv_ char **labels = NULL, **env = NULL;
   _cleanup_free_ char **secrets = NULL;
   _cleanup_free_ char *created = NULL;
-  _cleanup_free_ char *implied = NULL;
+  _cleanup_free_ char *implied = NULL, *resumed = NULL;
   const char *project = json_get_string (opts, "project"), *key;
   const json_t *v;
   size_t i, n = 0, nenv = 0, nsecrets = 0;
@@ -374,6 +422,18 @@ create_session (struct esbx_driver *d, const char *name, const json_t *opts, esb
   /* -o isolation=gvisor: the volume's session is a gVisor sandbox; Docker
      mounts its workspace as any volume's.  */
   so.isolation = json_get_string (opts, "isolation");
+  if (json_get_string (opts, "push-every")
+      && esbx_parse_duration (json_get_string (opts, "push-every"), &so.push_every, err) < 0)
+    return -1;
+  /* -o resume=last (or =SESSION): the session starts from the last
+     snapshot that a session of this name (or SESSION) pushed, on any host:
+     a task rescheduled after its node died gets its work back.  Nothing
+     pushed yet: a new session.  */
+  if (json_get_string (opts, "resume")
+      && resume_snapshot (d, project, name, opts, &resumed, err) < 0)
+    return -1;
+  if (resumed)
+    so.snapshot = resumed;
   /* -o disk=SIZE: session create --disk (checked by check_options).  */
   if (json_get_string (opts, "disk")
       && esbx_disk_size_parse (json_get_string (opts, "disk"), &so.disk, err) < 0)

@@ -35,13 +35,17 @@ esbx_gateway_lifetime_opts (struct esbx_gateway_ctx *ctx, struct esbx_session_op
 void
 esbx_gateway_session_snapshot (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { "name", NULL };
+  static const char *const fields[] = { "name", "push", NULL };
   _cleanup_free_ char *snap = NULL;
+  const char *name;
   esbx_error_t err = NULL;
 
-  if (esbx_gateway_check_body (ctx, fields, "s") < 0 || esbx_gateway_session_must_exist (ctx) < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sb") < 0 || esbx_gateway_session_must_exist (ctx) < 0)
     return;
-  if (esbx_sandbox_snapshot (ctx->store, ctx->arg, json_get_string (ctx->json, "name"), &snap, &err)
+  name = json_get_string (ctx->json, "name");
+  if ((json_get_bool (ctx->json, "push", false)
+           ? esbx_sandbox_snapshot_push (ctx->store, ctx->arg, name, &snap, &err)
+           : esbx_sandbox_snapshot (ctx->store, ctx->arg, name, &snap, &err))
       < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "snapshot", snap);
