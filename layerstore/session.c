@@ -88,6 +88,7 @@ esbx_session_free (struct esbx_session *s)
   free (s->cpus);
   free (s->rootfs);
   free (s->snapshot);
+  cleanup_strvp (&s->frozen);
   if (s->view)
     {
       esbx_error_t ignored = NULL;
@@ -181,6 +182,11 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
       if (item->type == JSON_STRING)
         strv_push (&pub, xstrdup (item->text));
   s->published = pub.v ? pub.v : xmalloc0 (sizeof (char *));
+  if (esbx_frozen_ids (j, &s->frozen) < 0)
+    {
+      esbx_session_free (s);
+      return esbx_make_error (err, 0, "session `%s`: record with a malformed frozen layer", name);
+    }
   s->labels = esbx_labels_copy (json_get (j, "labels"));
   s->env = esbx_session_env_copy (json_get (j, "env"));
   *out = s;

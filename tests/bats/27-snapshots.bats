@@ -7,7 +7,13 @@
 
 load helpers
 
-snapdir() { echo "$ESBX_ROOT/projects/p/snapshots/$1/diff"; }
+# The top frozen layer of snapshot $1: what its session had written since
+# the layer under it.
+snapdir() {
+  local id
+  id=$(jq -r '.frozen[-1]' "$ESBX_ROOT/projects/p/snapshots/$1/record.json")
+  echo "$ESBX_ROOT/projects/p/frozen/$id/diff"
+}
 
 @test "a snapshot is an immutable copy of the session's changes, whiteouts included" {
   setup_session
@@ -31,6 +37,45 @@ snapdir() { echo "$ESBX_ROOT/projects/p/snapshots/$1/diff"; }
   esbx_fails 1 session snapshot s1 --name snap
   assert_output --partial "snapshot \`snap\`"
   esbx_fails 1 snapshot inspect nosuch
+}
+
+@test "a snapshot moves the upper into a frozen layer: nothing copied, the session goes on over it" {
+  setup_session
+  head -c 20M /dev/urandom >"$m/big.bin"
+  echo keep >"$m/keep.txt"
+  sum=$(sha256sum <"$m/big.bin")
+  ino=$(stat -c %i "$ESBX_ROOT/sessions/s1/upper/big.bin")
+  # An idle holder: only it runs, its workspace moves over the new layer.
+  esbx_ok exec s1 -- true
+  esbx_ok session snapshot s1 --name snap
+  d=$(snapdir snap)
+  # The same file, renamed, not a copy; the session's upper starts empty.
+  [ "$(stat -c %i "$d/big.bin")" = "$ino" ]
+  [ -z "$(ls -A "$ESBX_ROOT/sessions/s1/upper")" ]
+  esbx_ok --json session inspect s1
+  echo "$output" | jq -e --arg id "$(basename "$(dirname "$d")")" '.frozen == [$id] and .snapshot == null'
+  # The session goes on: it sees its files, from the host and from inside;
+  # what it writes now is its own, never the snapshot's.
+  [ "$(sha256sum <"$m/big.bin")" = "$sum" ]
+  esbx_ok exec s1 -- sh -c 'cat keep.txt; echo later >keep.txt; echo new >new.txt'
+  assert_output keep
+  [ "$(cat "$d/keep.txt")" = keep ]
+  [ ! -e "$d/new.txt" ]
+  [ "$(cat "$m/keep.txt")" = later ]
+  esbx_ok diff s1
+  assert_output "$(printf 'A /big.bin\nA /keep.txt\nA /new.txt')"
+  esbx_ok events s1
+  assert_output --partial 'snapshot snapshot=snap moved=true'
+  # A process of the session with its directory in the workspace keeps
+  # the view: the upper is copied, and the snapshot is as good.
+  esbx_ok exec s1 --detach -- sleep 300
+  esbx_ok session snapshot s1 --name busy
+  [ "$(cat "$(snapdir busy)/keep.txt")" = later ]
+  [ -s "$ESBX_ROOT/sessions/s1/upper/keep.txt" ]
+  esbx_ok publish s1 -m all
+  make_session p check
+  [ "$(sha256sum <"$m/big.bin")" = "$sum" ]
+  [ "$(cat "$m/new.txt")" = new ]
 }
 
 @test "a snapshot taken while a detached process writes is a consistent point" {
@@ -155,7 +200,7 @@ snapdir() { echo "$ESBX_ROOT/projects/p/snapshots/$1/diff"; }
     esbx_ok session create p --from-snapshot big --name "k$i"
     echo "own $i" >"$(path_of "k$i")/own.txt"
   done
-  snap_kb=$(du -sk "$ESBX_ROOT/projects/p/snapshots/big" | cut -f1)
+  snap_kb=$(du -sk "$(snapdir big)" | cut -f1)
   forks_kb=$(du -sck "$ESBX_ROOT"/sessions/k*/upper | tail -n 1 | cut -f1)
   echo "snapshot ${snap_kb}K, ten forks' uppers ${forks_kb}K"
   [ "$snap_kb" -ge 800 ]
