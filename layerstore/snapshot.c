@@ -540,6 +540,22 @@ snapshot_json (esbx_store_t *store, const char *project, const char *name, esbx_
 
   if (j == NULL)
     return NULL;
+  /* A moved upper was never walked: its size is counted when asked for,
+     the snapshot's own layer (the top one).  */
+  if (json_get (j, "bytes") == NULL)
+    {
+      _cleanup_strv_ char **ids = NULL;
+      unsigned long long bytes = 0;
+
+      if (esbx_frozen_ids (j, &ids) == 0 && ids && ids[0])
+        {
+          _cleanup_free_ char *rel = esbx_frozen_rel (project, ids[strv_len (ids) - 1]);
+          _cleanup_free_ char *diff = xasprintf ("%s/diff", rel);
+          if (esbx_du_at (store->rootfd, diff, &bytes, NULL) < 0)
+            bytes = 0;
+        }
+      json_set_int (j, "bytes", (int64_t)bytes);
+    }
   if (users (store, project, name, &sessions, &children, err) < 0)
     {
       json_free (j);
