@@ -220,8 +220,10 @@ static int
 freeze_upper (esbx_store_t *store, struct esbx_session *s, int sfd, char **id, esbx_error_t *err)
 {
   _cleanup_close_ int ufd = esbx_open_dir_at (sfd, "upper", err);
-  _cleanup_free_ char *rel = NULL, *diff = NULL;
+  _cleanup_free_ char *rel = NULL, *diff = NULL, *text = NULL, *hex = esbx_random_hex (6);
+  _cleanup_free_ char *tmpname = xasprintf (".session.json.frozen-%s", hex);
   _cleanup_json_ json_t *before = NULL;
+  size_t len;
   json_t *arr;
 
   if (ufd < 0 || esbx_frozen_make (store, s->project, s->name, ufd, id, err) < 0)
@@ -236,8 +238,18 @@ freeze_upper (esbx_store_t *store, struct esbx_session *s, int sfd, char **id, e
       json_set (s->record, "frozen", arr);
     }
   json_append (arr, json_new_string (*id));
-  if (esbx_session_save (store, s->name, s->record, err) < 0)
+  /* The record's data is durable before its new name, and its name
+     before the exchange: the journal commits them in order, with the
+     snapshot's install, at the caller's one fsync of snapshots/.  */
+  text = json_serialize (s->record, true, &len);
+  if (esbx_write_new_file_at (sfd, tmpname, text, len, 0644, err) < 0)
     return -1;
+  if (renameat (sfd, tmpname, sfd, "session.json") < 0)
+    {
+      int saved = errno;
+      unlinkat (sfd, tmpname, 0);
+      return esbx_make_error (err, saved, "session `%s`: write its record", s->name);
+    }
   if (renameat2 (sfd, "upper", store->rootfd, diff, RENAME_EXCHANGE) < 0)
     {
       esbx_error_t e = NULL;
@@ -247,8 +259,6 @@ freeze_upper (esbx_store_t *store, struct esbx_session *s, int sfd, char **id, e
         esbx_error_free (&e);
       return esbx_make_error (err, saved, "move the upper to `%s`", rel);
     }
-  if (fsync (sfd) < 0)
-    return esbx_make_error (err, errno, "fsync the session's directory");
   return 0;
 }
 
@@ -438,7 +448,8 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
      names (never the values) for publish to look for.  */
   json_set (rec, "secrets", esbx_session_secret_names (s));
   text = json_serialize (rec, true, &len);
-  if (esbx_write_file_atomic_at (tfd, "record.json", text, len, 0644, err) < 0)
+  /* Into the private temp directory, renamed into place whole.  */
+  if (esbx_write_new_file_at (tfd, "record.json", text, len, 0644, err) < 0)
     goto out;
   dest = esbx_snapshot_rel (s->project, snap);
   if (renameat2 (store->rootfd, tmp, store->rootfd, dest, RENAME_NOREPLACE) < 0)
