@@ -193,6 +193,8 @@ struct esbx_remote_warm
   struct besides bs;
   char *digest; /* of MANIFEST, the head's when it was read */
   json_t *manifest;
+  struct esbx_remote_head head; /* read ahead, for the first attempt */
+  bool have_head;
 };
 
 static void
@@ -246,6 +248,9 @@ warm_main (void *arg)
     goto out;
   if (esbx_registry_get_manifest (&reg, h.manifest, &w->manifest, &ignored) == 0)
     w->digest = xstrdup (h.manifest);
+  w->head = h;
+  memset (&h, 0, sizeof h);
+  w->have_head = true;
 
 out:
   esbx_error_free (&ignored);
@@ -286,6 +291,7 @@ esbx_remote_warm_free (struct esbx_remote_warm *w)
   esbx_remote_free (&w->rm);
   json_free (w->manifest);
   free (w->digest);
+  esbx_remote_head_free (&w->head);
   free (w->project);
   free (w);
 }
@@ -396,15 +402,25 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   bool won = false, changed = false;
   int ret = -1, k;
 
-  if (esbx_remote_head_read (rm, s->project, &h, err) < 0)
+  if (esbx_project_stack (store, s->project, &ids, &n, err) < 0)
     goto out;
+  /* The first attempt takes the head read ahead when the local stack is
+     at it: the transaction compares its mod_revision, so a head that moved
+     since only loses the race (and the next attempt reads etcd).  */
+  if (w->have_head && at_head (ids, n, &w->head))
+    {
+      h = w->head;
+      memset (&w->head, 0, sizeof w->head);
+    }
+  else if (esbx_remote_head_read (rm, s->project, &h, err) < 0)
+    goto out;
+  w->have_head = false;
+  esbx_remote_head_free (&w->head);
   if (!h.exists)
     {
       esbx_make_error (err, 0, "etcd `%s` has no head for it", rm->etcd);
       goto out;
     }
-  if (esbx_project_stack (store, s->project, &ids, &n, err) < 0)
-    goto out;
   if (!at_head (ids, n, &h))
     {
       cleanup_strvp (&ids);

@@ -66,15 +66,25 @@ snapdir() {
   assert_output "$(printf 'A /big.bin\nA /keep.txt\nA /new.txt')"
   esbx_ok events s1
   assert_output --partial 'snapshot snapshot=snap moved=true'
-  # A process of the session with its directory in the workspace keeps
-  # the view: the upper is copied, and the snapshot is as good.
-  esbx_ok exec s1 --detach -- sleep 300
+  # A process of the session writing through a descriptor it keeps open
+  # keeps the view: the upper is copied, and what it writes after the
+  # snapshot never reaches the snapshot.
+  # shellcheck disable=SC2016
+  esbx_ok exec s1 --detach -- sh -c 'exec 3>>w.log; while :; do echo x >&3; sleep 0.02; done'
+  until [ -s "$m/w.log" ]; do sleep 0.05; done
   esbx_ok session snapshot s1 --name busy
+  n=$(stat -c %s "$(snapdir busy)/w.log")
+  sleep 0.3
+  [ "$(stat -c %s "$(snapdir busy)/w.log")" = "$n" ]
+  [ "$(stat -c %s "$m/w.log")" -gt "$n" ]
+  esbx_ok events s1
+  assert_output --partial 'snapshot snapshot=busy moved=false'
   [ "$(cat "$(snapdir busy)/keep.txt")" = later ]
   [ -s "$ESBX_ROOT/sessions/s1/upper/keep.txt" ]
   esbx_ok publish s1 -m all
   make_session p check
   [ "$(sha256sum <"$m/big.bin")" = "$sum" ]
+  [ -s "$m/w.log" ]
   [ "$(cat "$m/new.txt")" = new ]
 }
 
