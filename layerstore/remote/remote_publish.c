@@ -195,6 +195,8 @@ struct esbx_remote_warm
   json_t *manifest;
   struct esbx_remote_head head; /* read ahead, for the first attempt */
   bool have_head;
+  char *tag;    /* the manifest tag `head` is being moved to, by BS.rec */
+  bool tagging; /* BS.rec runs until esbx_remote_warm_free */
 };
 
 static void
@@ -286,8 +288,18 @@ esbx_remote_warm_free (struct esbx_remote_warm *w)
   if (w == NULL)
     return;
   warm_join (w);
+  if (w->tagging)
+    {
+      esbx_error_t failed = NULL;
+      if (beside_wait (&w->bs.rec, &failed) < 0)
+        {
+          esbx_warn ("publish in project `%s`: tag head: %s", w->project, failed->msg);
+          esbx_error_free (&failed);
+        }
+    }
   if (w->loaded)
     besides_close (&w->bs);
+  free (w->tag);
   esbx_remote_free (&w->rm);
   json_free (w->manifest);
   free (w->digest);
@@ -488,22 +500,19 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   esbx_failpoint ("remote-head-moved");
   /* The tag is for people and image tools (etcd is the head): moved
      beside the local commit.  */
+  /* It goes on beside the local install and the session's record, and
+     is waited for by esbx_remote_warm_free: a failure only warns.  */
+  free (w->tag);
+  w->tag = xstrndup (m.body, m.len);
   bs->rec.tag = "head";
-  bs->rec.text = m.body;
+  bs->rec.text = w->tag;
   bs->rec.len = m.len;
   beside_start (&bs->rec, BESIDE_TAG);
+  w->tagging = true;
   /* esbx_layer_commit names the layer again, from the same fields.  */
   free (l->parent);
   l->parent = NULL;
   k = esbx_layer_commit (store, s->project, st, l, ids, n, err);
-  {
-    esbx_error_t failed = NULL;
-    if (beside_wait (&bs->rec, &failed) < 0)
-      {
-        esbx_warn ("publish `%s`: tag head: %s", s->name, failed->msg);
-        esbx_error_free (&failed);
-      }
-  }
   if (k < 0)
     goto out;
   if (strcmp (l->id, id) != 0)
@@ -585,9 +594,19 @@ commit (esbx_store_t *store, const struct esbx_session *s, struct esbx_staged *s
   esbx_make_error (err, EAGAIN, "the head moved %d times while publishing", MAX_ATTEMPTS);
 
 out:
-  /* Before the blob's fd and file go: a conflict may have come first.  */
+  /* Before the blob's fd and file go: a conflict may have come first.
+     The tag `head` goes on (esbx_remote_warm_free waits for it).  */
   if (w->loaded)
-    besides_close (&w->bs);
+    {
+      beside_close (&w->bs.make);
+      beside_close (&w->bs.layer);
+      beside_close (&w->bs.cfg);
+      if (!w->tagging)
+        beside_close (&w->bs.rec);
+      if (w->bs.make.fd >= 0)
+        close (w->bs.make.fd);
+      w->bs.make.fd = -1;
+    }
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   free (mine.digest);

@@ -26,7 +26,7 @@ esbx_sandbox_create (esbx_store_t *store, const char *project, const struct esbx
    project is known, beside the scan); any other's is the store's.  */
 static int
 publish (esbx_store_t *store, const char *name, const char *message, unsigned int changes,
-         char *const *allow, struct esbx_publish_result *r, esbx_error_t *err)
+         bool discard, char *const *allow, struct esbx_publish_result *r, esbx_error_t *err)
 {
   struct esbx_publish *p = NULL;
   struct esbx_remote_warm *warm = NULL;
@@ -44,8 +44,13 @@ publish (esbx_store_t *store, const char *name, const char *message, unsigned in
     goto out;
   ret = esbx_publish_end (p, r, err);
 out:
-  esbx_remote_warm_free (warm);
   esbx_publish_free (p);
+  /* The remote's last request (moving its tag `head`) ran beside the
+     local install and the session's record; --discard forks its remover
+     only when no other thread runs.  */
+  esbx_remote_warm_free (warm);
+  if (ret == 0 && discard && esbx_sandbox_discard (store, name, 0, err) < 0)
+    ret = -1;
   return ret;
 }
 
@@ -56,11 +61,8 @@ esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *m
 {
   unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
 
-  if (publish (store, name, message, changes, allow, result, err) < 0)
-    return -1;
-  if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, 0, err) < 0)
-    return -1;
-  return 0;
+  return publish (store, name, message, changes, (flags & ESBX_PUBLISH_DISCARD) != 0, allow,
+                  result, err);
 }
 
 int
