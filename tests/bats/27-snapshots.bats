@@ -361,3 +361,36 @@ snapdir() {
   run cat "$(path_of f1)/README"
   assert_output s
 }
+
+@test "frozen layers live while a session, a snapshot or a trash entry names them; gc removes them after" {
+  setup_session
+  echo one >"$m/one.txt"
+  esbx_ok session snapshot s1 --name a
+  id=$(basename "$(dirname "$(snapdir a)")")
+  echo two >"$m/two.txt"
+  # The name goes; the layer stays under the session that stacks it.
+  esbx_ok snapshot rm a
+  esbx_ok gc --snapshots
+  [ -d "$ESBX_ROOT/projects/p/frozen/$id/diff" ]
+  [ "$(cat "$m/one.txt")" = one ]
+  # In the trash, the session keeps it; restored, it is whole.
+  esbx_ok discard s1
+  esbx_ok gc
+  [ -d "$ESBX_ROOT/projects/p/frozen/$id/diff" ]
+  entry=$("$ESBX" --json trash list | jq -r '.[0].entry // .[0].name')
+  esbx_ok trash restore "$entry"
+  m=$(path_of s1)
+  [ "$(cat "$m/one.txt")" = one ]
+  [ "$(cat "$m/two.txt")" = two ]
+  esbx_ok diff s1
+  assert_output "$(printf 'A /one.txt\nA /two.txt')"
+  # Nothing names it any more: the next gc removes it, and only it.
+  esbx_ok session snapshot s1 --name b
+  esbx_ok discard --force s1
+  esbx_ok gc
+  [ -d "$ESBX_ROOT/projects/p/frozen/$id/diff" ]
+  esbx_ok snapshot rm b
+  esbx_ok gc
+  assert_output --partial "projects/p/frozen/$id, which nothing uses"
+  [ -z "$(ls "$ESBX_ROOT/projects/p/frozen")" ]
+}
