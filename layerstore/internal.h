@@ -21,6 +21,8 @@ int esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const ch
 /* Unmount TARGET (lazily when it is busy and LAZY is set).  */
 int esbx_unmount (const char *target, bool lazy, esbx_error_t *err);
 bool esbx_is_mountpoint (const char *path);
+/* The same for REL beneath DIRFD (a shorter walk than an absolute path).  */
+bool esbx_is_mountpoint_at (int dirfd, const char *rel);
 /* 0 when no overlay anywhere uses UPPER as its upper directory, 1 when
    one does or when that cannot be told; EMPTY is an empty directory on
    the same filesystem (mount.c).  */
@@ -120,7 +122,7 @@ void esbx_counters_publish (esbx_store_t *store, bool conflict);
 int esbx_trash_snapshot_users (esbx_store_t *store, const char *project, const char *snapshot,
                                struct strv *out, esbx_error_t *err);
 /* Append to IDS the frozen layers of PROJECT that trash entries name;
-   *UNKNOWN when an entry could not be read.  */
+ *UNKNOWN when an entry could not be read.  */
 int esbx_trash_frozen_users (esbx_store_t *store, const char *project, struct strv *ids,
                              bool *unknown, esbx_error_t *err);
 /* Unmount the merged view and the folded bottom layers under it (LAZY:
@@ -433,8 +435,8 @@ int esbx_frozen_ids (const json_t *record, char ***ids);
 /* The lower layers over the base of session S, bottom to top, appended to
    OUT: its frozen layers, or the diffs of the snapshot it was made from
    (a store from before frozen layers).  */
-int esbx_session_frozen_lowers (esbx_store_t *store, const struct esbx_session *s,
-                                struct strv *out, esbx_error_t *err);
+int esbx_session_frozen_lowers (esbx_store_t *store, const struct esbx_session *s, struct strv *out,
+                                esbx_error_t *err);
 /* Whether S stacks anything over its base besides its upper.  */
 bool esbx_session_has_frozen (const struct esbx_session *s);
 

@@ -262,6 +262,28 @@ esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const char *
 }
 
 bool
+esbx_is_mountpoint_at (int dirfd, const char *rel)
+{
+  struct statx a;
+
+#ifdef STATX_ATTR_MOUNT_ROOT
+  if (statx (dirfd, rel, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &a) == 0
+      && (a.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return (a.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+#endif
+  {
+    /* A kernel without the attribute: the device of its parent.  */
+    _cleanup_free_ char *parent = xasprintf ("%s/..", rel);
+    struct statx b;
+
+    if (statx (dirfd, rel, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &a) < 0
+        || statx (dirfd, parent, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &b) < 0)
+      return false;
+    return a.stx_dev_major != b.stx_dev_major || a.stx_dev_minor != b.stx_dev_minor;
+  }
+}
+
+bool
 esbx_is_mountpoint (const char *path)
 {
   struct statx a, b;

@@ -66,8 +66,8 @@ esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s, es
 bool
 esbx_session_is_mounted (esbx_store_t *store, const char *name)
 {
-  _cleanup_free_ char *merged = esbx_session_merged (store, name);
-  return esbx_is_mountpoint (merged);
+  _cleanup_free_ char *merged = esbx_session_file (name, "merged");
+  return esbx_is_mountpoint_at (store->rootfd, merged);
 }
 
 /* Unmount the merged view, then the folded bottom layers under it.  */

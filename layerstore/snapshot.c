@@ -276,8 +276,8 @@ frozen_json (char *const *ids, const char *extra)
 }
 
 int
-esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name,
-                      unsigned flags, char **out, bool *moved, esbx_error_t *err)
+esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name, unsigned flags,
+                      char **out, bool *moved, esbx_error_t *err)
 {
   struct esbx_session *s = NULL;
   _cleanup_free_ char *snap = NULL, *tmp = NULL, *dest = NULL, *dir = NULL, *text = NULL;

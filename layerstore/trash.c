@@ -237,8 +237,8 @@ esbx_trash_snapshot_users (esbx_store_t *store, const char *project, const char 
 }
 
 int
-esbx_trash_frozen_users (esbx_store_t *store, const char *project, struct strv *ids,
-                         bool *unknown, esbx_error_t *err)
+esbx_trash_frozen_users (esbx_store_t *store, const char *project, struct strv *ids, bool *unknown,
+                         esbx_error_t *err)
 {
   _cleanup_strv_ char **names = entries (store, err);
   size_t i;

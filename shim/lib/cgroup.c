@@ -582,9 +582,20 @@ esbx_cgroup_freeze (const char *rel, bool frozen, esbx_error_t *err)
 bool
 esbx_cgroup_frozen (const char *rel)
 {
-  if (!esbx_cgroup_exists (rel) || (!v2_root () && !v1_mounted ("freezer")))
+  _cleanup_free_ char *state = NULL;
+  char buf[256];
+
+  /* One read, which fails when there is no such cgroup: gc asks this of
+     every session.  */
+  if (v2_root ())
+    {
+      state = xasprintf ("%s/%s/cgroup.events", v2_root (), rel);
+      return read_small (state, buf, sizeof buf) == 0 && strstr (buf, "frozen 1") != NULL;
+    }
+  if (!v1_mounted ("freezer"))
     return false;
-  return freeze_reached (rel, true) == 1;
+  state = xasprintf (CGROUP_FS "/freezer/%s/freezer.state", rel);
+  return read_small (state, buf, sizeof buf) == 0 && strncmp (buf, "FROZEN", 6) == 0;
 }
 
 static int

@@ -61,8 +61,8 @@ esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *m
 {
   unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
 
-  return publish (store, name, message, changes, (flags & ESBX_PUBLISH_DISCARD) != 0, allow,
-                  result, err);
+  return publish (store, name, message, changes, (flags & ESBX_PUBLISH_DISCARD) != 0, allow, result,
+                  err);
 }
 
 int

@@ -44,9 +44,15 @@ thaw_if_frozen (esbx_store_t *store, const char *session, FILE *report)
 void
 esbx_sandbox_thaw_abandoned (esbx_store_t *store, const char *session, FILE *report)
 {
-  _cleanup_close_ int dfd = esbx_session_open_dir (store, session, NULL);
+  _cleanup_free_ char *cg = esbx_cgroup_session_path (store, session);
+  _cleanup_close_ int dfd = -1;
   _cleanup_close_ int lock = -1;
 
+  /* Most sessions are not frozen: asked first, without the lock (gc asks
+     for every session), then again under it.  */
+  if (!esbx_cgroup_frozen (cg))
+    return;
+  dfd = esbx_session_open_dir (store, session, NULL);
   if (dfd < 0)
     return;
   lock = esbx_lock_at (dfd, "snapshot.lock", true, false, NULL);
