@@ -99,18 +99,18 @@ cli_gateway_mode (const struct esbx_cli *cli)
    An error answer fails with the gateway's message and exit class, after
    printing the conflicts it carries.  */
 int cli_gateway_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
-                     esbx_error_t *err, const char *fmt, ...)
+                      esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 6, 7)));
 /* The same, handing the answer to PRINT, or printing its string KEY on a
    line of its own (both NULL: printing nothing).  */
 int cli_gateway_print (struct esbx_cli *cli, const char *method, const json_t *body,
-                      void (*print) (struct esbx_cli *, const json_t *), const char *key,
-                      esbx_error_t *err, const char *fmt, ...)
+                       void (*print) (struct esbx_cli *, const json_t *), const char *key,
+                       esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 7, 8)));
 /* A GET whose answer is raw bytes (a patch, an archive): *DATA is owned
    and NUL-terminated.  */
 int cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err,
-                    const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+                     const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
 /* A request whose answer is a progress stream (the path asks for
    ?progress=1; volume-plugin/gateway/progress_stream.h): its reports are
    drawn on this thread's progress sink as local ones are (progress_draw.c), its
@@ -118,13 +118,37 @@ int cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_
    stdout; NULL: nothing may follow), opened only once the result has come
    and removed when the stream breaks off.  */
 int cli_gateway_progress (struct esbx_cli *cli, const char *method, const char *file,
-                         json_t **result, esbx_error_t *err, const char *fmt, ...)
+                          json_t **result, esbx_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 6, 7)));
 /* Run BODY (the exec request) in SESSION and relay the command's output
    to stdout and stderr as it comes; returns its exit status.  */
 int cli_gateway_exec (struct esbx_cli *cli, const char *session, json_t *body, esbx_error_t *err);
 
+/* publish of a gated project: the request is filed, not landed.  */
+#define CLI_EXIT_QUEUED 5
+/* The merge queue's requests (print_queue.c).  */
+bool cli_request_final (const json_t *rec);
+/* What `publish --wait` ends with: the layer (0), or the rejection as an
+   error of its kind.  */
+int cli_request_outcome (struct esbx_cli *cli, const char *session, const json_t *rec,
+                         esbx_error_t *err);
+/* ID PROJECT SESSION STATE APPROVALS RUNS FILED MESSAGE.  */
+void cli_print_requests (struct esbx_cli *cli, const json_t *arr);
+void cli_print_request (struct esbx_cli *cli, const json_t *rec);
+void cli_print_gate (struct esbx_cli *cli, const json_t *gate);
+
+/* cmd_queue.c, shared with cmd_review.c: the list (ONLY_STATE: those in
+   that state), one request, and approve|reject|cancel as the caller.  */
+int cli_queue_list (struct esbx_cli *cli, int argc, char **argv, const char *only_state,
+                    esbx_error_t *err);
+int cli_queue_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cli_request_act (struct esbx_cli *cli, const char *verb, const char *id, const char *message,
+                     esbx_error_t *err);
+int cmd_queue (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_review (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+/* project_gate.c: `project gate NAME [...]`.  */
+int cli_project_gate (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 /* cmd_remote.c: `remote set|show`, and `project push|pull NAME`.  */
 int cmd_remote (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_project_push (struct esbx_cli *cli, const char *name, esbx_error_t *err);
@@ -140,6 +164,7 @@ int cmd_fsck (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_gc (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_exec (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_mcp (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_wait (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

@@ -12,7 +12,7 @@ cmd_blame (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "blame: expected PROJECT PATH");
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "GET", NULL, cli_print_blame, NULL, err,
-                             "/v1/projects/%s/blame?path=%s", argv[1], argv[2]);
+                              "/v1/projects/%s/blame?path=%s", argv[1], argv[2]);
   store = cli_store (cli, err);
   if (store == NULL || esbx_blame (store, argv[1], argv[2], &l, err) < 0)
     return -1;

@@ -92,13 +92,13 @@ cmd_diff (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   /* The query is literal: every %s argument of a remote URL is escaped.  */
   if (cli_gateway_mode (cli) && o.ignored)
     return cli_gateway_print (cli, "GET", NULL, cli_print_changes, NULL, err,
-                             "/v1/sessions/%s/diff?ignored=1", o.session);
+                              "/v1/sessions/%s/diff?ignored=1", o.session);
   if (cli_gateway_mode (cli) && o.include_ignored)
     return cli_gateway_print (cli, "GET", NULL, cli_print_changes, NULL, err,
-                             "/v1/sessions/%s/diff?include_ignored=1", o.session);
+                              "/v1/sessions/%s/diff?include_ignored=1", o.session);
   if (cli_gateway_mode (cli))
-    return cli_gateway_print (cli, "GET", NULL, cli_print_changes, NULL, err, "/v1/sessions/%s/diff",
-                             o.session);
+    return cli_gateway_print (cli, "GET", NULL, cli_print_changes, NULL, err,
+                              "/v1/sessions/%s/diff", o.session);
   store = cli_store (cli, err);
   if (store == NULL)
     return -1;

@@ -29,7 +29,7 @@ cmd_discard (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "discard: expected a session name");
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err,
-                             force ? "/v1/sessions/%s?force=1" : "/v1/sessions/%s", session);
+                              force ? "/v1/sessions/%s?force=1" : "/v1/sessions/%s", session);
   store = cli_store (cli, err);
   if (store == NULL
       || esbx_sandbox_discard (store, session, force ? ESBX_DISCARD_FORCE : 0, err) < 0)

@@ -78,7 +78,7 @@ events_remote (struct esbx_cli *cli, const struct events_opts *o, esbx_error_t *
 
       snprintf (off, sizeof off, "%" PRId64, offset);
       if (cli_gateway_json (cli, "GET", NULL, &j, err, "/v1/sessions/%s/events?offset=%s",
-                           o->session, off)
+                            o->session, off)
           < 0)
         {
           /* The session went away while we followed it: that ends it.  */

@@ -72,9 +72,9 @@ export_remote (struct esbx_cli *cli, const struct export_opts *o, esbx_error_t *
   cli_progress_start (cli, to_stdout);
   if (esbx_progress_get ())
     return cli_gateway_progress (cli, "GET", o->file, &result, err,
-                                "/v1/export?ref=%s&format=%s&progress=1", o->ref, o->format_name);
+                                 "/v1/export?ref=%s&format=%s&progress=1", o->ref, o->format_name);
   if (cli_gateway_raw (cli, &archive, &len, err, "/v1/export?ref=%s&format=%s", o->ref,
-                      o->format_name)
+                       o->format_name)
       < 0)
     return -1;
   if (!to_stdout)

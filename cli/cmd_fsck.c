@@ -11,7 +11,7 @@ cmd_fsck (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "fsck: expected at most a project name");
   if (cli_gateway_mode (cli) && project)
     return cli_gateway_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/fsck?project=%s",
-                             project);
+                              project);
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "POST", NULL, cli_print_report, NULL, err, "/v1/fsck");
   store = cli_store (cli, err);

@@ -16,12 +16,12 @@ gc_remote (struct esbx_cli *cli, unsigned int flags, esbx_error_t *err)
   /* The query in the format itself: arguments are percent-encoded.  */
   if (esbx_progress_get () == NULL)
     return cli_gateway_print (cli, "POST", NULL, cli_print_report, NULL, err,
-                             snaps ? (cache ? "/v1/gc?snapshots=1&cache=1" : "/v1/gc?snapshots=1")
-                                   : (cache ? "/v1/gc?cache=1" : "/v1/gc"));
+                              snaps ? (cache ? "/v1/gc?snapshots=1&cache=1" : "/v1/gc?snapshots=1")
+                                    : (cache ? "/v1/gc?cache=1" : "/v1/gc"));
   if (cli_gateway_progress (cli, "POST", NULL, &result, err,
-                           snaps ? (cache ? "/v1/gc?progress=1&snapshots=1&cache=1"
-                                          : "/v1/gc?progress=1&snapshots=1")
-                                 : (cache ? "/v1/gc?progress=1&cache=1" : "/v1/gc?progress=1"))
+                            snaps ? (cache ? "/v1/gc?progress=1&snapshots=1&cache=1"
+                                           : "/v1/gc?progress=1&snapshots=1")
+                                  : (cache ? "/v1/gc?progress=1&cache=1" : "/v1/gc?progress=1"))
       < 0)
     return -1;
   cli_print_report (cli, result);

@@ -1,5 +1,5 @@
 /* esbx project create|list|log|rm|squash|lifetime|network|disk|git-dir|push-git|pull-git
-   (push|pull: cmd_remote.c) */
+   (push|pull: cmd_remote.c; gate: project_gate.c) */
 #include "cli.h"
 #include "text.h"
 #include "utils.h"
@@ -118,7 +118,7 @@ project_log (struct esbx_cli *cli, const char *name, esbx_error_t *err)
 
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "GET", NULL, cli_print_log, NULL, err, "/v1/projects/%s/log",
-                             name);
+                              name);
   store = cli_store (cli, err);
   if (store == NULL || (arr = esbx_project_log_json (store, name, err)) == NULL)
     return -1;
@@ -144,7 +144,8 @@ project_squash (struct esbx_cli *cli, const char *name, esbx_error_t *err)
   esbx_store_t *store;
 
   if (cli_gateway_mode (cli))
-    return cli_gateway_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash", name);
+    return cli_gateway_print (cli, "POST", NULL, NULL, "layer", err, "/v1/projects/%s/squash",
+                              name);
   store = cli_store (cli, err);
   if (store == NULL || esbx_project_squash (store, name, &id, err) < 0)
     return -1;
@@ -467,8 +468,8 @@ project_git_sync (struct esbx_cli *cli, int argc, char **argv, bool push, esbx_e
       if (o.secret)
         json_set_string (body, "secret", o.secret);
       return cli_gateway_print (cli, "POST", body, push ? print_pushed : print_pulled, NULL, err,
-                               push ? "/v1/projects/%s/push-git" : "/v1/projects/%s/pull-git",
-                               name);
+                                push ? "/v1/projects/%s/push-git" : "/v1/projects/%s/pull-git",
+                                name);
     }
   store = cli_store (cli, err);
   if (store == NULL)
@@ -498,6 +499,8 @@ cmd_project (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return project_network (cli, argc - 1, argv + 1, err);
   if (strcmp (sub, "disk") == 0)
     return project_disk (cli, argc - 1, argv + 1, err);
+  if (strcmp (sub, "gate") == 0)
+    return cli_project_gate (cli, argc - 1, argv + 1, err);
   if (argc < 3 || argv[2][0] == '-')
     return cli_usage (err, "project %s: expected NAME", sub);
   if (strcmp (sub, "log") == 0)

@@ -14,7 +14,7 @@ cmd_ps (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "GET", NULL, cli_print_ps, NULL, err, "/v1/sessions/%s/ps",
-                             session);
+                              session);
   store = cli_store (cli, err);
   if (store == NULL || (arr = esbx_ps_list (store, session, err)) == NULL)
     return -1;

@@ -1,5 +1,6 @@
-/* esbx publish S [-m MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]... */
+/* esbx publish S [-m MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]... [--wait] */
 #include "cli.h"
+#include "queue.h"
 #include "sandbox.h"
 #include "text.h"
 #include "utils.h"
@@ -12,6 +13,7 @@ struct publish_opts
   const char *message;
   bool discard;         /* the final publish of a session ends it */
   bool include_ignored; /* ignore rules do not apply */
+  bool wait;            /* a request filed: until it lands or is rejected */
   struct strv allow;    /* --allow-secret: values that may be published */
 };
 
@@ -23,6 +25,7 @@ parse_publish_opts (int argc, char **argv, struct publish_opts *o, esbx_error_t 
                                         { "include-ignored", no_argument, NULL, 'I' },
                                         { "allow-secret", required_argument, NULL, 'A' },
                                         { "json", no_argument, NULL, 'J' },
+                                        { "wait", no_argument, NULL, 'w' },
                                         { NULL, 0, NULL, 0 } };
   int c;
 
@@ -30,6 +33,8 @@ parse_publish_opts (int argc, char **argv, struct publish_opts *o, esbx_error_t 
     {
       if (c == 'm')
         o->message = optarg;
+      else if (c == 'w')
+        o->wait = true;
       else if (c == 'd')
         o->discard = true;
       else if (c == 'I')
@@ -69,8 +74,31 @@ publish_remote (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t
     }
   if (cli_gateway_json (cli, "POST", body, &answer, err, "/v1/sessions/%s/publish", o->session) < 0)
     return -1;
-  cli_print_published (cli, o->session, answer);
-  return 0;
+  if (json_get_string (answer, "request") == NULL)
+    {
+      cli_print_published (cli, o->session, answer);
+      return 0;
+    }
+  if (!o->wait)
+    {
+      cli_print_published (cli, o->session, answer);
+      return CLI_EXIT_QUEUED;
+    }
+  {
+    _cleanup_free_ char *id = xstrdup (json_get_string (answer, "request"));
+    _cleanup_json_ json_t *rec = NULL;
+
+    for (;;)
+      {
+        json_free (rec);
+        rec = NULL;
+        if (cli_gateway_json (cli, "GET", NULL, &rec, err, "/v1/requests/%s?wait=60", id) < 0)
+          return -1;
+        if (cli_request_final (rec))
+          break;
+      }
+    return cli_request_outcome (cli, o->session, rec, err);
+  }
 }
 
 static int
@@ -79,13 +107,14 @@ publish_local (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t 
   struct esbx_publish_result r = { 0 };
   esbx_store_t *store = cli_store (cli, err);
   int ret = 0;
+  _cleanup_free_ char *request = NULL;
 
   if (store == NULL)
     return -1;
-  if (esbx_sandbox_publish_allow (store, o->session, o->message,
-                                  (o->discard ? ESBX_PUBLISH_DISCARD : 0)
-                                      | (o->include_ignored ? ESBX_PUBLISH_INCLUDE_IGNORED : 0),
-                                  o->allow.v, &r, err)
+  if (esbx_sandbox_publish_as (store, o->session, o->message,
+                               (o->discard ? ESBX_PUBLISH_DISCARD : 0)
+                                   | (o->include_ignored ? ESBX_PUBLISH_INCLUDE_IGNORED : 0),
+                               o->allow.v, NULL, &r, &request, err)
       < 0)
     {
       if (!r.published)
@@ -94,10 +123,26 @@ publish_local (struct esbx_cli *cli, const struct publish_opts *o, esbx_error_t 
     }
   {
     _cleanup_json_ json_t *view = esbx_publish_result_json (&r);
-    cli_print_published (cli, o->session, view);
+    if (request)
+      {
+        _cleanup_json_ json_t *rec = esbx_request_load (store, request, NULL, err);
+        json_set_string (view, "request", request);
+        json_set_string (view, "state", rec ? json_get_string (rec, "state") : "queued");
+        if (rec == NULL)
+          return -1;
+      }
+    if (!(request && o->wait))
+      cli_print_published (cli, o->session, view);
   }
   esbx_publish_result_free (&r);
-  return ret;
+  if (request && o->wait)
+    {
+      _cleanup_json_ json_t *rec = NULL;
+      if (esbx_queue_wait (store, request, 0, &rec, err) < 0)
+        return -1;
+      return cli_request_outcome (cli, o->session, rec, err);
+    }
+  return request ? CLI_EXIT_QUEUED : ret;
 }
 
 int

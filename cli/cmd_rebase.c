@@ -75,7 +75,7 @@ show (struct esbx_cli *cli, const char *session, const char *path, const char *s
       size_t len;
 
       if (cli_gateway_raw (cli, &data, &len, err, "/v1/sessions/%s/unmerged?path=%s&side=%s",
-                          session, path, side)
+                           session, path, side)
           < 0)
         return -1;
       return fwrite (data, 1, len, stdout) == len ? 0 : esbx_make_error (err, errno, "write");
@@ -100,7 +100,7 @@ resolved (struct esbx_cli *cli, const char *session, char **paths, esbx_error_t 
         json_append (arr, json_new_string (*p));
       json_set (body, "paths", arr);
       return cli_gateway_print (cli, "POST", body, NULL, NULL, err, "/v1/sessions/%s/resolved",
-                               session);
+                                session);
     }
   store = cli_store (cli, err);
   if (store == NULL)
@@ -163,7 +163,7 @@ cmd_rebase (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       if (restart)
         json_set (body, "restart", json_new_bool (true));
       return cli_gateway_print (cli, "POST", body, print_rebased, NULL, err,
-                               "/v1/sessions/%s/rebase", argv[optind]);
+                                "/v1/sessions/%s/rebase", argv[optind]);
     }
   return rebase_local (cli, argv[optind], restart, err);
 }

@@ -167,7 +167,7 @@ secret_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return cli_usage (err, "secret list: unexpected argument `%s`", argv[rest]);
   if (cli_gateway_mode (cli) && project)
     return cli_gateway_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets?project=%s",
-                             project);
+                              project);
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "GET", NULL, print_secrets, NULL, err, "/v1/secrets");
   if (cli_store (cli, err) == NULL || (arr = esbx_secret_list (cli->store, project, err)) == NULL)
@@ -193,7 +193,7 @@ secret_rm (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (cli_gateway_mode (cli) && project)
     return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s?project=%s",
-                             name, project);
+                              name, project);
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "DELETE", NULL, NULL, NULL, err, "/v1/secrets/%s", name);
   if (cli_store (cli, err) == NULL)

@@ -280,7 +280,7 @@ session_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (cli_gateway_mode (cli) && project)
     return cli_gateway_print (cli, "GET", NULL, cli_print_sessions, NULL, err,
-                             "/v1/sessions?project=%s", project);
+                              "/v1/sessions?project=%s", project);
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "GET", NULL, cli_print_sessions, NULL, err, "/v1/sessions");
   return list_local (cli, project, err);
@@ -363,8 +363,8 @@ session_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
     {
       _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
       set_optional (body, "name", name);
-      return cli_gateway_print (cli, "POST", body, NULL, "snapshot", err, "/v1/sessions/%s/snapshot",
-                               argv[optind]);
+      return cli_gateway_print (cli, "POST", body, NULL, "snapshot", err,
+                                "/v1/sessions/%s/snapshot", argv[optind]);
     }
   store = cli_store (cli, err);
   if (store == NULL || esbx_sandbox_snapshot (store, argv[optind], name, &snap, err) < 0)
@@ -394,7 +394,7 @@ session_fork (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       set_optional (body, "on_expiry", o.session.on_expiry);
       set_optional (body, "disk", o.disk);
       ret = cli_gateway_print (cli, "POST", body, NULL, "name", err, "/v1/sessions/%s/fork",
-                              o.project);
+                               o.project);
     }
   else if (ret == 0)
     {
@@ -434,5 +434,5 @@ cmd_session (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   if (strcmp (sub, "stop") == 0)
     return session_stop (cli, argv[2], err);
   return cli_gateway_mode (cli) ? inspect_remote (cli, argv[2], err)
-                               : inspect_local (cli, argv[2], err);
+                                : inspect_local (cli, argv[2], err);
 }

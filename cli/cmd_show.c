@@ -30,7 +30,7 @@ cmd_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       size_t len;
 
       if (cli_gateway_raw (cli, &data, &len, err, "/v1/projects/%s/show?path=%s&layer=%s", project,
-                          path, layer ? layer : "head")
+                           path, layer ? layer : "head")
           < 0)
         return -1;
       return fwrite (data, 1, len, stdout) == len ? 0 : esbx_make_error (err, errno, "write");

@@ -29,7 +29,7 @@ snapshot_list (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     return -1;
   if (cli_gateway_mode (cli) && project)
     return cli_gateway_print (cli, "GET", NULL, cli_print_snapshots, NULL, err,
-                             "/v1/snapshots?project=%s", project);
+                              "/v1/snapshots?project=%s", project);
   if (cli_gateway_mode (cli))
     return cli_gateway_print (cli, "GET", NULL, cli_print_snapshots, NULL, err, "/v1/snapshots");
   if (cli_store (cli, err) == NULL || (arr = esbx_snapshot_list (cli->store, project, err)) == NULL)

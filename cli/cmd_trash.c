@@ -50,7 +50,7 @@ trash_restore (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
       if (name)
         json_set_string (body, "name", name);
       return cli_gateway_print (cli, "POST", body, NULL, "session", err, "/v1/trash/%s/restore",
-                               argv[optind + 1]);
+                                argv[optind + 1]);
     }
   if (cli_store (cli, err) == NULL
       || esbx_trash_restore (cli->store, argv[optind + 1], name, &restored, err) < 0)
@@ -89,9 +89,10 @@ trash_purge (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   if (all == (entry != NULL))
     return cli_usage (err, "trash purge: expected a trash entry or --all");
   if (cli_gateway_mode (cli))
-    return entry ? cli_gateway_print (cli, "DELETE", NULL, cli_print_report, NULL, err,
-                                     "/v1/trash/%s", entry)
-                 : cli_gateway_print (cli, "DELETE", NULL, cli_print_report, NULL, err, "/v1/trash");
+    return entry
+               ? cli_gateway_print (cli, "DELETE", NULL, cli_print_report, NULL, err,
+                                    "/v1/trash/%s", entry)
+               : cli_gateway_print (cli, "DELETE", NULL, cli_print_report, NULL, err, "/v1/trash");
   if (cli_store (cli, err) == NULL)
     return -1;
   return esbx_trash_purge (cli->store, entry, stdout, err);

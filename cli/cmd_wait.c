@@ -47,8 +47,8 @@ cmd_wait (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
     {
       secs = xasprintf ("%" PRId64, timeout);
       return cli_gateway_print (cli, "GET", NULL, print_head, NULL, err,
-                               "/v1/projects/%s/wait?after=%s&timeout=%s", argv[optind],
-                               after ? after : "head", secs);
+                                "/v1/projects/%s/wait?after=%s&timeout=%s", argv[optind],
+                                after ? after : "head", secs);
     }
   store = cli_store (cli, err);
   if (store == NULL

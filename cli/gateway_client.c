@@ -233,7 +233,7 @@ request_json (struct esbx_cli *cli, const char *method, const json_t *body, json
 
 int
 cli_gateway_json (struct esbx_cli *cli, const char *method, const json_t *body, json_t **out,
-                 esbx_error_t *err, const char *fmt, ...)
+                  esbx_error_t *err, const char *fmt, ...)
 {
   va_list ap;
   int ret;
@@ -246,8 +246,8 @@ cli_gateway_json (struct esbx_cli *cli, const char *method, const json_t *body, 
 
 int
 cli_gateway_print (struct esbx_cli *cli, const char *method, const json_t *body,
-                  void (*print) (struct esbx_cli *, const json_t *), const char *key,
-                  esbx_error_t *err, const char *fmt, ...)
+                   void (*print) (struct esbx_cli *, const json_t *), const char *key,
+                   esbx_error_t *err, const char *fmt, ...)
 {
   _cleanup_json_ json_t *j = NULL;
   va_list ap;
@@ -267,7 +267,7 @@ cli_gateway_print (struct esbx_cli *cli, const char *method, const json_t *body,
 
 int
 cli_gateway_raw (struct esbx_cli *cli, char **data, size_t *len, esbx_error_t *err, const char *fmt,
-                ...)
+                 ...)
 {
   _cleanup_free_ char *path = NULL;
   struct response r = { 0 };
@@ -596,7 +596,7 @@ progress_end (struct esbx_cli *cli, struct progress_relay *r, long status, json_
 
 int
 cli_gateway_progress (struct esbx_cli *cli, const char *method, const char *file, json_t **result,
-                     esbx_error_t *err, const char *fmt, ...)
+                      esbx_error_t *err, const char *fmt, ...)
 {
   _cleanup_free_ char *path = NULL;
   struct progress_relay r = { .file = file, .fd = -1 };

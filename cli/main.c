@@ -27,6 +27,8 @@ static const struct verb verbs[] = {
     "project network NAME [--network none|host|egress]\n"
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "project disk NAME [--disk SIZE|none|default]\n"
+    "project gate NAME [--mode auto|checks|review] [--check CMD]... [--check-timeout DURATION]\n"
+    "    [--approvals N] [--parallel N] [--secret NAME]...\n"
     "project squash NAME\n"
     "project push NAME\n"
     "project pull NAME\n"
@@ -54,7 +56,18 @@ static const struct verb verbs[] = {
   { "diff", cmd_diff,
     "diff S [--json | --patch] [--ignored | --include-ignored] [--progress | --quiet]" },
   { "publish", cmd_publish,
-    "publish S [-m|--message MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]..." },
+    "publish S [-m|--message MESSAGE] [--discard] [--include-ignored] [--allow-secret NAME]...\n"
+    "    [--wait]" },
+  { "queue", cmd_queue,
+    "queue list [--project P] [--all]\n"
+    "queue show ID [--log]\n"
+    "queue run PROJECT\n"
+    "queue cancel ID" },
+  { "review", cmd_review,
+    "review list [--project P]\n"
+    "review show ID [--log]\n"
+    "review approve ID [-m|--message TEXT]\n"
+    "review reject ID [-m|--message TEXT]" },
   { "rebase", cmd_rebase,
     "rebase S [--restart]\n"
     "rebase --show S PATH --base|--ours|--theirs\n"
@@ -73,6 +86,7 @@ static const struct verb verbs[] = {
     "exec S [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--detach] [-t|--tty]\n"
     "    [--log-limit SIZE] -- CMD [ARG...]" },
   { "ps", cmd_ps, "ps S" },
+  { "mcp", cmd_mcp, "mcp [--project P] [--session S] [--scope SCOPE[,SCOPE]]" },
   { "events", cmd_events, "events S [--json] [--follow]" },
   { "secret", cmd_secret,
     "secret create NAME [--project P] [--from-file PATH]   (the value on stdin otherwise)\n"

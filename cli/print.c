@@ -99,6 +99,15 @@ cli_print_blame (struct esbx_cli *cli, const json_t *l)
     printf (" %s=%s", key, value->type == JSON_STRING ? value->text : "");
   printf ("\nmessage: %s\n", str_or (l, "message", ""));
   printf ("time:    %s\n", str_or (l, "created", ""));
+  /* Landed through the merge queue: its request and who approved it.  */
+  if (json_get (l, "gate"))
+    {
+      const json_t *g = json_get (l, "gate"), *a;
+
+      printf ("request: %s\n", str_or (g, "request", ""));
+      json_array_foreach (json_get (g, "approvals"), i, a)
+        printf ("approved: %s at %s\n", str_or (a, "by", ""), str_or (a, "at", ""));
+    }
 }
 
 void
@@ -187,7 +196,16 @@ cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
       cli_print_json (o);
       return;
     }
-  if (layer)
+  if (json_get_string (o, "request"))
+    {
+      printf ("%s\n", json_get_string (o, "request"));
+      fprintf (stderr,
+               "esbx: publish `%s`: queued as request `%s` (%s); `esbx publish --wait` "
+               "or `esbx queue show %s` follows it\n",
+               session, json_get_string (o, "request"), str_or (o, "state", "queued"),
+               json_get_string (o, "request"));
+    }
+  else if (layer)
     printf ("%s\n", layer);
   else
     fprintf (stderr, "esbx: publish `%s`: nothing to publish\n", session);

@@ -29,6 +29,20 @@ esbx_change_kind_name (enum esbx_change_kind k)
   return kind_names[k];
 }
 
+enum esbx_file_type
+esbx_file_type_of (mode_t m)
+{
+  if (S_ISREG (m))
+    return ESBX_TYPE_FILE;
+  if (S_ISDIR (m))
+    return ESBX_TYPE_DIR;
+  if (S_ISLNK (m))
+    return ESBX_TYPE_SYMLINK;
+  if (S_ISFIFO (m))
+    return ESBX_TYPE_FIFO;
+  return ESBX_TYPE_NONE;
+}
+
 const char *
 esbx_file_type_name (enum esbx_file_type t)
 {

@@ -64,6 +64,11 @@ keep_unpublished (esbx_store_t *store, const char *name, const char *rel, unsign
   int64_t n, n_ignored;
   int ret;
 
+  /* The merge queue's own sessions hold nothing of anyone's: no count.  */
+  if (flags & ESBX_DISCARD_SCRATCH)
+    return esbx_session_disk_unmount (store, name, disk_lock, err) < 0
+               ? esbx_error_wrap (err, "discard `%s`", name)
+               : 0;
   s = count_changes (store, name, &n, &n_ignored, &why);
   if (esbx_session_disk_unmount (store, name, disk_lock, err) < 0)
     {

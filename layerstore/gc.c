@@ -168,8 +168,8 @@ layers_in_use (esbx_store_t *store, const char *project, struct strv *used, esbx
   return it.unreadable > 0 ? -1 : 0;
 }
 
-/* Layers no stack names and no session builds on; then frozen layers
-   nothing names (frozen.c).  */
+/* Layers no stack names, no session builds on and no request of the merge
+   queue tests; then frozen layers nothing names (frozen.c).  */
 static int
 gc_layers (struct gc *g, const char *project, esbx_error_t *err)
 {
@@ -212,7 +212,8 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
         in_use = strcmp (ids[k], layers[i]) == 0;
       for (k = 0; k < used.n && !in_use; k++)
         in_use = strcmp (used.v[k], layers[i]) == 0;
-      if (in_use || esbx_snapshot_uses_layer (store, project, layers[i]))
+      if (in_use || esbx_snapshot_uses_layer (store, project, layers[i])
+          || esbx_queue_uses_layer (store, project, layers[i]))
         continue;
       shown = esbx_layer_rel (project, layers[i]);
       if (esbx_rm_rf_at (lfd, layers[i], &e) < 0)

@@ -28,8 +28,13 @@ bool esbx_is_mountpoint_at (int dirfd, const char *rel);
    the same filesystem (mount.c).  */
 int esbx_overlay_upper_in_use (const char *upper, const char *empty);
 
+/* The ids of the view of layer UPTO of PROJECT (NULL: the head), bottom
+   to top: the stack up to it, or, for a layer the merge queue is testing,
+   the stack up to its first parent there and the pending layers above.  */
+int esbx_layer_chain (esbx_store_t *store, const char *project, const char *upto, char ***ids,
+                      size_t *n, esbx_error_t *err);
 /* Absolute diff paths of PROJECT's layers from the bottom up to and including
-   UPTO (an id), then the layers in EXTRA (ids, may be NULL).  */
+   UPTO (an id, esbx_layer_chain), then the layers in EXTRA (ids, may be NULL).  */
 int esbx_stack_lowers (esbx_store_t *store, const char *project, const char *upto,
                        char *const *extra, char ***paths, size_t *n, esbx_error_t *err);
 
@@ -301,6 +306,14 @@ char *esbx_layer_name (struct esbx_layer *l, char *const *ids, size_t n, size_t 
    staged change set.  */
 int esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
                        struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err);
+/* The same without moving the head: the layer is named on IDS, its record
+   written and it is installed in layers/ (the merge queue's candidates).  */
+int esbx_layer_install (esbx_store_t *store, const char *project, struct esbx_staged *st,
+                        struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err);
+/* Copy the upper directory (or overlay diff) SRC as it is, whiteouts and
+   opaque directories included, into the empty directory DST
+   (snapshot.c).  */
+int esbx_upper_copy (int src, int dst, esbx_error_t *err);
 
 /* PROJECT is not in this store: pull it when the store has a remote and
    etcd a head for it (remote_fetch.c); 0 also when it has none.  */

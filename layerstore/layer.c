@@ -19,6 +19,7 @@ esbx_layer_free (struct esbx_layer *l)
   free (l->message);
   free (l->git_commit);
   json_free (l->labels);
+  json_free (l->gate);
   esbx_changeset_free (&l->changes);
   free (l);
 }
@@ -59,6 +60,8 @@ esbx_layer_from_json (const json_t *j, struct esbx_layer **out, esbx_error_t *er
   l->message = xstrdup (json_get_string (j, "message"));
   l->labels = esbx_labels_copy (json_get (j, "labels"));
   l->git_commit = xstrdup (json_get_string (j, "git_commit"));
+  if (json_get (j, "gate") && json_get (j, "gate")->type == JSON_OBJECT)
+    l->gate = json_copy (json_get (j, "gate"));
   for (i = 0; i < json_len (changes); i++)
     {
       struct esbx_change c;
@@ -92,6 +95,8 @@ esbx_layer_to_json (const struct esbx_layer *l)
   json_set (j, "changes", changes);
   if (l->git_commit)
     json_set_string (j, "git_commit", l->git_commit);
+  if (l->gate)
+    json_set (j, "gate", json_copy (l->gate));
   return j;
 }
 
@@ -252,6 +257,62 @@ esbx_layer_diff_path (esbx_store_t *store, const char *project, const char *id)
   return esbx_store_abs (store, rel);
 }
 
+/* A layer the merge queue is testing is installed in layers/ but not in the
+   stack: its record names the request and its parent, the layer below it,
+   which is in the stack or another such layer.  */
+#define PENDING_MAX_DEPTH 256
+
+int
+esbx_layer_chain (esbx_store_t *store, const char *project, const char *upto, char ***out,
+                  size_t *n, esbx_error_t *err)
+{
+  _cleanup_strv_ char **ids = NULL;
+  struct strv pending = { 0 };
+  _cleanup_free_ char *want = upto ? xstrdup (upto) : NULL;
+  size_t count, i, depth;
+
+  if (esbx_project_stack (store, project, &ids, &count, err) < 0)
+    return -1;
+  for (depth = 0;; depth++)
+    {
+      struct esbx_layer *l = NULL;
+
+      for (i = 0; i < count; i++)
+        if (want == NULL || strcmp (ids[i], want) == 0)
+          break;
+      if (want == NULL)
+        i = count - 1;
+      if (i < count)
+        break;
+      if (depth >= PENDING_MAX_DEPTH || !esbx_name_valid (want)
+          || esbx_layer_load (store, project, want, &l, NULL) < 0 || l->gate == NULL
+          || l->parent == NULL)
+        {
+          esbx_layer_free (l);
+          strv_free (&pending);
+          return esbx_make_error (err, 0, "project `%s`: layer `%s` is not in the stack", project,
+                                  upto);
+        }
+      strv_push (&pending, xstrdup (want));
+      free (want);
+      want = xstrdup (l->parent);
+      esbx_layer_free (l);
+    }
+  {
+    struct strv v = { 0 };
+    size_t k;
+
+    for (k = 0; k <= i; k++)
+      strv_push (&v, xstrdup (ids[k]));
+    for (k = pending.n; k > 0; k--)
+      strv_push (&v, steal_pointer (&pending.v[k - 1]));
+    strv_free (&pending);
+    *out = v.v;
+    *n = v.n;
+  }
+  return 0;
+}
+
 int
 esbx_stack_lowers (esbx_store_t *store, const char *project, const char *upto, char *const *extra,
                    char ***paths, size_t *n, esbx_error_t *err)
@@ -260,20 +321,10 @@ esbx_stack_lowers (esbx_store_t *store, const char *project, const char *upto, c
   struct strv v = { 0 };
   size_t count, i;
 
-  if (esbx_project_stack (store, project, &ids, &count, err) < 0)
+  if (esbx_layer_chain (store, project, upto, &ids, &count, err) < 0)
     return -1;
   for (i = 0; i < count; i++)
-    {
-      strv_push (&v, esbx_layer_diff_path (store, project, ids[i]));
-      if (upto && strcmp (ids[i], upto) == 0)
-        break;
-    }
-  if (upto && i == count)
-    {
-      strv_free (&v);
-      return esbx_make_error (err, 0, "project `%s`: layer `%s` is not in the stack", project,
-                              upto);
-    }
+    strv_push (&v, esbx_layer_diff_path (store, project, ids[i]));
   for (i = 0; extra && extra[i]; i++)
     strv_push (&v, esbx_layer_diff_path (store, project, extra[i]));
   *paths = v.v;

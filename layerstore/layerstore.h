@@ -50,8 +50,8 @@ typedef struct esbx_store
 
 /* The store's layout (layout.c): where a project, a layer and a session
    keep their parts, relative to the root: "projects/P", "projects/P/FILE",
-   "projects/P/layers/ID[/FILE]", "sessions/S[/FILE]"; esbx_store_abs makes
-   one absolute.  */
+   "projects/P/layers/ID[/FILE]", "sessions/S[/FILE]", the merge queue's
+   "projects/P/queue[/ID/FILE]"; esbx_store_abs makes one absolute.  */
 char *esbx_project_rel (const char *project);
 char *esbx_project_file (const char *project, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
@@ -65,6 +65,11 @@ char *esbx_session_rel (const char *name);
 char *esbx_session_file (const char *name, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 char *esbx_store_abs (esbx_store_t *store, const char *rel);
+/* The merge queue of a project: "projects/P/queue", and a request's files
+   "projects/P/queue/ID/FILE".  */
+char *esbx_queue_rel (const char *project);
+char *esbx_request_file (const char *project, const char *id, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 /* Open (creating if needed) the store at ROOT; NULL means $ESBX_ROOT or the
    default.  */
@@ -127,6 +132,9 @@ struct esbx_changeset
 void esbx_changeset_free (struct esbx_changeset *cs);
 const char *esbx_change_kind_name (enum esbx_change_kind k);
 const char *esbx_file_type_name (enum esbx_file_type t);
+/* The type of a file of mode M: ESBX_TYPE_NONE for one the store does not
+   keep (a socket, a device).  */
+enum esbx_file_type esbx_file_type_of (mode_t m);
 int esbx_file_type_parse (const char *s, enum esbx_file_type *t);
 json_t *esbx_change_to_json (const struct esbx_change *c);
 int esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err);
@@ -145,6 +153,8 @@ struct esbx_layer
   struct esbx_changeset changes; /* sorted by path */
   char *git_commit;              /* a git project's layer: its commit (not part of the id,
                                     which the commit's trailer names) */
+  json_t *gate;                  /* a layer the merge queue landed: {"request", "approvals",
+                                    "checks"}, or NULL */
 };
 
 void esbx_layer_free (struct esbx_layer *l);
@@ -222,26 +232,28 @@ int esbx_blame (esbx_store_t *store, const char *project, const char *path, stru
 
 struct esbx_session_opts
 {
-  const char *name;      /* NULL: generated "<project>-<hex>" */
-  const char *base;      /* layer reference; NULL: head */
-  char **labels;         /* NULL-terminated "K=V" */
-  const char *network;   /* "none" (default), "host" or "egress" */
-  const char *workspace; /* path inside the holder; default "/workspace" */
-  uint64_t memory;       /* bytes, 0 = the store's default (session_defaults.c) */
-  uint64_t pids;         /* 0 = the store's default */
-  uint64_t tmpfs_size;   /* bytes of each of /tmp, /run, /home, /root; 0 = the default */
-  uint64_t shm_size;     /* bytes of /dev/shm, 0 = the default */
-  const char *cpus;      /* e.g. "1.5", NULL = unlimited */
-  const char *rootfs;    /* DIR, tar or `docker save` archive; NULL: the host's */
-  char **env;            /* NULL-terminated "K=V", later ones win (esbx_session_env_parse) */
-  const char *snapshot;  /* start from this snapshot of PROJECT (on its base) */
-  int64_t ttl;           /* seconds the session may live, 0: the project's default */
-  int64_t idle_ttl;      /* seconds it may stay unused, 0: the project's default */
-  const char *on_expiry; /* "discard" (default) or "snapshot" */
-  char **allow;          /* NULL-terminated egress allow-list (network "egress" only) */
-  char **secrets;        /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
-  const char *token;     /* the gateway token that makes it (its caps count it), or NULL */
-  int64_t disk;          /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
+  const char *name;         /* NULL: generated "<project>-<hex>" */
+  const char *base;         /* layer reference; NULL: head */
+  char **labels;            /* NULL-terminated "K=V" */
+  const char *network;      /* "none" (default), "host" or "egress" */
+  const char *workspace;    /* path inside the holder; default "/workspace" */
+  uint64_t memory;          /* bytes, 0 = the store's default (session_defaults.c) */
+  uint64_t pids;            /* 0 = the store's default */
+  uint64_t tmpfs_size;      /* bytes of each of /tmp, /run, /home, /root; 0 = the default */
+  uint64_t shm_size;        /* bytes of /dev/shm, 0 = the default */
+  const char *cpus;         /* e.g. "1.5", NULL = unlimited */
+  const char *rootfs;       /* DIR, tar or `docker save` archive; NULL: the host's */
+  char **env;               /* NULL-terminated "K=V", later ones win (esbx_session_env_parse) */
+  const char *snapshot;     /* start from this snapshot of PROJECT (on its base) */
+  int64_t ttl;              /* seconds the session may live, 0: the project's default */
+  int64_t idle_ttl;         /* seconds it may stay unused, 0: the project's default */
+  const char *on_expiry;    /* "discard" (default) or "snapshot" */
+  char **allow;             /* NULL-terminated egress allow-list (network "egress" only) */
+  char **secrets;           /* NULL-terminated "NAME[,env=VAR][,file=/run/secrets/F]" */
+  const char *token;        /* the gateway token that makes it (its caps count it), or NULL */
+  const char *pending_base; /* the merge queue's own sessions: a candidate layer (not in the
+                               stack yet) as the base; BASE and SNAPSHOT unset */
+  int64_t disk;             /* bytes of a disk of its own; 0: the defaults', ESBX_DISK_NONE: none */
 };
 
 struct esbx_session
@@ -375,6 +387,9 @@ int esbx_project_disk_clear (esbx_store_t *store, const char *project, esbx_erro
 json_t *esbx_project_disk_get (esbx_store_t *store, const char *project, esbx_error_t *err);
 /* Delete unpublished changes too: no trash.  */
 #define ESBX_DISCARD_FORCE 1u
+/* With FORCE: a throwaway session (the merge queue's), deleted without
+   counting or naming its changes.  */
+#define ESBX_DISCARD_SCRATCH 2u
 /* Unmount and delete the session's private state.  The holder (shim/) must
    be stopped first: esbx_sandbox_discard does both.  A session with
    unpublished changes (esbx_session_changes not empty, or not countable)
@@ -524,6 +539,139 @@ int esbx_session_unmerged_show (esbx_store_t *store, const char *name, const cha
    they are now; an unknown path changes nothing.  */
 int esbx_session_unmerged_resolve (esbx_store_t *store, const char *name, char *const *paths,
                                    esbx_error_t *err);
+
+/* Rebase onto TARGET instead of the head: a layer of the stack or one the
+   merge queue is testing (queue_merge.c), whose parents lead to the stack.  */
+int esbx_session_rebase_onto (esbx_store_t *store, const char *name, const char *target,
+                              struct esbx_publish_result *r, esbx_error_t *err);
+
+/* ---- the deliberate gate (gate.c, queue*.c; README, "The gate") -------- */
+
+/* A project's publish policy, ROOT/projects/P/gate.json.  auto: a publish
+   lands at once (no file: the default).  checks: a publish files a
+   request, and the merge queue lands it once CHECKS pass on the merged
+   tree.  review: a request waits for APPROVALS approvals.  Both combine:
+   checks with approvals, review with checks.  */
+struct esbx_gate
+{
+  char *mode;            /* "auto", "checks", "review" */
+  char **checks;         /* shell commands, NULL-terminated, may be empty */
+  int64_t check_timeout; /* seconds each check may run */
+  unsigned approvals;    /* distinct approvals a request needs */
+  unsigned parallel;     /* requests tested at once; 0: the CPUs online */
+  char **secrets;        /* secrets the check sessions get (by name) */
+};
+#define ESBX_GATE_DEFAULT_TIMEOUT 600
+#define ESBX_GATE_MAX_CHECKS      16
+void esbx_gate_clear (struct esbx_gate *g);
+/* PROJECT's policy; auto when it has none.  */
+int esbx_gate_load (esbx_store_t *store, const char *project, struct esbx_gate *g,
+                    esbx_error_t *err);
+/* Check G (usage errors name the option) and write it; mode auto removes
+   the file.  Refused for shared and git projects (not done yet).  */
+int esbx_gate_set (esbx_store_t *store, const char *project, const struct esbx_gate *g,
+                   esbx_error_t *err);
+json_t *esbx_gate_json (const struct esbx_gate *g);
+bool esbx_gate_is_auto (const struct esbx_gate *g);
+
+/* Requests of the merge queue, ROOT/projects/P/queue/ID/: request.json (the
+   record), diff/ (the session's changes as they were filed, an overlay
+   tree), check.log.  Ids are store-wide ("r12").  States: review (waiting
+   for approvals), queued, testing (a candidate layer built and its checks
+   running), passed (waiting for the request ahead of it), and the final
+   landed, rejected, cancelled.  */
+bool esbx_request_is_final (const json_t *rec);
+/* Find request ID: its project in *PROJECT (owned) and its record.  */
+json_t *esbx_request_load (esbx_store_t *store, const char *id, char **project, esbx_error_t *err);
+/* PROJECT's requests (NULL: every project's), oldest first; ALL: final
+   ones too.  */
+json_t *esbx_queue_list (esbx_store_t *store, const char *project, bool all, esbx_error_t *err);
+/* File the prepared publish P (not empty) as a request of its project,
+   filed by BY ("uid:0", "token:ID"); DISCARD: the session ends once it
+   lands.  *ID is the request's.  A session with a request not final is
+   refused (busy).  */
+int esbx_queue_file (struct esbx_publish *p, const char *by, bool discard, unsigned flags,
+                     char **id, esbx_error_t *err);
+/* Approve or reject request ID as BY (MESSAGE may be NULL).  An approval
+   needs the request waiting (review, or queued for checks), is counted
+   once per BY, and is refused to the token that filed it; a rejection
+   ends any request not final.  *OUT (when not NULL): the record after.  */
+int esbx_request_approve (esbx_store_t *store, const char *id, const char *by, const char *message,
+                          json_t **out, esbx_error_t *err);
+int esbx_request_reject (esbx_store_t *store, const char *id, const char *by, const char *message,
+                         json_t **out, esbx_error_t *err);
+/* Withdraw request ID (cancelled).  */
+int esbx_request_cancel (esbx_store_t *store, const char *id, const char *by, esbx_error_t *err);
+/* The file of request ID: "check.log", or PATH of its frozen changes
+   ("diff/..."), opened read-only beneath it.  */
+int esbx_request_open_log (esbx_store_t *store, const char *id, esbx_error_t *err);
+/* What PATH was in request ID's filed changes, written to OUTFD (a file's
+   content, a symlink's target); not found when the request did not
+   change it or changed it away.  */
+int esbx_request_show (esbx_store_t *store, const char *id, const char *path, int outfd,
+                       esbx_error_t *err);
+/* The queue's counters (queue_stats.c): {"landed", "rejected": {KIND: N},
+   "check_runs", "check_seconds", "wait_seconds", "waited"}.  */
+json_t *esbx_queue_stats (esbx_store_t *store, const char *project);
+/* Whether a request of PROJECT names LAYER (its candidate): gc keeps it.  */
+bool esbx_queue_uses_layer (esbx_store_t *store, const char *project, const char *layer);
+
+/* The merge queue's steps, for its runner (shim/lib/queue_run.c, which
+   runs the checks); queue.c and queue_merge.c.  The queue's lock
+   (queue/lock) guards every change of a record; where the project lock is
+   held too it is taken first.  */
+int esbx_queue_lock (esbx_store_t *store, const char *project, esbx_error_t *err);
+json_t *esbx_request_read (esbx_store_t *store, const char *project, const char *id,
+                           esbx_error_t *err);
+/* Write REC (its "updated" set now); the caller holds the queue lock.  */
+int esbx_request_write (esbx_store_t *store, const char *project, const char *id, json_t *rec,
+                        esbx_error_t *err);
+/* An event of the queue (queue/events.jsonl: time, type, project,
+   request, FIELDS owned), an audit line (ROOT/audit.log: time, action,
+   by, project, request, reason), a counter of stats.json (KEY, or KEY.SUB,
+   plus VALUE; the caller holds the queue lock).  */
+void esbx_queue_event (esbx_store_t *store, const char *project, const char *id, const char *type,
+                       json_t *fields);
+void esbx_queue_audit (esbx_store_t *store, const char *action, const char *by, const char *project,
+                       const char *id, const char *reason);
+void esbx_queue_count (esbx_store_t *store, const char *project, const char *key, const char *sub,
+                       double value);
+/* Append LEN bytes to request ID's check.log (at most 4 MiB are kept).  */
+void esbx_request_log (esbx_store_t *store, const char *project, const char *id, const char *buf,
+                       size_t len);
+/* The names of request ID's throwaway sessions: its merge ("ID.merge")
+   and its checks ("ID.check").  */
+char *esbx_request_session (const char *id, const char *role);
+/* Build request ID's candidate layer on TARGET (the head, or the candidate
+   of the request ahead of it): a session on the request's base holding its
+   changes, rebased onto TARGET, published as a layer installed but not in
+   the stack (esbx_layer_chain), whose record names the request, its
+   approvals and the checks; the request is then `testing`, its candidate
+   and parent recorded.  0 and *CANDIDATE (NULL: the changes are upstream
+   already, nothing to land), or 0 and *REFUSED (owned: {"kind":
+   "conflict"|"unmerged"|"base", "message", ...}) when it does not merge.  */
+int esbx_queue_candidate (esbx_store_t *store, const char *project, const char *id,
+                          const char *target, char **candidate, json_t **refused,
+                          esbx_error_t *err);
+/* Land request ID's candidate: under the project lock, when the head is
+   still its parent, the head moves to it (1), else nothing (0: the head
+   moved; drop and build again).  Landed: the request is, its session (if
+   it still exists) remembers the layer as published.  */
+int esbx_queue_land (esbx_store_t *store, const char *project, const char *id, esbx_error_t *err);
+/* Forget request ID's candidate (removed unless the stack names it) and
+   put it back in STATE ("queued"), or when its candidate is in the stack
+   already, finish its landing (a runner killed in between): 1 then.  */
+int esbx_queue_drop (esbx_store_t *store, const char *project, const char *id, const char *state,
+                     esbx_error_t *err);
+/* The runner ends request ID: rejected with WHY (owned: {"kind":
+   "check"|"timeout"|"conflict"|"unmerged"|"base", "message", ...}), its
+   candidate dropped.  */
+int esbx_queue_reject (esbx_store_t *store, const char *project, const char *id, json_t *why,
+                       esbx_error_t *err);
+/* Change request ID's record with FN under the queue lock (no change when
+   it is final already, unless ANY).  */
+int esbx_request_update (esbx_store_t *store, const char *project, const char *id, bool any,
+                         void (*fn) (json_t *rec, void *arg), void *arg, esbx_error_t *err);
 
 /* ---- secrets (secret.c) ----------------------------------------------- */
 

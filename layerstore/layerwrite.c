@@ -306,6 +306,26 @@ int
 esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged *st,
                    struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err)
 {
+  if (esbx_layer_install (store, project, st, l, ids, n, err) < 0)
+    return -1;
+  {
+    char **next = xmalloc ((n + 2) * sizeof (char *));
+    int r;
+
+    if (n > 0)
+      memcpy (next, ids, n * sizeof (char *));
+    next[n] = l->id;
+    next[n + 1] = NULL;
+    r = esbx_project_write_stack (store, project, next, n + 1, err);
+    free (next);
+    return r;
+  }
+}
+
+int
+esbx_layer_install (esbx_store_t *store, const char *project, struct esbx_staged *st,
+                    struct esbx_layer *l, char **ids, size_t n, esbx_error_t *err)
+{
   _cleanup_free_ char *text = NULL, *dest = NULL, *layers = NULL;
   _cleanup_close_ int fd = -1;
   _cleanup_close_ int lfd = -1;
@@ -328,18 +348,7 @@ esbx_layer_commit (esbx_store_t *store, const char *project, struct esbx_staged 
   if (lfd < 0 || fsync (lfd) < 0)
     return lfd < 0 ? -1 : esbx_make_error (err, errno, "fsync `%s`", layers);
   esbx_failpoint ("layer-installed");
-  {
-    char **next = xmalloc ((n + 2) * sizeof (char *));
-    int r;
-
-    if (n > 0)
-      memcpy (next, ids, n * sizeof (char *));
-    next[n] = l->id;
-    next[n + 1] = NULL;
-    r = esbx_project_write_stack (store, project, next, n + 1, err);
-    free (next);
-    return r;
-  }
+  return 0;
 }
 
 /* Is PATH (a directory above a change of CS) in the layer only to hold

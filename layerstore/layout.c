@@ -6,7 +6,7 @@
 
 #include <stdarg.h>
 
-static char *
+__attribute__ ((format (printf, 2, 0))) static char *
 under (const char *dir, const char *fmt, va_list ap)
 {
   _cleanup_free_ char *rest = xvasprintf (fmt, ap);
@@ -81,4 +81,23 @@ char *
 esbx_store_abs (esbx_store_t *store, const char *rel)
 {
   return xasprintf ("%s/%s", store->root, rel);
+}
+
+char *
+esbx_queue_rel (const char *project)
+{
+  return xasprintf ("projects/%s/queue", project);
+}
+
+char *
+esbx_request_file (const char *project, const char *id, const char *fmt, ...)
+{
+  _cleanup_free_ char *dir = xasprintf ("projects/%s/queue/%s", project, id);
+  va_list ap;
+  char *p;
+
+  va_start (ap, fmt);
+  p = under (dir, fmt, ap);
+  va_end (ap);
+  return p;
 }

@@ -132,6 +132,13 @@ int
 esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_result *r,
                      esbx_error_t *err)
 {
+  return esbx_session_rebase_onto (store, name, NULL, r, err);
+}
+
+int
+esbx_session_rebase_onto (esbx_store_t *store, const char *name, const char *target,
+                          struct esbx_publish_result *r, esbx_error_t *err)
+{
   struct esbx_session *s = NULL;
   struct esbx_changeset cs = { 0 }, same = { 0 };
   struct esbx_upstream up = { 0 };
@@ -166,7 +173,7 @@ esbx_session_rebase (esbx_store_t *store, const char *name, struct esbx_publish_
     goto out;
 
   plock = esbx_project_lock (store, s->project, err);
-  if (plock < 0 || esbx_project_stack (store, s->project, &ids, &n, err) < 0)
+  if (plock < 0 || esbx_layer_chain (store, s->project, target, &ids, &n, err) < 0)
     goto out;
   if (strcmp (ids[n - 1], s->base) == 0)
     {

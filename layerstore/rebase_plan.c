@@ -103,20 +103,6 @@ side_clear (struct side *x)
   x->fd = -1;
 }
 
-static enum esbx_file_type
-type_of_mode (mode_t m)
-{
-  if (S_ISREG (m))
-    return ESBX_TYPE_FILE;
-  if (S_ISDIR (m))
-    return ESBX_TYPE_DIR;
-  if (S_ISLNK (m))
-    return ESBX_TYPE_SYMLINK;
-  if (S_ISFIFO (m))
-    return ESBX_TYPE_FIFO;
-  return ESBX_TYPE_NONE;
-}
-
 static const char *
 side_type_name (const struct side *x)
 {
@@ -147,7 +133,7 @@ stack_side (struct esbx_stack *st, const char *path, struct side *out, esbx_erro
   if (esbx_stack_lookup (st, path + 1, &layer, &sb) != 1)
     return 0;
   out->exists = true;
-  out->type = type_of_mode (sb.st_mode);
+  out->type = esbx_file_type_of (sb.st_mode);
   out->mode = sb.st_mode & 07777;
   out->size = sb.st_size;
   if (out->type == ESBX_TYPE_FILE)

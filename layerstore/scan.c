@@ -35,20 +35,6 @@ struct scan
   struct esbx_progress *progress; /* files hashed */
 };
 
-static enum esbx_file_type
-file_type (mode_t m)
-{
-  if (S_ISREG (m))
-    return ESBX_TYPE_FILE;
-  if (S_ISDIR (m))
-    return ESBX_TYPE_DIR;
-  if (S_ISLNK (m))
-    return ESBX_TYPE_SYMLINK;
-  if (S_ISFIFO (m))
-    return ESBX_TYPE_FIFO;
-  return ESBX_TYPE_NONE;
-}
-
 int
 esbx_check_entry_name (const char *session, const char *rel, const char *name, esbx_error_t *err)
 {
@@ -193,7 +179,7 @@ opaque_deletions (struct scan *sc, int dfd, const char *rel, bool ign, esbx_erro
           bool child_ign = ign;
           struct esbx_changeset *cs = target (sc, child, S_ISDIR (bst.st_mode), &child_ign);
           if (cs)
-            push (cs, child, ESBX_DELETED, file_type (bst.st_mode), NULL);
+            push (cs, child, ESBX_DELETED, esbx_file_type_of (bst.st_mode), NULL);
         }
     }
   return 0;
@@ -240,10 +226,10 @@ static int
 same_as_base (struct scan *sc, int dfd, const char *name, const char *rel, const struct stat *st,
               size_t layer, const struct stat *bst, char usha[65], esbx_error_t *err)
 {
-  enum esbx_file_type type = file_type (st->st_mode);
+  enum esbx_file_type type = esbx_file_type_of (st->st_mode);
 
   /* Type, mode and owner are a file's state as much as its content.  */
-  if (file_type (bst->st_mode) != type || published_mode (bst) != published_mode (st)
+  if (esbx_file_type_of (bst->st_mode) != type || published_mode (bst) != published_mode (st)
       || bst->st_uid != st->st_uid || bst->st_gid != st->st_gid)
     return 0;
   switch (type)
@@ -320,7 +306,7 @@ scan_leaf (struct scan *sc, struct esbx_changeset *cs, int dfd, const char *name
            const struct stat *st, bool found, size_t layer, const struct stat *bst,
            esbx_error_t *err)
 {
-  enum esbx_file_type type = file_type (st->st_mode);
+  enum esbx_file_type type = esbx_file_type_of (st->st_mode);
   char usha[65] = "";
   struct esbx_change *c;
   int same = 0;
@@ -422,29 +408,29 @@ scan_entry (struct scan *sc, int *dfd, const char *name, const char *rel, size_t
   if (esbx_is_whiteout (&st))
     {
       if (found && (cs = target (sc, rel, S_ISDIR (bst.st_mode), &ign)) != NULL)
-        push (cs, rel, ESBX_DELETED, file_type (bst.st_mode), NULL);
+        push (cs, rel, ESBX_DELETED, esbx_file_type_of (bst.st_mode), NULL);
       return 0;
     }
   if (S_ISDIR (st.st_mode))
     return scan_subdir (sc, dfd, name, rel, depth, &st, found, &bst, ign, err);
   cs = target (sc, rel, false, &ign);
-  if (cs == NULL || (ign && file_type (st.st_mode) == ESBX_TYPE_NONE))
+  if (cs == NULL || (ign && esbx_file_type_of (st.st_mode) == ESBX_TYPE_NONE))
     return 0; /* stays in the session: not looked at */
   if (S_ISSOCK (st.st_mode))
     {
       esbx_warn ("session `%s`: `/%s` is a socket: not part of the change set", sc->session, rel);
       return 0;
     }
-  if (file_type (st.st_mode) == ESBX_TYPE_NONE)
+  if (esbx_file_type_of (st.st_mode) == ESBX_TYPE_NONE)
     return esbx_make_error (err, 0, "session `%s`: `/%s` is a device node: refused", sc->session,
                             rel);
   if (cs == sc->ignored && sc->ignored_top)
     {
       /* Named, not read: a copy-up of the same type, mode and size is
          taken for unchanged.  */
-      if (!found || file_type (bst.st_mode) != file_type (st.st_mode)
+      if (!found || esbx_file_type_of (bst.st_mode) != esbx_file_type_of (st.st_mode)
           || published_mode (&bst) != published_mode (&st) || bst.st_size != st.st_size)
-        push (cs, rel, found ? ESBX_MODIFIED : ESBX_ADDED, file_type (st.st_mode), &st);
+        push (cs, rel, found ? ESBX_MODIFIED : ESBX_ADDED, esbx_file_type_of (st.st_mode), &st);
       return 0;
     }
   return scan_leaf (sc, cs, *dfd, name, rel, &st, found, layer, &bst, err);

@@ -41,7 +41,9 @@ put (struct out *o, const char *s, size_t n)
       o->cap = (o->len + n + 1) * 2;
       o->p = xrealloc (o->p, o->cap);
     }
-  memcpy (o->p + o->len, s, n);
+  /* The last call of a stream passes no bytes (and may pass NULL).  */
+  if (n)
+    memcpy (o->p + o->len, s, n);
   o->len += n;
   o->p[o->len] = '\0';
 }

@@ -256,8 +256,20 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
       json_free (labels);
       return esbx_error_wrap (err, "session create");
     }
-  if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
-                     : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
+  if (opts->pending_base)
+    {
+      _cleanup_strv_ char **chain = NULL;
+      size_t nchain;
+
+      if (esbx_layer_chain (store, project, opts->pending_base, &chain, &nchain, err) < 0)
+        {
+          json_free (labels);
+          return -1;
+        }
+      base = xstrdup (opts->pending_base);
+    }
+  else if (opts->snapshot ? esbx_snapshot_resolve (store, project, opts->snapshot, &base, err) < 0
+                          : esbx_layer_resolve (store, project, opts->base, &base, err) < 0)
     {
       json_free (labels);
       return -1;

@@ -163,6 +163,12 @@ copy_tree (int src, int dst, const char *rel, esbx_error_t *err)
   return 0;
 }
 
+int
+esbx_upper_copy (int src, int dst, esbx_error_t *err)
+{
+  return copy_tree (src, dst, "", err);
+}
+
 /* ---- taking one ------------------------------------------------------- */
 
 static bool

@@ -24,6 +24,8 @@ esbx_layer_summary_json (const struct esbx_layer *l)
   json_set_int (o, "changes", (int64_t)l->changes.n);
   if (l->git_commit)
     json_set_string (o, "git_commit", l->git_commit);
+  if (l->gate)
+    json_set (o, "gate", json_copy (l->gate));
   return o;
 }
 

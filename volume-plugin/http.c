@@ -504,7 +504,8 @@ on_head (struct esbx_http_server *srv, struct MHD_Connection *conn, const char *
   char *why = NULL;
   unsigned status;
 
-  if (srv->cfg.admit && (status = srv->cfg.admit (srv->cfg.data, conn, &st->admission, &why)))
+  if (srv->cfg.admit
+      && (status = srv->cfg.admit (srv->cfg.data, conn, method, url, &st->admission, &why)))
     return answer (srv, conn, method, url, st, status, why);
   set_busy (srv, conn, true);
   /* Answer before the body is sent: MHD then skips it (and curl's

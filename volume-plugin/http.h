@@ -65,11 +65,11 @@ struct esbx_http_answer
 typedef void (*esbx_http_handler) (void *data, const struct esbx_http_request *req,
                                    struct esbx_http_answer *answer);
 
-/* Decide on a request's head, before its body is read: return 0 and set
-   *ADMISSION (handed to the handler, then to ADMISSION_FREE), or refuse
-   with 401 and *WHY (owned).  */
-typedef unsigned (*esbx_http_admit) (void *data, struct MHD_Connection *conn, void **admission,
-                                     char **why);
+/* Decide on a request's head (METHOD, URL), before its body is read:
+   return 0 and set *ADMISSION (handed to the handler, then to
+   ADMISSION_FREE), or refuse with 401 and *WHY (owned).  */
+typedef unsigned (*esbx_http_admit) (void *data, struct MHD_Connection *conn, const char *method,
+                                     const char *url, void **admission, char **why);
 
 struct esbx_http_config
 {

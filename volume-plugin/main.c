@@ -12,6 +12,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "prefetch.h"
+#include "queue_worker.h"
+#include "samples.h"
 #include "text.h"
 #include "utils.h"
 
@@ -249,6 +251,9 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   struct esbx_plugin *plugin = NULL;
   struct esbx_expiry *expiry = NULL;
   struct esbx_prefetch *prefetch = NULL;
+  struct esbx_queue_worker *queue = NULL;
+  struct esbx_samples *samples = NULL;
+  const char *sample_interval = getenv ("ESBXD_SAMPLE_INTERVAL_MS");
   const char *interval = getenv ("ESBXD_EXPIRY_INTERVAL_MS");
   sigset_t sigs;
   int sig = 0, ret = -1;
@@ -282,6 +287,13 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
     goto out;
   esbx_info ("serving store `%s` on `%s`", store->root, socket_path);
   metrics = esbx_metrics_new (store);
+  if (esbx_samples_start (store, sample_interval ? atol (sample_interval) : 2000, &samples, err)
+      < 0)
+    {
+      esbx_plugin_stop (plugin);
+      goto out;
+    }
+  l->gateway.samples = samples;
   if (esbx_audit_open (store, &audit, err) < 0
       || start_listeners (store, l, metrics, audit, &gw, err) < 0)
     {
@@ -292,8 +304,10 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
   /* Sessions past their lifetime are retired by the daemon while it runs
      (by `esbx gc` otherwise).  */
   if (esbx_expiry_start (store, metrics, interval ? atol (interval) : 1000, &expiry, err) < 0
-      || esbx_prefetch_start (store, metrics, &prefetch, err) < 0)
+      || esbx_prefetch_start (store, metrics, &prefetch, err) < 0
+      || esbx_queue_worker_start (store, 500, &queue, err) < 0)
     {
+      esbx_prefetch_stop (prefetch);
       esbx_expiry_stop (expiry);
       esbx_plugin_stop (plugin);
       esbx_gateway_stop (gw);
@@ -320,12 +334,14 @@ serve (const char *root, const char *socket_path, const struct listeners *cmdlin
         esbx_prefetch_reload (prefetch);
     }
   esbx_info ("signal %d: stopping", sig);
+  esbx_queue_worker_stop (queue);
   esbx_prefetch_stop (prefetch);
   esbx_expiry_stop (expiry);
   esbx_plugin_stop (plugin);
   esbx_gateway_stop (gw);
   ret = 0;
 out:
+  esbx_samples_stop (samples);
   esbx_metrics_free (metrics);
   esbx_audit_close (audit);
   esbx_driver_free (driver);

@@ -6,6 +6,7 @@
 #include "utils.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
@@ -247,6 +248,71 @@ render_store (struct esbx_metrics *m, struct buf *b)
     }
 }
 
+static double
+stat_of (const json_t *o, const char *key)
+{
+  const char *s = json_get_string (o, key);
+  return s ? strtod (s, NULL) : 0;
+}
+
+/* The merge queues (README, "The gate"), read from the store: whoever ran
+   them (this esbxd, a CLI's publish --wait) counted in queue/stats.json.  */
+static void
+render_queues (struct esbx_metrics *m, struct buf *b)
+{
+  _cleanup_strv_ char **projects = NULL;
+  esbx_error_t e = NULL;
+  size_t i, k;
+
+  projects = esbx_project_list (m->store, &e);
+  esbx_error_free (&e);
+  bprintf (b, "# HELP esbx_queue_depth Requests of each project's merge queue not yet landed or "
+              "rejected.\n# TYPE esbx_queue_depth gauge\n");
+  for (i = 0; projects && projects[i]; i++)
+    {
+      _cleanup_json_ json_t *recs = esbx_queue_list (m->store, projects[i], false, NULL);
+      bprintf (b, "esbx_queue_depth{project=\"%s\"} %zu\n", projects[i], json_len (recs));
+    }
+  bprintf (b, "# HELP esbx_queue_landed_total Requests the merge queue landed.\n"
+              "# TYPE esbx_queue_landed_total counter\n");
+  for (i = 0; projects && projects[i]; i++)
+    {
+      _cleanup_json_ json_t *st = esbx_queue_stats (m->store, projects[i]);
+      bprintf (b, "esbx_queue_landed_total{project=\"%s\"} %.0f\n", projects[i],
+               stat_of (st, "landed"));
+    }
+  bprintf (b, "# HELP esbx_queue_rejections_total Requests rejected, by reason (check, timeout, "
+              "review, conflict, unmerged, base).\n# TYPE esbx_queue_rejections_total counter\n");
+  for (i = 0; projects && projects[i]; i++)
+    {
+      _cleanup_json_ json_t *st = esbx_queue_stats (m->store, projects[i]);
+      const json_t *rej = json_get (st, "rejected");
+      for (k = 0; k < json_len (rej); k++)
+        bprintf (b, "esbx_queue_rejections_total{project=\"%s\",reason=\"%s\"} %.0f\n", projects[i],
+                 json_key_at (rej, k), stat_of (rej, json_key_at (rej, k)));
+    }
+  bprintf (b, "# HELP esbx_queue_check_seconds Time the merge queue's checks ran (each check "
+              "command of each request).\n# TYPE esbx_queue_check_seconds summary\n");
+  for (i = 0; projects && projects[i]; i++)
+    {
+      _cleanup_json_ json_t *st = esbx_queue_stats (m->store, projects[i]);
+      bprintf (b, "esbx_queue_check_seconds_sum{project=\"%s\"} %.3f\n", projects[i],
+               stat_of (st, "check_seconds"));
+      bprintf (b, "esbx_queue_check_seconds_count{project=\"%s\"} %.0f\n", projects[i],
+               stat_of (st, "check_runs"));
+    }
+  bprintf (b, "# HELP esbx_queue_wait_seconds Time from filing to landing of the requests "
+              "landed.\n# TYPE esbx_queue_wait_seconds summary\n");
+  for (i = 0; projects && projects[i]; i++)
+    {
+      _cleanup_json_ json_t *st = esbx_queue_stats (m->store, projects[i]);
+      bprintf (b, "esbx_queue_wait_seconds_sum{project=\"%s\"} %.3f\n", projects[i],
+               stat_of (st, "wait_seconds"));
+      bprintf (b, "esbx_queue_wait_seconds_count{project=\"%s\"} %.0f\n", projects[i],
+               stat_of (st, "waited"));
+    }
+}
+
 char *
 esbx_metrics_render (struct esbx_metrics *m)
 {
@@ -256,6 +322,7 @@ esbx_metrics_render (struct esbx_metrics *m)
   size_t i, k;
 
   render_store (m, &b);
+  render_queues (m, &b);
   /* Every publish on the store, the CLI's too: the store counts them.  */
   if (esbx_counters_publishes (m->store, &ok, &conflicts, &e) < 0)
     esbx_error_free (&e);

@@ -5,7 +5,8 @@
  * The objects are written into an in-memory object database (libgit2's
  * mempack) over the layers' own: blobs of the layer's files read from the
  * staged layer, the trees from the parent's with the layer's changes, the
- * commit; the new ones are then one pack in the staged layer's `.git`, and
+ * commit; the new ones (the blobs, the trees on the way to a changed path,
+ * the commit) are then one pack in the staged layer's `.git`, and
  * the index of the new tree (the parent's index with the layer's changes,
  * each with the stat of the staged file) beside it.  The commit depends on
  * the layers only (the time is the layer's, the author and the message are
@@ -228,25 +229,59 @@ out:
   return ret;
 }
 
-/* The objects in the mempack as one pack in the directory PACKFD.  */
+/* Into PB: the trees of TREE that hold PATH (its parent directories, from
+   the root down), those a change rewrote.  */
 static int
-write_pack (struct make *m, int packfd, esbx_error_t *err)
+insert_parents (git_packbuilder *pb, git_tree *tree, const char *path)
+{
+  _cleanup_free_ char *dir = xstrdup (path);
+  char *slash;
+
+  while ((slash = strrchr (dir, '/')) != NULL)
+    {
+      git_tree_entry *e = NULL;
+      int r = 0;
+
+      *slash = '\0';
+      if (git_tree_entry_bypath (&e, tree, dir) == 0)
+        {
+          if (git_tree_entry_type (e) == GIT_OBJECT_TREE)
+            r = git_packbuilder_insert (pb, git_tree_entry_id (e), NULL);
+          git_tree_entry_free (e);
+        }
+      if (r < 0)
+        return r;
+    }
+  return 0;
+}
+
+/* The objects the changes CS added, as one pack in the directory PACKFD:
+   COMMIT, TREE and the trees on the way to each changed path (every other
+   tree is the parent's), the blobs written.  Not git_mempack_dump, which
+   packs all that the commit reaches: the whole tree, read back from the
+   layers' packs, again in every layer.  */
+static int
+write_pack (struct make *m, const git_oid *commit, git_tree *tree, const struct esbx_changeset *cs,
+            int packfd, esbx_error_t *err)
 {
   _cleanup_free_ char *dir = esbx_git_fd_path (packfd, NULL);
-  git_buf pack = { 0 };
-  git_indexer *ix = NULL;
-  git_indexer_progress stats;
+  git_packbuilder *pb = NULL;
+  size_t i;
   int ret = -1;
 
-  if (git_mempack_dump (&pack, m->repo, m->mempack) < 0
-      || git_indexer_new (&ix, dir, 0444, NULL, NULL) < 0
-      || git_indexer_append (ix, pack.ptr, pack.size, &stats) < 0
-      || git_indexer_commit (ix, &stats) < 0)
-    git_fail (err, "pack of %s: %s", "the new objects");
-  else
+  if (git_packbuilder_new (&pb, m->repo) < 0 || git_packbuilder_insert (pb, commit, NULL) < 0
+      || git_packbuilder_insert (pb, git_tree_id (tree), NULL) < 0)
+    goto out;
+  for (i = 0; i < cs->n; i++)
+    if ((!git_oid_is_zero (&m->blob_of[i]) && git_packbuilder_insert (pb, &m->blob_of[i], NULL) < 0)
+        || insert_parents (pb, tree, cs->v[i].path + 1) < 0)
+      goto out;
+  if (git_packbuilder_write (pb, dir, 0444, NULL, NULL) == 0)
     ret = 0;
-  git_indexer_free (ix);
-  git_buf_dispose (&pack);
+out:
+  if (ret < 0)
+    git_fail (err, "pack of %s: %s", "the new objects");
+  git_packbuilder_free (pb);
   return ret;
 }
 
@@ -376,7 +411,7 @@ esbx_git_layer_make (esbx_store_t *store, const char *project, const char *stage
     goto out;
   gitfd = open_dirs (diffd, ".git", err);
   packfd = gitfd < 0 ? -1 : open_dirs (gitfd, "objects/pack", err);
-  if (packfd < 0 || write_pack (&m, packfd, err) < 0
+  if (packfd < 0 || write_pack (&m, &coid, tree, &l->changes, packfd, err) < 0
       || esbx_git_index_update (store, project, head, &l->changes, m.blob_of, m.diffd, gitfd, err)
              < 0
       || esbx_syncfs (diffd, "the layer's commit", err) < 0)
@@ -436,7 +471,7 @@ esbx_git_session_commit (esbx_store_t *store, const char *project, const char *h
      objects stay the session's.  */
   gitfd = open_dirs (upperfd, ".git", err);
   packfd = gitfd < 0 ? -1 : open_dirs (gitfd, "objects/pack", err);
-  if (packfd < 0 || write_pack (&m, packfd, err) < 0
+  if (packfd < 0 || write_pack (&m, &coid, tree, cs, packfd, err) < 0
       || esbx_git_index_update (store, project, head, cs, m.blob_of, m.diffd, gitfd, err) < 0)
     goto out;
   git_oid_tostr (commit_hex, 41, &coid);

@@ -1,6 +1,9 @@
 /* libgit2, loaded on first use: see git.h.  */
 #include "git.h"
 
+#include "dl.h"
+#include "utils.h"
+
 #include <dlfcn.h>
 #include <git2.h>
 #include <git2/sys/hashsig.h>
@@ -107,20 +110,11 @@
   F (int, git_index_remove_directory, (git_index * index, const char *dir, int stage),             \
      (index, dir, stage))                                                                          \
   F (int, git_mempack_new, (git_odb_backend * *out), (out))                                        \
-  F (int, git_mempack_dump, (git_buf * pack, git_repository * repo, git_odb_backend * backend),    \
-     (pack, repo, backend))                                                                        \
+  F (int, git_packbuilder_insert, (git_packbuilder * pb, const git_oid *id, const char *name),     \
+     (pb, id, name))                                                                               \
+  F (int, git_oid_is_zero, (const git_oid *id), (id))                                              \
   F (int, git_odb_add_backend, (git_odb * odb, git_odb_backend * backend, int priority),           \
      (odb, backend, priority))                                                                     \
-  F (int, git_indexer_new,                                                                         \
-     (git_indexer * *out, const char *path, unsigned int mode, git_odb *odb,                       \
-      git_indexer_options *opts),                                                                  \
-     (out, path, mode, odb, opts))                                                                 \
-  F (int, git_indexer_append,                                                                      \
-     (git_indexer * idx, const void *data, size_t size, git_indexer_progress *stats),              \
-     (idx, data, size, stats))                                                                     \
-  F (int, git_indexer_commit, (git_indexer * idx, git_indexer_progress * stats), (idx, stats))     \
-  V (void, git_indexer_free, (git_indexer * idx), (idx))                                           \
-  V (void, git_buf_dispose, (git_buf * buffer), (buffer))                                          \
   F (int, git_tree_create_updated,                                                                 \
      (git_oid * out, git_repository * repo, git_tree * baseline, size_t nupdates,                  \
       const git_tree_update *updates),                                                             \
@@ -196,46 +190,26 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[512];
 static int loaded;
 
-static int
-load_symbol (void *handle, void *fn, const char *name)
-{
-  void *sym = dlsym (handle, name);
-
-  if (sym == NULL)
-    {
-      snprintf (load_error, sizeof load_error, "%s has no `%s`", LIBGIT2, name);
-      return -1;
-    }
-  memcpy (fn, &sym, sizeof sym);
-  return 0;
-}
+#define SYMBOL(ret, name, params, args) { #name, &api.name },
+static const struct esbx_dl_symbol symbols[] = { GIT_FUNCTIONS (SYMBOL, SYMBOL) };
+#undef SYMBOL
 
 static void
 load (void)
 {
-  void *handle = dlopen (LIBGIT2, RTLD_NOW | RTLD_LOCAL);
+  void *handle
+      = esbx_dl_load (LIBGIT2, symbols, ARRAY_SIZE (symbols), load_error, sizeof load_error);
 
   if (handle == NULL)
-    {
-      snprintf (load_error, sizeof load_error, "%s", dlerror ());
-      return;
-    }
-#define LOAD(ret, name, params, args)                                                              \
-  if (load_symbol (handle, &api.name, #name) < 0)                                                  \
-    goto fail;
-  GIT_FUNCTIONS (LOAD, LOAD)
-#undef LOAD
+    return;
   if (api.git_libgit2_init () < 0)
     {
       snprintf (load_error, sizeof load_error, "git_libgit2_init failed");
-      goto fail;
+      memset (&api, 0, sizeof api);
+      dlclose (handle);
+      return;
     }
   loaded = 1;
-  return;
-
-fail:
-  memset (&api, 0, sizeof api);
-  dlclose (handle);
 }
 
 int

@@ -74,9 +74,14 @@ esbx_git_session_init (int upperfd, const char *session, const char *commit, esb
   git = heads < 0 ? -1 : esbx_open_dir_at (upperfd, ".git", err);
   if (git < 0)
     return -1;
-  if (esbx_write_file_atomic_at (heads, branch, ref, strlen (ref), 0644, err) < 0)
+  /* UPPERFD is still in the session's private temp directory, which
+     session_create.c renames into sessions/ afterwards: no reader sees a
+     file half written, so each is written in place and fsynced, as
+     session.json is (a temp file and a rename would add an fsync of the
+     directory each).  */
+  if (esbx_write_new_file_at (heads, branch, ref, strlen (ref), 0644, err) < 0)
     return -1;
-  return esbx_write_file_atomic_at (git, "HEAD", head, strlen (head), 0644, err);
+  return esbx_write_new_file_at (git, "HEAD", head, strlen (head), 0644, err);
 }
 
 /* ---- a private copy of a session's .git --------------------------------- */

@@ -1,9 +1,11 @@
 /* libarchive, loaded on first use: see archive_load.h.  */
 #include "archive_load.h"
 
+#include "dl.h"
+#include "utils.h"
+
 #include <archive.h>
 #include <archive_entry.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,42 +108,16 @@ static struct
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[512];
 
-static int
-load_symbol (void *handle, void *fn, const char *name)
-{
-  void *sym = dlsym (handle, name);
-
-  if (sym == NULL)
-    {
-      snprintf (load_error, sizeof load_error, "%s has no `%s`", LIBARCHIVE, name);
-      return -1;
-    }
-  memcpy (fn, &sym, sizeof sym);
-  return 0;
-}
+#define SYMBOL(ret, name, params, args) { #name, &api.name },
+static const struct esbx_dl_symbol symbols[] = {
+  ARCHIVE_FUNCTIONS (SYMBOL, SYMBOL){ "archive_set_error", &api.archive_set_error },
+};
+#undef SYMBOL
 
 static void
 load (void)
 {
-  void *handle = dlopen (LIBARCHIVE, RTLD_NOW | RTLD_LOCAL);
-
-  if (handle == NULL)
-    {
-      snprintf (load_error, sizeof load_error, "%s", dlerror ());
-      return;
-    }
-#define LOAD(ret, name, params, args)                                                              \
-  if (load_symbol (handle, &api.name, #name) < 0)                                                  \
-    goto fail;
-  ARCHIVE_FUNCTIONS (LOAD, LOAD)
-#undef LOAD
-  if (load_symbol (handle, &api.archive_set_error, "archive_set_error") < 0)
-    goto fail;
-  return;
-
-fail:
-  memset (&api, 0, sizeof api);
-  dlclose (handle);
+  esbx_dl_load (LIBARCHIVE, symbols, ARRAY_SIZE (symbols), load_error, sizeof load_error);
 }
 
 int

@@ -34,6 +34,12 @@ struct esbx_exec_opts
   bool detach;        /* run in the background; survives this call */
   bool tty;           /* a pty of the session's own for stdin, stdout and stderr */
   uint64_t log_limit; /* bytes kept per stream in the logs; 0: ESBX_EXEC_LOG_LIMIT */
+  /* Called in the caller once the command runs, with its pid as the
+     caller sees it: the command leads a session and a process group of its
+     own, so -PID reaches what it started too (exec_capture.c ends a
+     cancelled command that way).  NULL: nothing is called.  */
+  void (*started) (pid_t pid, void *data);
+  void *started_data;
 };
 
 /* The default of log_limit: $ESBX_EXEC_LOG_LIMIT (bytes) or 16 MiB.  */

@@ -4,6 +4,7 @@
    be unmounted, when a rebase must wait) is decided here once.  */
 #include "sandbox.h"
 #include "egress.h"
+#include "events.h"
 #include "holder.h"
 #include "log.h"
 #include "ps.h"
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 int
 esbx_sandbox_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
@@ -24,33 +26,56 @@ esbx_sandbox_create (esbx_store_t *store, const char *project, const struct esbx
 /* Where the layer goes is decided here: a shared project's head is in
    etcd, so its publish goes through the remote (started as soon as the
    project is known, beside the scan); any other's is the store's.  */
+/* A project whose gate is not auto (README, "The gate") takes no layer
+   from a publish: the prepared change set is filed as a request of its
+   merge queue (layerstore/queue.c), whose runner lands it.  */
 static int
 publish (esbx_store_t *store, const char *name, const char *message, unsigned int changes,
-         bool discard, char *const *allow, struct esbx_publish_result *r, esbx_error_t *err)
+         char *const *allow, const char *by, bool discard, struct esbx_publish_result *r,
+         char **request, esbx_error_t *err)
 {
   struct esbx_publish *p = NULL;
   struct esbx_remote_warm *warm = NULL;
+  struct esbx_gate gate = { 0 };
   int ret = -1;
 
   memset (r, 0, sizeof *r);
   if (esbx_publish_open (store, name, message, &p, err) < 0)
     return -1;
+  if (esbx_gate_load (store, esbx_publish_project (p), &gate, err) < 0)
+    goto out;
   if (esbx_project_is_shared (store, esbx_publish_project (p)))
     warm = esbx_remote_warm_start (store, esbx_publish_project (p));
   if (esbx_publish_prepare (p, changes, allow, r, err) < 0)
     goto out;
+  if (!esbx_publish_is_empty (p) && !esbx_gate_is_auto (&gate))
+    {
+      _cleanup_free_ char *uid = xasprintf ("uid:%u", (unsigned)getuid ());
+      json_t *f;
+
+      if (esbx_queue_file (p, by ? by : uid, discard, changes, request, err) < 0)
+        goto out;
+      f = json_new (JSON_OBJECT);
+      json_set_string (f, "request", *request);
+      {
+        esbx_error_t e = NULL;
+        if (esbx_event_append (store, name, "queue.filed", f, &e) < 0)
+          esbx_error_free (&e);
+      }
+      ret = 0;
+      goto out;
+    }
   if (!esbx_publish_is_empty (p)
       && (warm ? esbx_remote_publish (p, warm, r, err) : esbx_publish_commit (p, r, err)) < 0)
     goto out;
   ret = esbx_publish_end (p, r, err);
 out:
+  esbx_gate_clear (&gate);
   esbx_publish_free (p);
   /* The remote's last request (moving its tag `head`) ran beside the
-     local install and the session's record; --discard forks its remover
-     only when no other thread runs.  */
+     local install and the session's record; --discard (by the caller)
+     forks its remover only when no other thread runs.  */
   esbx_remote_warm_free (warm);
-  if (ret == 0 && discard && esbx_sandbox_discard (store, name, 0, err) < 0)
-    ret = -1;
   return ret;
 }
 
@@ -59,10 +84,29 @@ esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const char *m
                             unsigned int flags, char *const *allow,
                             struct esbx_publish_result *result, esbx_error_t *err)
 {
+  _cleanup_free_ char *request = NULL;
+
+  return esbx_sandbox_publish_as (store, name, message, flags, allow, NULL, result, &request, err);
+}
+
+int
+esbx_sandbox_publish_as (esbx_store_t *store, const char *name, const char *message,
+                         unsigned int flags, char *const *allow, const char *by,
+                         struct esbx_publish_result *result, char **request, esbx_error_t *err)
+{
   unsigned int changes = flags & ESBX_PUBLISH_INCLUDE_IGNORED ? ESBX_CHANGES_INCLUDE_IGNORED : 0;
 
-  return publish (store, name, message, changes, (flags & ESBX_PUBLISH_DISCARD) != 0, allow, result,
-                  err);
+  *request = NULL;
+  if (publish (store, name, message, changes, allow, by, (flags & ESBX_PUBLISH_DISCARD) != 0,
+               result, request, err)
+      < 0)
+    return -1;
+  /* A request filed: the session ends once it lands, not now.  */
+  if (*request)
+    return 0;
+  if ((flags & ESBX_PUBLISH_DISCARD) && esbx_sandbox_discard (store, name, 0, err) < 0)
+    return -1;
+  return 0;
 }
 
 int

@@ -32,6 +32,15 @@ int esbx_sandbox_publish_allow (esbx_store_t *store, const char *name, const cha
                                 unsigned int flags, char *const *allow,
                                 struct esbx_publish_result *result, esbx_error_t *err);
 
+/* The same, through the project's gate: BY names the caller ("token:ID"
+   over the gateway; NULL: "uid:N" of this process).  When the gate is not
+   auto and the session has changes, nothing lands now: they are filed as a
+   request of the merge queue, *REQUEST (owned) names it, RESULT says
+   nothing was published and ESBX_PUBLISH_DISCARD waits for the landing.  */
+int esbx_sandbox_publish_as (esbx_store_t *store, const char *name, const char *message,
+                             unsigned int flags, char *const *allow, const char *by,
+                             struct esbx_publish_result *result, char **request, esbx_error_t *err);
+
 /* Stop the session's holder and every process in it; its files and its
    merged view stay (`esbx session stop`).  A stopped session is at rest.  */
 int esbx_sandbox_stop (esbx_store_t *store, const char *name, esbx_error_t *err);

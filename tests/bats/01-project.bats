@@ -103,7 +103,9 @@ load helpers
     verb=${verb#cmd_}
     esbx_ok "$verb" --help
     assert_line --index 0 --partial "usage: esbx $verb"
-    opts=$(grep -oE '\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$f" | cut -d'"' -f2)
+    # A verb's sub-verbs may live beside it in VERB_*.c (project_gate.c).
+    opts=$(cat "$f" "$ESBX_SRC/cli/${verb}"_*.c 2>/dev/null |
+      grep -oE '\{ "[a-z][a-z-]*", (no|required|optional)_argument' | cut -d'"' -f2 | sort -u)
     # The shared --progress/--quiet entries of cli.h.
     if grep -q CLI_PROGRESS_OPTIONS "$f"; then opts="$opts progress quiet"; fi
     [ -n "$opts" ] || continue

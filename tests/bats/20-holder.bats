@@ -47,10 +47,18 @@ setup() { setup_project; }
 }
 
 @test "network host: the host's interfaces are visible" {
-  host=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\n' ' ')
+  # The host's network namespace itself (its interfaces come and go with
+  # whatever else runs on the host, so they are not compared as a list).
+  host=$(readlink /proc/self/ns/net)
   esbx_ok session create p --name s1 --network host
-  esbx_ok exec s1 -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" " "'
+  esbx_ok exec s1 -- readlink /proc/self/ns/net
   assert_output "$host"
+  # The interface of the host's default route, when it has one, is there.
+  dev=$(ip route show default | awk '{ print $5; exit }')
+  if [ -n "$dev" ]; then
+    esbx_ok exec s1 -- cat /proc/net/dev
+    assert_output --partial "$dev:"
+  fi
   esbx_ok session inspect s1
   assert_output --partial '"network": "host"'
 }

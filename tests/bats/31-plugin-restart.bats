@@ -78,7 +78,7 @@ others_running() {
 
 restart_dockerd() {
   local pid cmd
-  pid=$(pidof dockerd)
+  pid=$(dockerd_pid)
   [ -n "$pid" ] || return 1
   mapfile -d '' cmd </proc/"$pid"/cmdline
   kill -TERM "$pid"

@@ -12,10 +12,6 @@ DAEMON_JSON=/etc/docker/daemon.json
 RUNTIME_CONF=/etc/esbx/runtime.conf
 LOCK=/run/esbx-runtime-test.lock
 
-dockerd_pid() {
-  pidof dockerd | awk '{print $1}'
-}
-
 # Reload dockerd's configuration and wait until it knows runtime esbx (or,
 # with "gone", no longer knows it).
 reload_dockerd() {

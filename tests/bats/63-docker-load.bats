@@ -70,7 +70,7 @@ store_mounts() {
   done
   assert_equal "$(store_mounts)" 0
   # dockerd's own mount namespace holds no stale bind mount of a session.
-  run grep -cF "$ESBX_ROOT/" "/proc/$(pidof dockerd | cut -d' ' -f1)/mountinfo"
+  run grep -cF "$ESBX_ROOT/" "/proc/$(dockerd_pid)/mountinfo"
   assert_output 0
   echo "# whole cycle $((SECONDS - t0)) s" >&3
 }

@@ -119,6 +119,7 @@ wait_session_gone() {
   head -c $((150 * 1024 * 1024)) /dev/urandom >"$m/build/blob"
   echo unpublished >"$m/work.txt"
   wait_session_gone full 40
+  wait_log "$GW_LOG" "retired session \`full\` \(ttl\): discarded after 5 failed attempts"
   # Five attempts, each put off twice as long as the one before, then the
   # fallback; not one attempt per interval.
   run grep -c "expiry of session \`full\` failed: .*No space left on device" "$GW_LOG"

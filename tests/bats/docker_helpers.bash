@@ -13,6 +13,19 @@ load helpers
 ESBX_TEST_IMAGE=${ESBX_TEST_IMAGE:-esbx-test:latest}
 export ESBX_TEST_IMAGE
 
+# The pid of the dockerd the docker CLI talks to (/var/run/docker.sock): its
+# pid file, not `pidof`, since other daemons (in namespaces of their own)
+# may run beside it.
+dockerd_pid() {
+  local pid
+  pid=$(cat /var/run/docker.pid 2>/dev/null) || pid=
+  if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ]; then
+    echo "$pid"
+  else
+    pidof -s dockerd
+  fi
+}
+
 # Once per file: dockerd up, test image present.
 setup_docker_file() {
   [ -x "$ESBXD" ] || skip "esbxd not built at $ESBXD"

@@ -148,6 +148,19 @@ wait_gone() {
   proc_gone "$1"
 }
 
+# `wait_log LOG PATTERN [SECONDS]`: wait up to SECONDS (10) for a line
+# matching the extended regex PATTERN in LOG; a daemon writes its log line
+# after the change it reports, so a test that saw the change waits for it.
+wait_log() {
+  local i
+  for i in $(seq 1 $((${3:-10} * 10))); do
+    grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no line matching '$2' in $1" >&2
+  return 1
+}
+
 # A JSON field with python3 (available wherever bats runs here):
 # `json_field 'Volume.Status.changes' <<<"$json"`.
 json_field() {

@@ -89,6 +89,20 @@ esbx_auth_resolve_target (struct esbx_gateway_ctx *ctx, const struct esbx_gatewa
       else
         ctx->project = xstrndup (s, strcspn (s, "@"));
       break;
+    case GATEWAY_TARGET_REQUEST:
+      {
+        esbx_error_t err = NULL;
+        json_t *rec = esbx_request_load (ctx->store, ctx->arg, &ctx->project, &err);
+
+        esbx_error_free (&err);
+        if (rec && json_get_string (rec, "session"))
+          {
+            ctx->session = xstrdup (json_get_string (rec, "session"));
+            ctx->session_id = xstrdup (json_get_string (rec, "session_id"));
+          }
+        json_free (rec);
+      }
+      break;
     case GATEWAY_TARGET_LIST:
     case GATEWAY_TARGET_TOKEN:
     case GATEWAY_TARGET_STORE:

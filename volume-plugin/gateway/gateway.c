@@ -5,6 +5,8 @@
 #include "listen.h"
 #include "log.h"
 #include "routes.h"
+#include "routes_ui.h"
+#include "routes_mcp.h"
 #include "text.h"
 #include "utils.h"
 
@@ -26,6 +28,7 @@ struct esbx_gateway
   struct esbx_audit *audit;
   struct esbx_http_server *unix_server;
   struct esbx_http_server *tcp_server;
+  struct esbx_gateway_mcp *mcp;
   char *socket_path;
   char *tls_cert, *tls_key; /* PEM, read at start */
   struct esbx_gateway_config cfg;
@@ -138,11 +141,20 @@ parse_body (struct esbx_gateway_ctx *ctx)
    byte of the body: a client without a valid token never gets to send one
    (nor to hold a connection busy while it trickles in).  */
 static unsigned
-admit (void *data, struct MHD_Connection *conn, void **admission, char **why)
+admit (void *data, struct MHD_Connection *conn, const char *method, const char *url,
+       void **admission, char **why)
 {
   struct esbx_gateway *gw = data;
   const char *auth = MHD_lookup_connection_value (conn, MHD_HEADER_KIND, "Authorization");
   struct esbx_token *token = NULL;
+
+  /* The dashboard's page and scripts hold no data: they come without a
+     token, and ask for everything with the one the operator types.  */
+  if (esbx_gateway_ui_path (method, url))
+    {
+      *admission = NULL;
+      return 0;
+    }
 
   if (esbx_auth_authenticate (gw->store, auth, &token, why) < 0)
     return MHD_HTTP_UNAUTHORIZED;
@@ -154,6 +166,40 @@ static void
 free_admission (void *admission)
 {
   esbx_token_free (admission);
+}
+
+/* A browser sends Origin with every request that changes something: one
+   from another origin than the gateway's own (a page elsewhere that the
+   operator visits) is refused before anything runs, whatever it carries.
+   The token never travels in a cookie, so such a page has none to send
+   anyway; this holds even if it had.  Clients that are not browsers send
+   no Origin.  */
+static bool
+cross_site (struct esbx_gateway_ctx *ctx)
+{
+  const char *origin = MHD_lookup_connection_value (ctx->conn, MHD_HEADER_KIND, "Origin");
+  const char *host = MHD_lookup_connection_value (ctx->conn, MHD_HEADER_KIND, "Host");
+  const char *site = MHD_lookup_connection_value (ctx->conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
+  const char *rest;
+
+  if (strcmp (ctx->method, "GET") == 0 || strcmp (ctx->method, "HEAD") == 0)
+    {
+      if (site == NULL || strcmp (site, "cross-site") != 0)
+        return false;
+    }
+  else if (origin == NULL && (site == NULL || strcmp (site, "cross-site") != 0))
+    return false;
+  rest = origin == NULL                         ? NULL
+         : strncmp (origin, "http://", 7) == 0  ? origin + 7
+         : strncmp (origin, "https://", 8) == 0 ? origin + 8
+                                                : NULL;
+  if (rest && host && strcmp (rest, host) == 0
+      && (site == NULL || strcmp (site, "cross-site") != 0))
+    return false;
+  esbx_gateway_reply_fail (ctx, ESBX_ERR_FORBIDDEN, 0,
+                           "forbidden: a cross-site request (Origin `%s`) is refused",
+                           origin ? origin : "-");
+  return true;
 }
 
 static void
@@ -179,6 +225,9 @@ handle (struct esbx_gateway *gw, struct esbx_gateway_ctx *ctx, const char *url,
     }
   *endpoint = route->name;
   ctx->arg = arg;
+  /* /mcp checks Origin and Host itself (routes_mcp.c: DNS rebinding).  */
+  if (strncmp (route->name, "mcp", 3) != 0 && cross_site (ctx))
+    return;
   if (arg[0] && !esbx_name_valid (arg))
     {
       esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0, "invalid name `%s`: names must match %s",
@@ -207,6 +256,8 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
     .len = req->len,
     .token = req->admission,
     .exec_log_limit = gw->cfg.exec_log_limit,
+    .samples = gw->cfg.samples,
+    .mcp = gw->mcp,
   };
   const char *endpoint = "unknown";
 
@@ -224,6 +275,11 @@ serve (void *data, const struct esbx_http_request *req, struct esbx_http_answer 
     {
       esbx_gateway_reply_refused (&ctx, req->refused, ESBX_ERR_USAGE, req->why);
       endpoint = "too_large";
+    }
+  else if (esbx_gateway_ui_path (ctx.method, req->url))
+    {
+      esbx_gateway_ui_asset (&ctx, req->url);
+      endpoint = "ui";
     }
   else
     handle (gw, &ctx, req->url, &endpoint);
@@ -330,6 +386,7 @@ esbx_gateway_start (esbx_store_t *store, struct esbx_metrics *metrics, struct es
     gw->cfg.max_waiting_per_client = ESBX_GATEWAY_DEFAULT_WAITING;
   if (gw->cfg.head_timeout == 0)
     gw->cfg.head_timeout = ESBX_GATEWAY_DEFAULT_HEAD_TIMEOUT;
+  gw->mcp = esbx_gateway_mcp_new (store, audit, cfg->exec_log_limit);
   if (esbx_gateway_check_tcp (cfg, err) < 0)
     goto fail;
   if (cfg->tcp && cfg->tls_cert
@@ -367,8 +424,10 @@ esbx_gateway_stop (struct esbx_gateway *gw)
 {
   if (gw == NULL)
     return;
+  esbx_gateway_mcp_cancel (gw->mcp);
   esbx_http_stop (gw->unix_server);
   esbx_http_stop (gw->tcp_server);
+  esbx_gateway_mcp_free (gw->mcp);
   if (gw->socket_path)
     esbx_listen_unlink (gw->socket_path);
   free (gw->socket_path);

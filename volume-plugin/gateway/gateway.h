@@ -37,6 +37,7 @@ struct esbx_gateway_config
   unsigned max_waiting_per_client; /* 0: the default */
   unsigned head_timeout;           /* seconds; 0: the default */
   uint64_t exec_log_limit;         /* bytes per stream in an exec's logs; 0: the shim's */
+  struct esbx_samples *samples;    /* the dashboard's charts (samples.h), or NULL */
 };
 
 struct esbx_gateway;

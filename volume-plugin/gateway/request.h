@@ -17,6 +17,8 @@
 #define ESBX_GATEWAY_MAX_FILE_READ (64u * 1024 * 1024)
 
 struct esbx_metrics;
+struct esbx_samples;
+struct esbx_gateway_mcp;
 
 enum esbx_gateway_target
 {
@@ -28,6 +30,8 @@ enum esbx_gateway_target
   GATEWAY_TARGET_QUERY_PROJECT, /* ?project=P, or the whole store without it */
   GATEWAY_TARGET_QUERY_REF,     /* ?ref=SESSION or ?ref=PROJECT[@LAYER] */
   GATEWAY_TARGET_TOKEN,         /* the token itself */
+  GATEWAY_TARGET_REQUEST,       /* the merge queue's request named in the path: its project
+                                   and session */
   GATEWAY_TARGET_STORE,         /* the whole store: unlimited tokens only */
 };
 
@@ -35,8 +39,10 @@ struct esbx_gateway_ctx
 {
   esbx_store_t *store;
   struct esbx_metrics *metrics;
+  struct esbx_samples *samples; /* the sessions' resource samples, or NULL */
   struct MHD_Connection *conn;
-  uint64_t exec_log_limit; /* --exec-log-limit, 0: the shim's default */
+  uint64_t exec_log_limit;      /* --exec-log-limit, 0: the shim's default */
+  struct esbx_gateway_mcp *mcp; /* the MCP sessions (routes_mcp.c) */
   const char *method;
   const char *body;
   size_t len;

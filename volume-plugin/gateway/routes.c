@@ -7,11 +7,14 @@
 #include "routes_git.h"
 #include "routes_layers.h"
 #include "routes_maintenance.h"
+#include "routes_mcp.h"
 #include "routes_projects.h"
+#include "routes_queue.h"
 #include "routes_secrets.h"
 #include "routes_sessions.h"
 #include "routes_snapshots.h"
 #include "routes_trash.h"
+#include "routes_ui.h"
 #include "routes_unmerged.h"
 #include "utils.h"
 
@@ -45,6 +48,29 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_project_network, NULL },
   { "PUT", "/v1/projects/*/network", "project_network_set", M, GATEWAY_TARGET_PROJECT, true,
     esbx_gateway_project_network_set, NULL },
+  /* The dashboard's views (routes_ui.c; its files are served at /ui/).  */
+  { "GET", "/v1/ui/swarm", "ui_swarm", O, GATEWAY_TARGET_LIST, false, esbx_gateway_ui_swarm, NULL },
+  { "GET", "/v1/ui/stream", "ui_stream", O, GATEWAY_TARGET_LIST, false, esbx_gateway_ui_stream,
+    NULL },
+  /* The gate and the merge queue (routes_queue.c).  */
+  { "GET", "/v1/projects/*/gate", "project_gate", O, GATEWAY_TARGET_PROJECT, false,
+    esbx_gateway_gate_get, NULL },
+  { "PUT", "/v1/projects/*/gate", "project_gate_set", M, GATEWAY_TARGET_PROJECT, true,
+    esbx_gateway_gate_set, NULL },
+  { "GET", "/v1/requests", "request_list", O, GATEWAY_TARGET_LIST, false, esbx_gateway_request_list,
+    NULL },
+  { "GET", "/v1/requests/*", "request_show", O, GATEWAY_TARGET_REQUEST, false,
+    esbx_gateway_request_show, NULL },
+  { "DELETE", "/v1/requests/*", "request_cancel", M, GATEWAY_TARGET_REQUEST, false,
+    esbx_gateway_request_cancel, NULL },
+  { "GET", "/v1/requests/*/log", "request_log", O, GATEWAY_TARGET_REQUEST, false,
+    esbx_gateway_request_log, NULL },
+  { "GET", "/v1/requests/*/file", "request_file", R, GATEWAY_TARGET_REQUEST, false,
+    esbx_gateway_request_file, NULL },
+  { "POST", "/v1/requests/*/approve", "request_approve", M, GATEWAY_TARGET_REQUEST, true,
+    esbx_gateway_request_approve, NULL },
+  { "POST", "/v1/requests/*/reject", "request_reject", M, GATEWAY_TARGET_REQUEST, true,
+    esbx_gateway_request_reject, NULL },
   { "GET", "/v1/sessions", "session_list", O, GATEWAY_TARGET_LIST, false, esbx_gateway_session_list,
     NULL },
   { "POST", "/v1/sessions", "session_create", M, GATEWAY_TARGET_BODY_PROJECT, true,
@@ -107,5 +133,9 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_trash_purge, NULL },
   { "DELETE", "/v1/trash/*", "trash_purge", M, GATEWAY_TARGET_STORE, false,
     esbx_gateway_trash_purge, NULL },
+  /* The MCP server: any valid token; each tool call is decided as the
+     route of the same act above (routes_mcp.c).  */
+  { "POST", "/mcp", "mcp", 0, GATEWAY_TARGET_TOKEN, false, esbx_gateway_mcp_post, NULL },
+  { "DELETE", "/mcp", "mcp_end", 0, GATEWAY_TARGET_TOKEN, false, esbx_gateway_mcp_delete, NULL },
 };
 const size_t esbx_gateway_n_routes = ARRAY_SIZE (esbx_gateway_routes);

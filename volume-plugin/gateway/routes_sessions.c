@@ -351,6 +351,7 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
       = { "message", "discard", "include_ignored", "allow_secrets", NULL };
   struct esbx_publish_result r = { 0 };
   _cleanup_free_ char **allow = NULL;
+  _cleanup_free_ char *by = NULL, *request = NULL;
   esbx_error_t err = NULL;
   unsigned int flags;
   json_t *o;
@@ -361,12 +362,20 @@ esbx_gateway_session_publish (struct esbx_gateway_ctx *ctx)
   flags = json_get_bool (ctx->json, "discard", false) ? ESBX_PUBLISH_DISCARD : 0;
   if (json_get_bool (ctx->json, "include_ignored", false))
     flags |= ESBX_PUBLISH_INCLUDE_IGNORED;
-  if (esbx_sandbox_publish_allow (ctx->store, ctx->arg, json_get_string (ctx->json, "message"),
-                                  flags, allow, &r, &err)
+  by = xasprintf ("token:%s", ctx->token->id);
+  if (esbx_sandbox_publish_as (ctx->store, ctx->arg, json_get_string (ctx->json, "message"), flags,
+                               allow, by, &r, &request, &err)
       < 0)
     return reply_failed (ctx, &err, &r, esbx_refused_json (&r));
   o = esbx_publish_result_json (&r);
   esbx_publish_result_free (&r);
+  /* A gated project: filed, not landed (README, "The gate").  */
+  if (request)
+    {
+      _cleanup_json_ json_t *rec = esbx_request_load (ctx->store, request, NULL, NULL);
+      json_set_string (o, "request", request);
+      json_set_string (o, "state", rec ? json_get_string (rec, "state") : "queued");
+    }
   esbx_gateway_reply_json (ctx, MHD_HTTP_OK, o);
 }
 

@@ -394,7 +394,7 @@ struct verdict
 
 /* Read one message of the monitor; false once it is gone.  */
 static bool
-read_verdict (int fd, struct verdict *v)
+read_verdict (int fd, const struct esbx_exec_opts *o, struct verdict *v)
 {
   struct esbx_sync_msg msg;
   esbx_error_t broken = NULL;
@@ -408,6 +408,8 @@ read_verdict (int fd, struct verdict *v)
       int pidfd = pidfd_open ((pid_t)msg.value, 0);
       if (pidfd >= 0)
         command_pidfd = pidfd;
+      if (o->started)
+        o->started ((pid_t)msg.value, o->started_data);
     }
   else if (msg.type == EXEC_STATUS)
     {
@@ -460,7 +462,7 @@ serve (struct exec_run *r, int verdict_r, struct verdict *v)
                 }
             }
         }
-      if (p[0].revents && !read_verdict (verdict_r, v))
+      if (p[0].revents && !read_verdict (verdict_r, r->opts, v))
         break;
     }
 }

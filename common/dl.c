@@ -1,0 +1,43 @@
+#include "dl.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+static void
+clear (const struct esbx_dl_symbol *symbols, size_t n)
+{
+  void *none = NULL;
+
+  for (size_t i = 0; i < n; i++)
+    memcpy (symbols[i].slot, &none, sizeof none);
+}
+
+void *
+esbx_dl_load (const char *lib, const struct esbx_dl_symbol *symbols, size_t n, char *error,
+              size_t len)
+{
+  void *handle = dlopen (lib, RTLD_NOW | RTLD_LOCAL);
+
+  if (handle == NULL)
+    {
+      snprintf (error, len, "%s", dlerror ());
+      return NULL;
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      void *sym = dlsym (handle, symbols[i].name);
+
+      if (sym == NULL)
+        {
+          snprintf (error, len, "%s has no `%s`", lib, symbols[i].name);
+          clear (symbols, n);
+          dlclose (handle);
+          return NULL;
+        }
+      /* A function pointer is stored through memcpy: ISO C has no
+         conversion between object and function pointers.  */
+      memcpy (symbols[i].slot, &sym, sizeof sym);
+    }
+  return handle;
+}
