@@ -9,8 +9,9 @@
  * wrote.  When the upper cannot be renamed it is copied as it is
  * (whiteouts, 0/0 devices, and opaque directories included; holes kept,
  * reflinks where the filesystem has them): a session on a disk of its own
- * (another filesystem), or one whose view something still uses (a process
- * with a file or its directory in it, another mount of it).
+ * (another filesystem), a git project's session (its repository lives in
+ * its upper), or one whose view something still uses (a process with a
+ * file or its directory in it, another mount of it).
  *
  * A snapshot of a store from before frozen layers kept its copy in
  * SNAP/diff/ and named the snapshot under it (its parent); those still
@@ -345,8 +346,11 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   if (esbx_session_disk_mount (store, s, err) < 0)
     goto out;
   /* The move: a session on its own disk has its upper on another
-     filesystem, which no rename crosses; it is copied.  */
-  if (!legacy && s->disk <= 0 && !(flags & ESBX_SNAPSHOT_COPY))
+     filesystem, which no rename crosses; it is copied.  So is a git
+     project's session: its repository (.git) is read and written in its
+     upper (layerstore/git), which must keep it.  */
+  if (!legacy && s->disk <= 0 && !(flags & ESBX_SNAPSHOT_COPY)
+      && !esbx_project_is_git (store, s->project))
     {
       slock = esbx_session_lock (store, s->name, err);
       if (slock < 0)
