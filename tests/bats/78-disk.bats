@@ -44,7 +44,6 @@ wait_session_gone() {
 
 @test "on-expiry snapshot of a 2 GiB sparse file: kept sparse, the session retires" {
   setup_small_store 256
-  ESBXD_EXPIRY_INTERVAL_MS=200 setup_gateway
   setup_build_project
   esbx_ok session create p --name big --ttl 3s --on-expiry snapshot
   m=$(path_of big)
@@ -52,6 +51,8 @@ wait_session_gone() {
   truncate -s 2G "$m/build/cache.bin"
   echo tail >>"$m/build/cache.bin"
   echo result >"$m/result.txt"
+  # esbxd retires it: started once the files are written.
+  ESBXD_EXPIRY_INTERVAL_MS=200 setup_gateway
   wait_session_gone big 15
   snap=$(snapshots_of)
   [ -n "$snap" ]
@@ -109,15 +110,17 @@ wait_session_gone() {
 
 @test "an expiry that keeps failing backs off, is reported, and ends in a discard" {
   setup_small_store 256
-  ESBXD_EXPIRY_INTERVAL_MS=200 setup_gateway
   setup_build_project
   # On a disk of its own the upper is copied into the store, where real
-  # data does not fit a second time.
+  # data does not fit a second time.  esbxd, which retires it, starts once
+  # the data is written: a loaded host may take longer than the ttl to
+  # write it, and a snapshot of half of it fits.
   esbx_ok session create p --name full --ttl 2s --on-expiry snapshot --disk 200M
   m=$(path_of full)
   mkdir "$m/build"
   head -c $((150 * 1024 * 1024)) /dev/urandom >"$m/build/blob"
   echo unpublished >"$m/work.txt"
+  ESBXD_EXPIRY_INTERVAL_MS=200 setup_gateway
   wait_session_gone full 40
   wait_log "$GW_LOG" "retired session \`full\` \(ttl\): discarded after 5 failed attempts"
   # Five attempts, each put off twice as long as the one before, then the
