@@ -168,6 +168,7 @@ int cmd_mcp (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_show (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_wait (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_events (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
+int cmd_egress (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_token (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_snapshot (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);
 int cmd_trash (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err);

@@ -1,4 +1,5 @@
-/* esbx secret create NAME [--project P] [--from-file PATH] | list [--project P]
+/* esbx secret create NAME [--project P] [--from-file PATH] [--for HOST]...
+   [--header 'NAME: T{}' | --basic USER | --query PARAM] | list [--project P]
    | rm NAME [--project P] */
 #include "cli.h"
 #include "fs.h"
@@ -36,8 +37,8 @@ read_stdin (char **value, size_t *len, esbx_error_t *err)
 }
 
 static int
-create_remote (struct esbx_cli *cli, const char *name, const char *project, const char *value,
-               size_t len, esbx_error_t *err)
+create_remote (struct esbx_cli *cli, const char *name, const char *project, const json_t *inject,
+               const char *value, size_t len, esbx_error_t *err)
 {
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
   _cleanup_free_ char *text = xstrndup (value, len);
@@ -52,6 +53,16 @@ create_remote (struct esbx_cli *cli, const char *name, const char *project, cons
   if (project)
     json_set_string (body, "project", project);
   json_set_string (body, "value", text);
+  if (inject)
+    {
+      static const char *const keys[] = { "header", "basic", "query" };
+      size_t i;
+
+      json_set (body, "for", json_copy (json_get (inject, "for")));
+      for (i = 0; i < ARRAY_SIZE (keys); i++)
+        if (json_get_string (inject, keys[i]))
+          json_set_string (body, keys[i], json_get_string (inject, keys[i]));
+    }
   explicit_bzero (text, len);
   return cli_gateway_print (cli, "POST", body, NULL, NULL, err, "/v1/secrets");
 }
@@ -62,9 +73,15 @@ secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   static const struct option opts[] = { { "from-file", required_argument, NULL, 'f' },
                                         { "project", required_argument, NULL, 'p' },
                                         { "json", no_argument, NULL, 'J' },
+                                        { "for", required_argument, NULL, 'F' },
+                                        { "header", required_argument, NULL, 'H' },
+                                        { "basic", required_argument, NULL, 'B' },
+                                        { "query", required_argument, NULL, 'Q' },
                                         { NULL, 0, NULL, 0 } };
   _cleanup_free_ char *value = NULL;
-  const char *from = NULL, *project = NULL, *name;
+  _cleanup_json_ json_t *inject = NULL;
+  const char *from = NULL, *project = NULL, *name, *header = NULL, *basic = NULL, *query = NULL;
+  struct strv hosts = { 0 };
   size_t len = 0;
   int c, ret;
 
@@ -74,14 +91,32 @@ secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
         from = optarg;
       else if (c == 'p')
         project = optarg;
+      else if (c == 'F')
+        strv_push (&hosts, xstrdup (optarg));
+      else if (c == 'H')
+        header = optarg;
+      else if (c == 'B')
+        basic = optarg;
+      else if (c == 'Q')
+        query = optarg;
       else if (c != 'J')
-        return cli_usage (err, "secret create: unknown option `%s`", argv[optind - 1]);
+        {
+          strv_free (&hosts);
+          return cli_usage (err, "secret create: unknown option `%s`", argv[optind - 1]);
+        }
     }
   if (optind + 1 != argc)
     return cli_usage (err, "secret create: expected a secret name");
   name = argv[optind];
   if (esbx_check_name ("secret", name, err) < 0
       || (project && esbx_check_name ("project", project, err) < 0))
+    {
+      strv_free (&hosts);
+      return -1;
+    }
+  ret = esbx_secret_inject_parse (name, hosts.v, header, basic, query, &inject, err);
+  strv_free (&hosts);
+  if (ret < 0)
     return -1;
   if (from)
     {
@@ -98,11 +133,11 @@ secret_create (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
   else if (read_stdin (&value, &len, err) < 0)
     return -1;
   if (cli_gateway_mode (cli))
-    ret = create_remote (cli, name, project, value, len, err);
+    ret = create_remote (cli, name, project, inject, value, len, err);
   else
     ret = cli_store (cli, err) == NULL
               ? -1
-              : esbx_secret_create (cli->store, name, project, value, len, err);
+              : esbx_secret_create_inject (cli->store, name, project, inject, value, len, err);
   explicit_bzero (value, len);
   return ret;
 }

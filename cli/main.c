@@ -43,7 +43,8 @@ static const struct verb verbs[] = {
     "    [--allow HOST[:PORT]|*.DOMAIN[:PORT]|CIDR[:PORT]]...\n"
     "    [--workspace PATH] [--memory SIZE] [--pids N] [--cpus N] [--rootfs DIR|IMAGE.tar]\n"
     "    [--tmpfs-size SIZE] [--shm-size SIZE]\n"
-    "    [--env K=V]... [--env-file FILE]... [--secret NAME[,env=VAR][,file=/run/secrets/F]]...\n"
+    "    [--env K=V]... [--env-file FILE]... [--secret "
+    "NAME[,inject][,env=VAR][,file=/run/secrets/F]]...\n"
     "    [--from-snapshot SNAP] [--ttl DURATION] [--idle-ttl DURATION]\n"
     "    [--on-expiry discard|snapshot] [--disk SIZE|none]\n"
     "session snapshot S [--name SNAP]\n"
@@ -88,8 +89,10 @@ static const struct verb verbs[] = {
   { "ps", cmd_ps, "ps S" },
   { "mcp", cmd_mcp, "mcp [--project P] [--session S] [--scope SCOPE[,SCOPE]]" },
   { "events", cmd_events, "events S [--json] [--follow]" },
+  { "egress", cmd_egress, "egress check S URL [--method M] [--json]" },
   { "secret", cmd_secret,
     "secret create NAME [--project P] [--from-file PATH]   (the value on stdin otherwise)\n"
+    "    [--for HOST]... [--header 'NAME: TEXT{}' | --basic USER | --query PARAM]\n"
     "secret list [--project P]\n"
     "secret rm NAME [--project P]" },
   { "token", cmd_token,

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void
@@ -40,4 +41,15 @@ esbx_dl_load (const char *lib, const struct esbx_dl_symbol *symbols, size_t n, c
       memcpy (symbols[i].slot, &sym, sizeof sym);
     }
   return handle;
+}
+
+void
+esbx_dl_need (int (*load) (esbx_error_t *err))
+{
+  esbx_error_t err = NULL;
+
+  if (load (&err) == 0)
+    return;
+  fprintf (stderr, "esbx: %s\n", err->msg);
+  abort ();
 }

@@ -1,5 +1,8 @@
 /* esbx: threads: see thread.h.  */
 #include "thread.h"
+#include "utils.h"
+
+#include <stdlib.h>
 
 static unsigned running;
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,4 +70,48 @@ void
 esbx_threads_foreign (void)
 {
   count (1);
+}
+
+struct detached
+{
+  void *(*fn) (void *);
+  void *arg;
+};
+
+static void *
+run_detached (void *p)
+{
+  struct detached d = *(struct detached *)p;
+
+  free (p);
+  d.fn (d.arg);
+  count (-1);
+  return NULL;
+}
+
+int
+esbx_thread_detached (void *(*fn) (void *), void *arg, size_t stack, const char *what,
+                      esbx_error_t *err)
+{
+  struct detached *d = xmalloc (sizeof *d);
+  pthread_attr_t attr;
+  pthread_t id;
+  int r;
+
+  d->fn = fn;
+  d->arg = arg;
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  if (stack)
+    pthread_attr_setstacksize (&attr, stack);
+  count (1);
+  r = pthread_create (&id, &attr, run_detached, d);
+  pthread_attr_destroy (&attr);
+  if (r != 0)
+    {
+      count (-1);
+      free (d);
+      return esbx_make_error (err, r, "start the %s thread", what);
+    }
+  return 0;
 }

@@ -23,6 +23,10 @@ int esbx_thread_start (struct esbx_thread *t, void *(*fn) (void *), void *arg, c
 /* The same, or FN (ARG) here and now when no thread can be made (work
    that may go faster beside, never must).  */
 void esbx_thread_start_or_run (struct esbx_thread *t, void *(*fn) (void *), void *arg);
+/* Run FN (ARG) on a detached thread with a stack of STACK bytes (0: the
+   default), counted while it runs (a server's thread per connection).  */
+int esbx_thread_detached (void *(*fn) (void *), void *arg, size_t stack, const char *what,
+                          esbx_error_t *err);
 /* Wait for T when it was started; a second join does nothing.  */
 void esbx_thread_join (struct esbx_thread *t);
 /* Threads started here and not yet joined, and every thread a library

@@ -49,6 +49,14 @@ esbx_file_type_name (enum esbx_file_type t)
   return type_names[t];
 }
 
+const char *
+esbx_file_mode_name (mode_t m)
+{
+  enum esbx_file_type t = esbx_file_type_of (m);
+
+  return t == ESBX_TYPE_NONE ? "other" : type_names[t];
+}
+
 int
 esbx_file_type_parse (const char *s, enum esbx_file_type *t)
 {

@@ -1,8 +1,10 @@
 /* The allow-list of an egress session (`--network egress --allow ...`):
  * each entry is HOST[:PORT], *.DOMAIN[:PORT], ADDRESS[:PORT] or
- * CIDR[:PORT], IPv4 only.  The record keeps the entries as given, once
- * checked; shim/lib/egress.c turns them into nftables rules and resolver
- * options.  */
+ * CIDR[:PORT], IPv4 only, with methods and a path for an HTTP rule
+ * (layerstore.h).  The record keeps the entries as given, once checked;
+ * shim/lib/egress/egress.c turns the address entries into nftables rules,
+ * and the egress proxy (shim/proxy/) decides the rest with
+ * esbx_egress_decide.  */
 #include "internal.h"
 #include "text.h"
 #include "utils.h"
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define NAME_MAX_LEN  253
 #define LABEL_MAX_LEN 63
@@ -19,8 +22,17 @@
 void
 esbx_egress_rule_clear (struct esbx_egress_rule *r)
 {
+  size_t i;
+
   free (r->name);
   r->name = NULL;
+  for (i = 0; r->methods[i]; i++)
+    {
+      free (r->methods[i]);
+      r->methods[i] = NULL;
+    }
+  free (r->path);
+  r->path = NULL;
 }
 
 static bool
@@ -103,14 +115,13 @@ parse_cidr (const char *spec, char *host, struct esbx_egress_rule *r, esbx_error
   return 0;
 }
 
-int
-esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_error_t *err)
+/* HOST[:PORT] (no path, no spaces) into R.  */
+static int
+parse_host (const char *spec, const char *text, struct esbx_egress_rule *r, esbx_error_t *err)
 {
-  _cleanup_free_ char *host = xstrdup (spec);
-  struct esbx_egress_rule r = { 0 };
+  _cleanup_free_ char *host = xstrdup (text);
   char *colon, *name, *p;
 
-  memset (out, 0, sizeof *out);
   colon = strchr (host, ':');
   if (colon && strchr (colon + 1, ':'))
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
@@ -118,20 +129,15 @@ esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_err
   if (colon)
     {
       *colon = '\0';
-      if (parse_port (spec, colon + 1, &r.port, err) < 0)
+      if (parse_port (spec, colon + 1, &r->port, err) < 0)
         return -1;
     }
   if (host[0] == '\0')
     return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: no host", spec);
   p = host + strlen (host) - 1;
   if (isdigit ((unsigned char)*p) || strchr (host, '/'))
-    {
-      /* A name never ends in a digit (name_valid): an address or CIDR.  */
-      if (parse_cidr (spec, host, &r, err) < 0)
-        return -1;
-      *out = r;
-      return 0;
-    }
+    /* A name never ends in a digit (name_valid): an address or CIDR.  */
+    return parse_cidr (spec, host, r, err);
   for (p = host; *p; p++)
     *p = (char)tolower ((unsigned char)*p);
   name = strncmp (host, "*.", 2) == 0 ? host + 2 : host;
@@ -140,7 +146,118 @@ esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_err
                                  "allow `%s`: expected a host name, *.DOMAIN, an IPv4 address or "
                                  "CIDR, each with an optional :PORT",
                                  spec);
-  r.name = steal_pointer (&host);
+  r->name = steal_pointer (&host);
+  return 0;
+}
+
+static bool
+methods_token (const char *t)
+{
+  const char *p;
+
+  if (!isupper ((unsigned char)*t))
+    return false;
+  for (p = t; *p; p++)
+    if (!(isupper ((unsigned char)*p) || (*p == ',' && isupper ((unsigned char)p[1]))))
+      return false;
+  return true;
+}
+
+static int
+parse_methods (const char *spec, char *t, struct esbx_egress_rule *r, esbx_error_t *err)
+{
+  char *save = NULL, *m;
+  size_t n = 0;
+
+  if (r->methods[0])
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: methods given twice", spec);
+  for (m = strtok_r (t, ",", &save); m; m = strtok_r (NULL, ",", &save))
+    {
+      if (n == ESBX_EGRESS_METHODS_MAX || strlen (m) > 16)
+        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                     "allow `%s`: at most %d methods of 16 letters", spec,
+                                     ESBX_EGRESS_METHODS_MAX);
+      r->methods[n++] = xstrdup (m);
+    }
+  return 0;
+}
+
+/* A path: printable ASCII from `/`, without spaces; a `*` only last.  */
+static int
+parse_path (const char *spec, const char *t, struct esbx_egress_rule *r, esbx_error_t *err)
+{
+  const char *p;
+
+  if (r->path)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: a path given twice", spec);
+  for (p = t; *p; p++)
+    if (*p <= ' ' || *p > '~' || *p == '?' || *p == '#' || (*p == '*' && p[1] != '\0'))
+      return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                   "allow `%s`: path `%s`: printable, no `?` or `#`, and `*` only "
+                                   "at its end",
+                                   spec, t);
+  r->path = xstrdup (t);
+  return 0;
+}
+
+/* A slash in TEXT that starts a path rather than a CIDR's prefix length.  */
+static char *
+path_slash (char *text)
+{
+  char *slash = strchr (text, '/'), *p;
+
+  if (slash == NULL)
+    return NULL;
+  for (p = text; p < slash; p++)
+    if (!(isdigit ((unsigned char)*p) || *p == '.'))
+      return slash;
+  /* ADDR/N[:PORT][/PATH] */
+  return strchr (slash + 1, '/');
+}
+
+int
+esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_error_t *err)
+{
+  _cleanup_free_ char *copy = xstrdup (spec);
+  struct esbx_egress_rule r = { 0 };
+  char *save = NULL, *t, *slash;
+  bool host = false;
+
+  memset (out, 0, sizeof *out);
+  for (t = strtok_r (copy, " \t", &save); t; t = strtok_r (NULL, " \t", &save))
+    {
+      int ret;
+
+      if (methods_token (t))
+        ret = parse_methods (spec, t, &r, err);
+      else if (t[0] == '/')
+        ret = parse_path (spec, t, &r, err);
+      else if (host)
+        ret = esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: more than one host", spec);
+      else
+        {
+          host = true;
+          if ((slash = path_slash (t)) != NULL)
+            {
+              ret = parse_path (spec, slash, &r, err);
+              *slash = '\0';
+            }
+          else
+            ret = 0;
+          if (ret == 0)
+            ret = parse_host (spec, t, &r, err);
+        }
+      if (ret < 0)
+        {
+          esbx_egress_rule_clear (&r);
+          return -1;
+        }
+    }
+  if (!host)
+    {
+      esbx_egress_rule_clear (&r);
+      return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "allow `%s`: no host", spec);
+    }
   *out = r;
   return 0;
 }
@@ -162,4 +279,165 @@ esbx_egress_allow_parse (char *const *allow, json_t **out, esbx_error_t *err)
     }
   *out = steal_pointer (&arr);
   return 0;
+}
+
+static bool
+name_matches (const char *rule, const char *host)
+{
+  size_t hl = strlen (host), dl;
+
+  if (strncmp (rule, "*.", 2) != 0)
+    return strcasecmp (rule, host) == 0;
+  /* Subdomains only.  */
+  dl = strlen (rule + 1);
+  return hl > dl && strcasecmp (host + hl - dl, rule + 1) == 0;
+}
+
+static bool
+host_matches (const struct esbx_egress_rule *r, const char *host)
+{
+  struct in_addr a;
+  uint32_t addr, mask;
+
+  if (inet_pton (AF_INET, host, &a) == 1)
+    {
+      if (r->name)
+        return false;
+      addr = ntohl (a.s_addr);
+      mask = r->prefix == 0 ? 0 : ~0u << (32 - r->prefix);
+      return (addr & mask) == r->addr;
+    }
+  return r->name && name_matches (r->name, host);
+}
+
+static bool
+method_matches (const struct esbx_egress_rule *r, const char *method)
+{
+  size_t i;
+
+  if (r->methods[0] == NULL)
+    return true;
+  for (i = 0; r->methods[i]; i++)
+    if (strcmp (r->methods[i], method) == 0)
+      return true;
+  return false;
+}
+
+static bool
+path_matches (const struct esbx_egress_rule *r, const char *path)
+{
+  size_t n;
+
+  if (r->path == NULL)
+    return true;
+  n = strlen (r->path);
+  if (n && r->path[n - 1] == '*')
+    return strncmp (path, r->path, n - 1) == 0;
+  return strcmp (path, r->path) == 0;
+}
+
+void
+esbx_egress_decide (const json_t *allow, const char *host, unsigned port, const char *method,
+                    const char *path, struct esbx_egress_verdict *v)
+{
+  const json_t *a;
+  bool host_seen = false;
+  size_t i;
+
+  memset (v, 0, sizeof *v);
+  json_array_foreach (allow, i, a)
+    {
+      struct esbx_egress_rule r;
+      esbx_error_t e = NULL;
+      bool restricted;
+
+      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      if (host_matches (&r, host) && (r.port == 0 || r.port == port))
+        {
+          host_seen = true;
+          restricted = r.methods[0] || r.path;
+          if (method == NULL && !restricted)
+            {
+              v->allowed = true;
+              v->inspect = false;
+              v->rule = a->text;
+              esbx_egress_rule_clear (&r);
+              return;
+            }
+          if (method == NULL)
+            {
+              v->inspect = true;
+              v->rule = v->rule ? v->rule : a->text;
+            }
+          else if (method_matches (&r, method) && path_matches (&r, path))
+            {
+              v->allowed = true;
+              v->rule = a->text;
+              esbx_egress_rule_clear (&r);
+              return;
+            }
+        }
+      esbx_egress_rule_clear (&r);
+    }
+  if (v->inspect)
+    {
+      v->allowed = true;
+      return;
+    }
+  v->reason = host_seen ? (method ? "method or path not allowed" : "not allowed")
+                        : "host not on the allow-list";
+}
+
+bool
+esbx_egress_name_allowed (const json_t *allow, const char *name)
+{
+  const json_t *a;
+  size_t i;
+  bool ok = false;
+
+  json_array_foreach (allow, i, a)
+    {
+      struct esbx_egress_rule r;
+      esbx_error_t e = NULL;
+
+      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      ok = r.name && name_matches (r.name, name);
+      esbx_egress_rule_clear (&r);
+      if (ok)
+        break;
+    }
+  return ok;
+}
+
+bool
+esbx_egress_addr_listed (const json_t *allow, uint32_t addr)
+{
+  const json_t *a;
+  size_t i;
+  bool ok = false;
+
+  json_array_foreach (allow, i, a)
+    {
+      struct esbx_egress_rule r;
+      esbx_error_t e = NULL;
+
+      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
+        {
+          esbx_error_free (&e);
+          continue;
+        }
+      ok = r.name == NULL && (addr & (r.prefix == 0 ? 0 : ~0u << (32 - r.prefix))) == r.addr;
+      esbx_egress_rule_clear (&r);
+      if (ok)
+        break;
+    }
+  return ok;
 }

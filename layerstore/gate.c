@@ -174,11 +174,6 @@ esbx_gate_set (esbx_store_t *store, const char *project, const struct esbx_gate 
                                  "project `%s` is shared through a remote: its gate can only be "
                                  "auto (not done yet)",
                                  project);
-  if (!esbx_gate_is_auto (g) && esbx_project_is_git (store, project))
-    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                 "project `%s` is a git project: its gate can only be auto (not "
-                                 "done yet)",
-                                 project);
   dir = esbx_project_rel (project);
   dfd = esbx_open_dir_at (store->rootfd, dir, err);
   if (dfd < 0)

@@ -167,6 +167,10 @@ int esbx_secret_scan_changes (esbx_store_t *store, const struct esbx_session *s,
 int esbx_secret_owner_write (esbx_store_t *store, int dfd, const char *name, const char *project,
                              esbx_error_t *err);
 void esbx_secret_owner_remove (int dfd, const char *name);
+/* A secret's hosts (secret_inject.c).  */
+int esbx_secret_inject_write (esbx_store_t *store, const char *name, const json_t *inject,
+                              esbx_error_t *err);
+void esbx_secret_inject_remove (esbx_store_t *store, const char *name);
 int esbx_secret_owner_read (int dfd, const char *name, json_t **owner, esbx_error_t *err);
 /* Refused (ESBX_ERR_FORBIDDEN) unless a session of PROJECT may use secret
    NAME of OWNER (esbx_secret_owner_read; NULL: the store's, any may).  */

@@ -135,6 +135,9 @@ const char *esbx_file_type_name (enum esbx_file_type t);
 /* The type of a file of mode M: ESBX_TYPE_NONE for one the store does not
    keep (a socket, a device).  */
 enum esbx_file_type esbx_file_type_of (mode_t m);
+/* Its name in a listing (file, dir, symlink, fifo), "other" for one the
+   store does not keep.  */
+const char *esbx_file_mode_name (mode_t m);
 int esbx_file_type_parse (const char *s, enum esbx_file_type *t);
 json_t *esbx_change_to_json (const struct esbx_change *c);
 int esbx_change_from_json (const json_t *j, struct esbx_change *c, esbx_error_t *err);
@@ -284,22 +287,51 @@ struct esbx_session
   int view_lock;
 };
 
-/* One entry of an egress allow-list (egress_policy.c): HOST[:PORT],
-   *.DOMAIN[:PORT], ADDRESS[:PORT] or CIDR[:PORT], IPv4.  A name is kept
+/* One entry of an egress allow-list (egress_policy.c):
+   [METHODS] HOST[:PORT][/PATH] [METHODS] [/PATH], HOST one of NAME,
+   *.DOMAIN, ADDRESS or CIDR, IPv4; METHODS upper-case and comma-separated
+   (GET,POST), PATH a path that ends in `*` for a prefix.  A name is kept
    lower-case with its "*." (subdomains only); an address is a network
-   ADDR/PREFIX in host byte order.  PORT 0: every port.  */
+   ADDR/PREFIX in host byte order.  PORT 0: every port.  An entry with
+   methods or a path is an HTTP rule: the egress proxy decides it, never
+   the kernel.  */
+#define ESBX_EGRESS_METHODS_MAX 8
 struct esbx_egress_rule
 {
   char *name; /* NULL for an address or CIDR */
   uint32_t addr;
   unsigned prefix;
   unsigned port;
+  char *methods[ESBX_EGRESS_METHODS_MAX + 1]; /* NULL-terminated; none: every method */
+  char *path;                                 /* NULL: every path */
 };
 int esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_error_t *err);
 void esbx_egress_rule_clear (struct esbx_egress_rule *r);
 /* ALLOW (NULL-terminated, may be NULL) checked, as a JSON array of the
    entries as given; the first bad one is an error (ESBX_ERR_USAGE).  */
 int esbx_egress_allow_parse (char *const *allow, json_t **out, esbx_error_t *err);
+/* What the egress policy ALLOW (a session record's "allow") says of a
+   request to HOST (a name or an IPv4 literal) on PORT: METHOD and PATH
+   (without its query) of an HTTP request, both NULL for a connection
+   whose requests are not seen.  "allowed": some entry matches; "inspect":
+   entries match the host and port but only for some methods or paths, so
+   a connection must be opened (TLS intercepted) to decide each request;
+   "rule": the entry that decided, as given; "reason" when refused.  */
+struct esbx_egress_verdict
+{
+  bool allowed;
+  bool inspect;
+  const char *rule;
+  const char *reason;
+};
+void esbx_egress_decide (const json_t *allow, const char *host, unsigned port, const char *method,
+                         const char *path, struct esbx_egress_verdict *v);
+/* Whether NAME is a name some entry of ALLOW allows (any port, method or
+   path): what the resolver answers.  */
+bool esbx_egress_name_allowed (const json_t *allow, const char *name);
+/* Whether the IPv4 address ADDR (host byte order) is covered by an address
+   or CIDR entry of ALLOW (a name's answer in a private range needs one).  */
+bool esbx_egress_addr_listed (const json_t *allow, uint32_t addr);
 
 int esbx_session_create (esbx_store_t *store, const char *project,
                          const struct esbx_session_opts *opts, char **name, esbx_error_t *err);
@@ -688,6 +720,8 @@ struct esbx_secret
   char *file; /* path under /run/secrets in the session, or NULL */
   char *value;
   size_t len;
+  bool inject;       /* attached with `inject`: the session holds PLACEHOLDER */
+  char *placeholder; /* what env and file hold when INJECT */
 };
 /* Trailing newlines of VALUE are cut; refused (ESBX_ERR_EXISTS) when NAME
    exists: a secret never changes, rm and create it again.  PROJECT (which
@@ -698,6 +732,21 @@ int esbx_secret_create (esbx_store_t *store, const char *name, const char *proje
 /* [{"name", "size", "created", "project"}] (project null: the store's),
    never the values; with PROJECT, only that project's.  */
 json_t *esbx_secret_list (esbx_store_t *store, const char *project, esbx_error_t *err);
+/* The same as esbx_secret_create, with INJECT (esbx_secret_inject_parse,
+   NULL: none): the hosts the egress proxy puts the value in requests to.  */
+int esbx_secret_create_inject (esbx_store_t *store, const char *name, const char *project,
+                               const json_t *inject, const char *value, size_t len,
+                               esbx_error_t *err);
+/* `secret create --for HOST... [--header 'NAME: T{}' | --basic USER |
+   --query PARAM]` as the record secret_inject.c keeps (*OUT NULL without
+   --for).  */
+int esbx_secret_inject_parse (const char *name, char *const *hosts, const char *header,
+                              const char *basic, const char *query, json_t **out,
+                              esbx_error_t *err);
+/* The record of secret NAME, or NULL when it is bound to no host.  */
+json_t *esbx_secret_inject_read (esbx_store_t *store, const char *name);
+/* Whether INJECT (a record) puts its value in requests to HOST.  */
+bool esbx_secret_inject_binds (const json_t *inject, const char *host);
 /* The project that owns secret NAME in *PROJECT (owned), NULL when the
    store does; not-found when there is no such secret.  */
 int esbx_secret_owner (esbx_store_t *store, const char *name, char **project, esbx_error_t *err);

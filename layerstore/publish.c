@@ -49,57 +49,102 @@ conflict_error (esbx_error_t *err, const char *verb, const char *name,
 /* A git project's layer is a commit too (layerstore/git/git_layer.c): its
    author is the session's last commit's if it committed since its base
    (or its last publish), else its `agent` label, else "esbx"; its message
-   -m, else the messages of those commits, else a line naming the session.
-   The record remembers the commit the session was at, so that the next
-   publish takes only later ones.  */
+   MESSAGE, else the messages of those commits, else a line naming the
+   session.  ID->head is the commit the session is at (NULL: it made
+   none since), which the session's record remembers once the layer
+   lands, so that its next publish takes only later commits.  */
 static int
-git_commit (esbx_store_t *store, struct esbx_session *s, int ufd, struct esbx_staged *staged,
-            struct esbx_layer *layer, char **ids, size_t n, const char *message, esbx_error_t *err)
+git_identity (esbx_store_t *store, struct esbx_session *s, int ufd, const char *message,
+              struct esbx_git_identity *id, esbx_error_t *err)
 {
-  _cleanup_free_ char *base = NULL, *record = NULL, *text = NULL, *email = NULL;
+  _cleanup_free_ char *base = NULL, *all = NULL;
   struct esbx_git_log log = { 0 };
   const char *agent = json_get_string (s->labels, "agent");
   const char *mark = json_get_string (s->record, "git_published");
   const char *kept = json_get_string (s->record, "git_messages");
-  _cleanup_free_ char *all = NULL;
-  size_t len;
-  int ret = -1;
 
-  record = esbx_layer_name (layer, ids, n, &len);
+  memset (id, 0, sizeof *id);
   if (esbx_git_layer_commit (store, s->project, s->base, &base, err) < 0
       || esbx_git_session_log (store, s, ufd, mark ? mark : base, &log, err) < 0)
-    goto out;
+    {
+      esbx_git_log_free (&log);
+      return -1;
+    }
   /* Messages a rebase kept come first.  */
   if (kept && log.messages)
     all = xasprintf ("%s\n\n%s", kept, log.messages);
   else if (kept || log.messages)
     all = xstrdup (kept ? kept : log.messages);
-  if (message == NULL || message[0] == '\0')
-    message = all;
-  if (message == NULL)
-    message = text = xasprintf ("esbx: publish of session %s", s->name);
-  if (log.author_name == NULL && json_get_string (s->record, "git_author"))
+  if (message && message[0])
+    id->message = xstrdup (message);
+  else if (all)
+    id->message = steal_pointer (&all);
+  else
+    id->message = xasprintf ("esbx: publish of session %s", s->name);
+  if (log.author_name)
     {
-      log.author_name = xstrdup (json_get_string (s->record, "git_author"));
-      log.author_email = xstrdup (json_get_string (s->record, "git_email"));
+      id->author = steal_pointer (&log.author_name);
+      id->email = steal_pointer (&log.author_email);
     }
-  if (log.author_name == NULL)
-    email = xasprintf ("%s@esbx.invalid", agent ? agent : "esbx");
-  if (esbx_git_layer_make (store, s->project, staged->rel, layer, ids[n - 1],
-                           log.author_name ? log.author_name
-                           : agent         ? agent
-                                           : "esbx",
-                           log.author_email ? log.author_email : email, message, err)
-      < 0)
-    goto out;
-  if (log.head)
-    json_set_string (s->record, "git_published", log.head);
-  json_remove (s->record, "git_messages");
-  json_remove (s->record, "git_author");
-  json_remove (s->record, "git_email");
-  ret = 0;
-out:
+  else if (json_get_string (s->record, "git_author"))
+    {
+      id->author = xstrdup (json_get_string (s->record, "git_author"));
+      id->email = xstrdup (json_get_string (s->record, "git_email"));
+    }
+  else
+    {
+      id->author = xstrdup (agent ? agent : "esbx");
+      id->email = xasprintf ("%s@esbx.invalid", agent ? agent : "esbx");
+    }
+  id->head = steal_pointer (&log.head);
   esbx_git_log_free (&log);
+  return 0;
+}
+
+void
+esbx_git_identity_clear (struct esbx_git_identity *id)
+{
+  free (id->author);
+  free (id->email);
+  free (id->message);
+  free (id->head);
+  memset (id, 0, sizeof *id);
+}
+
+int
+esbx_publish_git_identity (struct esbx_publish *p, struct esbx_git_identity *id, esbx_error_t *err)
+{
+  return git_identity (p->store, p->s, p->ufd, p->message, id, err);
+}
+
+void
+esbx_git_session_landed (json_t *record, const char *head)
+{
+  if (head)
+    json_set_string (record, "git_published", head);
+  json_remove (record, "git_messages");
+  json_remove (record, "git_author");
+  json_remove (record, "git_email");
+}
+
+static int
+git_commit (esbx_store_t *store, struct esbx_session *s, int ufd, struct esbx_staged *staged,
+            struct esbx_layer *layer, char **ids, size_t n, const char *message, esbx_error_t *err)
+{
+  _cleanup_free_ char *record = NULL;
+  struct esbx_git_identity id;
+  size_t len;
+  int ret;
+
+  /* The layer's id first: the commit's trailer names it.  */
+  record = esbx_layer_name (layer, ids, n, &len);
+  if (git_identity (store, s, ufd, message, &id, err) < 0)
+    return -1;
+  ret = esbx_git_layer_make (store, s->project, staged->rel, layer, ids[n - 1], id.author, id.email,
+                             id.message, err);
+  if (ret == 0)
+    esbx_git_session_landed (s->record, id.head);
+  esbx_git_identity_clear (&id);
   return ret;
 }
 

@@ -9,6 +9,7 @@
  * taken after the project lock where both are held, and written atomically,
  * so that a runner killed at any point leaves each record whole.  */
 #include "internal.h"
+#include "git.h"
 #include "fs.h"
 #include "path.h"
 #include "text.h"
@@ -449,6 +450,24 @@ esbx_queue_file (struct esbx_publish *p, const char *by, bool discard, unsigned 
   json_set (rec, "candidate", json_new (JSON_NULL));
   json_set (rec, "runs", json_new_int (0));
   json_set (rec, "checks", json_new (JSON_ARRAY));
+  if (p->git)
+    {
+      /* A git project's layer is a commit by the session's author with
+         its message, decided now: the candidate is made from a throwaway
+         session that has none of its commits.  */
+      struct esbx_git_identity gid;
+      json_t *g;
+
+      if (esbx_publish_git_identity (p, &gid, err) < 0)
+        goto fail;
+      g = json_new (JSON_OBJECT);
+      json_set_string (g, "author", gid.author);
+      json_set_string (g, "email", gid.email);
+      json_set_string (g, "message", gid.message);
+      json_set (g, "head", gid.head ? json_new_string (gid.head) : json_new (JSON_NULL));
+      json_set (rec, "git", g);
+      esbx_git_identity_clear (&gid);
+    }
   {
     _cleanup_free_ char *text = NULL;
     size_t len;

@@ -13,6 +13,7 @@
  * is in the stack (landed: esbx_queue_drop finishes the record), or not
  * (it is removed and the request tested again), never both.  */
 #include "internal.h"
+#include "git.h"
 #include "fs.h"
 #include "log.h"
 #include "text.h"
@@ -190,6 +191,18 @@ install_candidate (esbx_store_t *store, const char *project, const char *id, con
   if (plock < 0 || esbx_layer_chain (store, project, target, &ids, &n, err) < 0)
     return -1;
   text = esbx_layer_name (&p->layer, ids, n, &len);
+  if (p->git)
+    {
+      const json_t *gid = json_get (rec, "git");
+
+      if (gid == NULL)
+        return esbx_make_error (err, 0, "request `%s` of a git project has no author", id);
+      if (esbx_git_layer_make (store, project, p->staged.rel, &p->layer, target,
+                               json_get_string (gid, "author"), json_get_string (gid, "email"),
+                               json_get_string (gid, "message"), err)
+          < 0)
+        return -1;
+    }
   t.candidate = p->layer.id;
   /* Named in the request first: gc keeps it, a runner killed next finds
      it.  */
@@ -300,6 +313,8 @@ session_published (esbx_store_t *store, const json_t *rec, const char *layer)
       json_set (s->record, "published", pub);
     }
   json_append (pub, json_new_string (layer));
+  if (json_get (rec, "git"))
+    esbx_git_session_landed (s->record, json_get_string (json_get (rec, "git"), "head"));
   esbx_session_save (store, name, s->record, &e);
 out:
   if (e)
@@ -398,6 +413,8 @@ esbx_queue_land (esbx_store_t *store, const char *project, const char *id, esbx_
         if (esbx_fsync_at (store->rootfd, dir, err) < 0)
           return -1;
       }
+      if (json_get (rec, "git"))
+        esbx_git_project_dir_update (store, project);
     }
   if (finish_landed (store, project, id, err) < 0)
     return -1;

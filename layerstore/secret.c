@@ -55,6 +55,13 @@ int
 esbx_secret_create (esbx_store_t *store, const char *name, const char *project, const char *value,
                     size_t len, esbx_error_t *err)
 {
+  return esbx_secret_create_inject (store, name, project, NULL, value, len, err);
+}
+
+int
+esbx_secret_create_inject (esbx_store_t *store, const char *name, const char *project,
+                           const json_t *inject, const char *value, size_t len, esbx_error_t *err)
+{
   _cleanup_free_ char *tmp = NULL, *hex = esbx_random_hex (8);
   _cleanup_close_ int dfd = -1, fd = -1, lock = -1;
 
@@ -77,7 +84,8 @@ esbx_secret_create (esbx_store_t *store, const char *name, const char *project, 
   if (esbx_exists_at (dfd, name))
     return esbx_make_error_kind (err, ESBX_ERR_EXISTS, 0, "secret `%s` exists already", name);
   /* The owner first: the value never appears without it.  */
-  if (esbx_secret_owner_write (store, dfd, name, project, err) < 0)
+  if (esbx_secret_owner_write (store, dfd, name, project, err) < 0
+      || esbx_secret_inject_write (store, name, inject, err) < 0)
     return -1;
   /* A dot name: never a secret's (names start with a letter or digit).  */
   tmp = xasprintf (".tmp-%s", hex);
@@ -185,6 +193,11 @@ esbx_secret_list (esbx_store_t *store, const char *project, esbx_error_t *err)
       created = esbx_rfc3339 (&st.st_mtim);
       json_set_string (o, "created", created);
       json_set (o, "project", of ? json_new_string (of) : json_new (JSON_NULL));
+      {
+        json_t *inject = esbx_secret_inject_read (store, names[i]);
+        if (inject)
+          json_set (o, "inject", inject);
+      }
       json_append (arr, o);
     }
   return arr;
@@ -280,8 +293,9 @@ esbx_secret_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
                                  users[0], users[1] ? " and others" : "", users[1] ? "them" : "it");
   if (unlinkat (dfd, name, 0) < 0)
     return esbx_make_error (err, errno, "secret rm `%s`", name);
-  /* The value is gone: its owner goes after it.  */
+  /* The value is gone: its owner and hosts go after it.  */
   esbx_secret_owner_remove (dfd, name);
+  esbx_secret_inject_remove (store, name);
   fsync (dfd);
   return 0;
 }
@@ -336,7 +350,21 @@ parse_spec (esbx_store_t *store, const char *project, const char *spec, json_t *
   json_set_string (o, "name", name);
   while ((tok = strtok_r (NULL, ",", &save)) != NULL)
     {
-      if (esbx_has_prefix (tok, "env="))
+      if (strcmp (tok, "inject") == 0)
+        {
+          _cleanup_json_ json_t *inject = esbx_secret_inject_read (store, name);
+          _cleanup_free_ char *hex = esbx_random_hex (16);
+          _cleanup_free_ char *ph = xasprintf ("esbx-placeholder-%s", hex);
+
+          if (inject == NULL)
+            return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                         "--secret `%s,inject`: the secret is bound to no host "
+                                         "(secret create --for HOST)",
+                                         name);
+          json_set (o, "inject", json_new_bool (true));
+          json_set_string (o, "placeholder", ph);
+        }
+      else if (esbx_has_prefix (tok, "env="))
         {
           if (esbx_session_env_check (tok + 4, "", err) < 0)
             return esbx_error_wrap (err, "--secret `%s`", name);
@@ -354,8 +382,8 @@ parse_spec (esbx_store_t *store, const char *project, const char *spec, json_t *
         }
       else
         return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                     "--secret `%s`: unknown option `%s` (expected env=VAR or "
-                                     "file=" FILE_DIR "FILE)",
+                                     "--secret `%s`: unknown option `%s` (expected inject, "
+                                     "env=VAR or file=" FILE_DIR "FILE)",
                                      name, tok);
     }
   if (json_get (o, "env") == NULL && json_get (o, "file") == NULL)
@@ -433,6 +461,8 @@ esbx_secret_attach_json (const json_t *secrets)
       for (size_t k = 0; k < ARRAY_SIZE (keys); k++)
         if (json_get_string (a, keys[k]))
           json_set_string (o, keys[k], json_get_string (a, keys[k]));
+      if (json_get_bool (a, "inject", false))
+        json_set (o, "inject", json_new_bool (true));
       json_append (arr, o);
     }
   return arr;
@@ -448,6 +478,7 @@ esbx_secrets_free (struct esbx_secret *v, size_t n)
       free (v[i].name);
       free (v[i].env);
       free (v[i].file);
+      free (v[i].placeholder);
       if (v[i].value)
         explicit_bzero (v[i].value, v[i].len);
       free (v[i].value);
@@ -498,6 +529,8 @@ esbx_session_secrets (esbx_store_t *store, const struct esbx_session *s, struct 
       /* A kept name is looked for and redacted, never given.  */
       x->env = a && json_get_string (a, "env") ? xstrdup (json_get_string (a, "env")) : NULL;
       x->file = a && json_get_string (a, "file") ? xstrdup (json_get_string (a, "file")) : NULL;
+      x->inject = a && json_get_bool (a, "inject", false) && json_get_string (a, "placeholder");
+      x->placeholder = x->inject ? xstrdup (json_get_string (a, "placeholder")) : NULL;
     }
   *out = out_v;
   *n = json_len (names);

@@ -330,16 +330,6 @@ mcp_tool_file_edit (struct mcp_call *c, esbx_error_t *err)
   return 0;
 }
 
-static const char *
-type_of (mode_t m)
-{
-  return S_ISREG (m)    ? "file"
-         : S_ISDIR (m)  ? "dir"
-         : S_ISLNK (m)  ? "symlink"
-         : S_ISFIFO (m) ? "fifo"
-                        : "other";
-}
-
 struct listing
 {
   json_t *entries;
@@ -373,14 +363,14 @@ list_dir (struct listing *l, int fd, const char *prefix, int depth)
       path = prefix[0] ? xasprintf ("%s/%s", prefix, names[i]) : xstrdup (names[i]);
       o = json_new (JSON_OBJECT);
       json_set_string (o, "path", path);
-      json_set_string (o, "type", type_of (st.st_mode));
+      json_set_string (o, "type", esbx_file_mode_name (st.st_mode));
       json_set_int (o, "size", (int64_t)st.st_size);
       json_set_int (o, "mode", st.st_mode & 07777);
       json_append (l->entries, o);
       l->n++;
       if (l->text)
-        fprintf (l->text, "%-7s %10lld  %s%s\n", type_of (st.st_mode), (long long)st.st_size, path,
-                 S_ISDIR (st.st_mode) ? "/" : "");
+        fprintf (l->text, "%-7s %10lld  %s%s\n", esbx_file_mode_name (st.st_mode),
+                 (long long)st.st_size, path, S_ISDIR (st.st_mode) ? "/" : "");
       if (S_ISDIR (st.st_mode) && depth > 1)
         {
           _cleanup_close_ int sub = TEMP_FAILURE_RETRY (
@@ -456,7 +446,7 @@ mcp_tool_file_delete (struct mcp_call *c, esbx_error_t *err)
     return esbx_error_wrap (err, "file_delete");
   o = json_new (JSON_OBJECT);
   json_set_string (o, "path", rel);
-  json_set_string (o, "type", type_of (st.st_mode));
-  mcp_result_text (c, o, xasprintf ("deleted %s `%s`", type_of (st.st_mode), rel));
+  json_set_string (o, "type", esbx_file_mode_name (st.st_mode));
+  mcp_result_text (c, o, xasprintf ("deleted %s `%s`", esbx_file_mode_name (st.st_mode), rel));
   return 0;
 }

@@ -32,6 +32,24 @@ int esbx_git_import (const char *spec, const char *ref, const char *tmp, int dif
 /* Write ROOT/projects/P/git again for the head (git_project.c); a failure
    is only warned about: the project stands without it.  */
 void esbx_git_project_dir_update (esbx_store_t *store, const char *project);
+/* Who a git project's layer is by and what it says (publish.c): the
+   session's commits since its base or last publish decide; HEAD is the
+   commit the session is at, NULL when it made none.  */
+struct esbx_git_identity
+{
+  char *author;
+  char *email;
+  char *message;
+  char *head;
+};
+struct esbx_publish;
+int esbx_publish_git_identity (struct esbx_publish *p, struct esbx_git_identity *id,
+                               esbx_error_t *err);
+void esbx_git_identity_clear (struct esbx_git_identity *id);
+/* A session's RECORD once its layer landed at its commit HEAD (NULL: the
+   session made none): its next publish takes only later commits.  */
+void esbx_git_session_landed (json_t *record, const char *head);
+
 /* The git commit of layer ID of PROJECT.  */
 int esbx_git_layer_commit (esbx_store_t *store, const char *project, const char *id, char **commit,
                            esbx_error_t *err);

@@ -230,29 +230,10 @@ esbx_git_error (void)
   return e && e->message ? e->message : "unknown";
 }
 
-/* Reached only by a caller that did not call esbx_git_load first (a
-   programming error) when the library cannot be loaded.  */
 static void
 need_api (void)
 {
-  esbx_error_t err = NULL;
-
-  if (esbx_git_load (&err) == 0)
-    return;
-  fprintf (stderr, "esbx: %s\n", err->msg);
-  abort ();
+  esbx_dl_need (esbx_git_load);
 }
 
-#define FORWARD(ret, name, params, args)                                                           \
-  ret name params                                                                                  \
-  {                                                                                                \
-    need_api ();                                                                                   \
-    return api.name args;                                                                          \
-  }
-#define FORWARD_VOID(ret, name, params, args)                                                      \
-  void name params                                                                                 \
-  {                                                                                                \
-    need_api ();                                                                                   \
-    api.name args;                                                                                 \
-  }
-GIT_FUNCTIONS (FORWARD, FORWARD_VOID)
+GIT_FUNCTIONS (ESBX_DL_FORWARD, ESBX_DL_FORWARD_VOID)

@@ -237,19 +237,8 @@ esbx_project_pull_git (esbx_store_t *store, const char *project, const struct es
   struct esbx_git_remote r = { .tmpfd = -1 };
   json_t *view;
 
-  if (!esbx_project_exists (store, project))
-    {
-      esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist", project);
-      return NULL;
-    }
-  if (!esbx_project_is_git (store, project))
-    {
-      esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                            "pull-git `%s`: the project was not made from a git repository "
-                            "(project create --from-git)",
-                            project);
-      return NULL;
-    }
+  if (esbx_git_sync_project (store, project, "pull-git", err) < 0)
+    return NULL;
   if (esbx_project_is_shared (store, project))
     {
       esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,

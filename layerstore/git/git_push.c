@@ -166,19 +166,8 @@ esbx_project_push_git (esbx_store_t *store, const char *project, const struct es
   struct esbx_git_remote r = { .tmpfd = -1 };
   json_t *view;
 
-  if (!esbx_project_exists (store, project))
-    {
-      esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist", project);
-      return NULL;
-    }
-  if (!esbx_project_is_git (store, project))
-    {
-      esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                            "push-git `%s`: the project was not made from a git repository "
-                            "(project create --from-git)",
-                            project);
-      return NULL;
-    }
+  if (esbx_git_sync_project (store, project, "push-git", err) < 0)
+    return NULL;
   if (o->remote == NULL)
     {
       esbx_make_error_kind (err, ESBX_ERR_USAGE, 0, "push-git `%s`: expected a remote", project);

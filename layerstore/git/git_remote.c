@@ -159,6 +159,21 @@ make_scratch (esbx_store_t *store, const char *project, char *const *ids, size_t
 }
 
 int
+esbx_git_sync_project (esbx_store_t *store, const char *project, const char *verb,
+                       esbx_error_t *err)
+{
+  if (!esbx_project_exists (store, project))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
+                                 project);
+  if (!esbx_project_is_git (store, project))
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "%s `%s`: the project was not made from a git repository "
+                                 "(project create --from-git)",
+                                 verb, project);
+  return 0;
+}
+
+int
 esbx_git_remote_open (esbx_store_t *store, const char *project, const char *spec,
                       const char *secret, bool urls_only, char *const *ids, size_t n,
                       struct esbx_git_remote *r, esbx_error_t *err)

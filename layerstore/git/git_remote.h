@@ -26,6 +26,10 @@ struct esbx_git_remote
   git_remote *remote;
 };
 
+/* PROJECT exists and is a git project, for VERB (push-git, pull-git).  */
+int esbx_git_sync_project (esbx_store_t *store, const char *project, const char *verb,
+                           esbx_error_t *err);
+
 /* Check SPEC (a path or a URL: http, https, ssh, git, file; URLS_ONLY: not a
    path nor file://; never with a password in it), read SECRET (one PROJECT
    may use) and make the scratch repository over the layers IDS[0..N) of

@@ -327,8 +327,9 @@ esbx_git_session_head (int upperfd, char **branch, char **commit)
   return 0;
 }
 
-/* An object database of every layer of PROJECT up to ID, and DIR when not
-   NULL; *REPO wraps it.  */
+/* An object database of every layer of PROJECT up to ID (in the stack, or
+   a candidate of the merge queue on top of it), and DIR when not NULL;
+   *REPO wraps it.  */
 int
 esbx_git_open_layers (esbx_store_t *store, const char *project, const char *id, const char *dir,
                       git_repository **repo, git_odb **odb, esbx_error_t *err)
@@ -338,7 +339,7 @@ esbx_git_open_layers (esbx_store_t *store, const char *project, const char *id, 
 
   *repo = NULL;
   *odb = NULL;
-  if (esbx_git_load (err) < 0 || esbx_project_stack (store, project, &ids, &n, err) < 0)
+  if (esbx_git_load (err) < 0 || esbx_layer_chain (store, project, id, &ids, &n, err) < 0)
     return -1;
   if (git_odb_new (odb) < 0)
     return esbx_make_error (err, 0, "object database: %s", esbx_git_error ());
@@ -349,8 +350,6 @@ esbx_git_open_layers (esbx_store_t *store, const char *project, const char *id, 
 
       if (access (objects, F_OK) == 0 && git_odb_add_disk_alternate (*odb, objects) < 0)
         return esbx_make_error (err, 0, "layer `%s`: objects: %s", ids[i], esbx_git_error ());
-      if (strcmp (ids[i], id) == 0)
-        break;
     }
   if (dir && git_odb_add_disk_alternate (*odb, dir) < 0)
     return esbx_make_error (err, 0, "the session's objects: %s", esbx_git_error ());

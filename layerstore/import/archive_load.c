@@ -130,32 +130,13 @@ esbx_archive_load (esbx_error_t *err)
   return 0;
 }
 
-/* Reached only by a caller that did not call esbx_archive_load first (a
-   programming error) when the library cannot be loaded.  */
 static void
 need_api (void)
 {
-  esbx_error_t err = NULL;
-
-  if (esbx_archive_load (&err) == 0)
-    return;
-  fprintf (stderr, "esbx: %s\n", err->msg);
-  abort ();
+  esbx_dl_need (esbx_archive_load);
 }
 
-#define FORWARD(ret, name, params, args)                                                           \
-  ret name params                                                                                  \
-  {                                                                                                \
-    need_api ();                                                                                   \
-    return api.name args;                                                                          \
-  }
-#define FORWARD_VOID(ret, name, params, args)                                                      \
-  void name params                                                                                 \
-  {                                                                                                \
-    need_api ();                                                                                   \
-    api.name args;                                                                                 \
-  }
-ARCHIVE_FUNCTIONS (FORWARD, FORWARD_VOID)
+ARCHIVE_FUNCTIONS (ESBX_DL_FORWARD, ESBX_DL_FORWARD_VOID)
 
 void
 archive_set_error (struct archive *a, int errnum, const char *fmt, ...)

@@ -154,12 +154,14 @@ write_record (const struct holder_config *cfg, int dfd, pid_t pid, esbx_error_t 
 static void
 usage (void)
 {
-  fputs ("usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
-         "--network none|host|egress --cgroup REL --hide DIR [--rootfs DIR] "
-         "[--resolv-conf FILE] [--secret SRC:FILE]... [--tmpfs-size BYTES] [--shm-size BYTES] "
-         "--ready-fd N\n"
-         "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
-         stderr);
+  fputs (
+      "usage: esbx-holder --session S --session-dir DIR --merged DIR --workspace PATH "
+      "--network none|host|egress --cgroup REL --hide DIR [--rootfs DIR] "
+      "[--resolv-conf FILE] [--ca-bundle FILE] [--secret SRC:FILE]... [--placeholder TEXT:FILE]... "
+      "[--tmpfs-size BYTES] [--shm-size BYTES] "
+      "--ready-fd N\n"
+      "esbx-holder is started by esbx; it is not meant to be run by hand.\n",
+      stderr);
   exit (2);
 }
 
@@ -167,13 +169,22 @@ int
 main (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "session", required_argument, NULL, 's' },  { "session-dir", required_argument, NULL, 'd' },
-    { "merged", required_argument, NULL, 'm' },   { "workspace", required_argument, NULL, 'w' },
-    { "network", required_argument, NULL, 'n' },  { "cgroup", required_argument, NULL, 'c' },
-    { "hide", required_argument, NULL, 'h' },     { "rootfs", required_argument, NULL, 'f' },
-    { "ready-fd", required_argument, NULL, 'r' }, { "resolv-conf", required_argument, NULL, 'R' },
-    { "secret", required_argument, NULL, 'S' },   { "tmpfs-size", required_argument, NULL, 't' },
-    { "shm-size", required_argument, NULL, 'M' }, { NULL, 0, NULL, 0 },
+    { "session", required_argument, NULL, 's' },
+    { "session-dir", required_argument, NULL, 'd' },
+    { "merged", required_argument, NULL, 'm' },
+    { "workspace", required_argument, NULL, 'w' },
+    { "network", required_argument, NULL, 'n' },
+    { "cgroup", required_argument, NULL, 'c' },
+    { "hide", required_argument, NULL, 'h' },
+    { "rootfs", required_argument, NULL, 'f' },
+    { "ready-fd", required_argument, NULL, 'r' },
+    { "resolv-conf", required_argument, NULL, 'R' },
+    { "secret", required_argument, NULL, 'S' },
+    { "tmpfs-size", required_argument, NULL, 't' },
+    { "shm-size", required_argument, NULL, 'M' },
+    { "ca-bundle", required_argument, NULL, 'C' },
+    { "placeholder", required_argument, NULL, 'P' },
+    { NULL, 0, NULL, 0 },
   };
   struct holder_config cfg = { .workspace = "/workspace",
                                .network = "none",
@@ -217,6 +228,13 @@ main (int argc, char **argv)
         break;
       case 'R':
         cfg.resolv_conf = optarg;
+        break;
+      case 'C':
+        cfg.ca_bundle = optarg;
+        break;
+      case 'P':
+        if (err == NULL)
+          holder_placeholder_add (&cfg, optarg, &err);
         break;
       case 't':
       case 'M':

@@ -26,6 +26,7 @@ struct holder_config
   const char *hide;        /* the store root, resolved: never visible in a session */
   const char *rootfs;      /* an image root in the store, or NULL for the host's allow-list */
   const char *resolv_conf; /* bound on the session's /etc/resolv.conf (egress), or NULL */
+  const char *ca_bundle;   /* bound on /etc/ssl/certs/ca-certificates.crt (egress), or NULL */
   uint64_t tmpfs_size;     /* bytes of each of /tmp, /run, /home, /root */
   uint64_t shm_size;       /* bytes of /dev/shm */
   int ready_fd;
@@ -48,6 +49,8 @@ int holder_mask_etc (const char *etc, esbx_error_t *err);
 /* secrets.c: read ARG's value (SRC:/run/secrets/FILE) now, while the
    store is reachable; mount the session's /run/secrets under STAGE.  */
 int holder_secrets_add (struct holder_config *cfg, const char *arg, esbx_error_t *err);
+/* ARG is TEXT:/run/secrets/FILE: a placeholder the file holds.  */
+int holder_placeholder_add (struct holder_config *cfg, const char *arg, esbx_error_t *err);
 int holder_secrets_mount (const struct holder_config *cfg, const char *stage, esbx_error_t *err);
 
 /* mounts.c */

@@ -258,6 +258,8 @@ hide_store (int stagefd, const char *root, esbx_error_t *err)
   return 0;
 }
 
+#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
 /* An egress session's resolver (shim/lib/egress.h) replaces the root's
    /etc/resolv.conf when that is a regular file; a root without one, or
    with a symlink there, resolves no names.  */
@@ -275,8 +277,25 @@ bind_resolv_conf (int resolvfd, esbx_error_t *err)
   return holder_bind (from, STAGE "/etc/resolv.conf", false, RO_BIND, err);
 }
 
+/* The egress proxy's CA with the host's (shim/lib/egress/proxy_launch.c)
+   replaces the root's bundle of trusted CAs, when that is a regular file.  */
 static int
-build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, esbx_error_t *err)
+bind_ca_bundle (int cafd, esbx_error_t *err)
+{
+  _cleanup_free_ char *from = NULL;
+  struct stat st;
+
+  if (cafd < 0)
+    return 0;
+  if (lstat (STAGE CA_BUNDLE, &st) < 0 || !S_ISREG (st.st_mode))
+    return 0;
+  from = xasprintf ("/proc/self/fd/%d", cafd);
+  return holder_bind (from, STAGE CA_BUNDLE, false, RO_BIND, err);
+}
+
+static int
+build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, int cafd,
+       esbx_error_t *err)
 {
   _cleanup_close_ int stagefd = -1;
   _cleanup_free_ char *etc = NULL, *image = NULL;
@@ -293,7 +312,8 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, esb
   else if (bind_entries ("/", host_allowed, ARRAY_SIZE (host_allowed), err) < 0)
     return -1;
   etc = xstrdup (STAGE "/etc");
-  if (holder_mask_etc (etc, err) < 0 || bind_resolv_conf (resolvfd, err) < 0)
+  if (holder_mask_etc (etc, err) < 0 || bind_resolv_conf (resolvfd, err) < 0
+      || bind_ca_bundle (cafd, err) < 0)
     return -1;
   if (private_tmpfs ("tmp", "1777", cfg->tmpfs_size, err) < 0
       || private_tmpfs ("run", "0755", cfg->tmpfs_size, err) < 0
@@ -317,7 +337,7 @@ build (const struct holder_config *cfg, int wsfd, int imagefd, int resolvfd, esb
 int
 holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
 {
-  _cleanup_close_ int wsfd = -1, imagefd = -1, resolvfd = -1;
+  _cleanup_close_ int wsfd = -1, imagefd = -1, resolvfd = -1, cafd = -1;
   struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID };
 
   if (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
@@ -341,7 +361,13 @@ holder_setup_root (const struct holder_config *cfg, esbx_error_t *err)
       if (resolvfd < 0)
         return esbx_make_error (err, errno, "open `%s`", cfg->resolv_conf);
     }
-  if (build (cfg, wsfd, imagefd, resolvfd, err) < 0)
+  if (cfg->ca_bundle)
+    {
+      cafd = TEMP_FAILURE_RETRY (open (cfg->ca_bundle, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (cafd < 0)
+        return esbx_make_error (err, errno, "open `%s`", cfg->ca_bundle);
+    }
+  if (build (cfg, wsfd, imagefd, resolvfd, cafd, err) < 0)
     return -1;
   if (chdir (STAGE) < 0)
     return esbx_make_error (err, errno, "chdir `%s`", STAGE);

@@ -43,6 +43,28 @@ holder_secrets_add (struct holder_config *cfg, const char *arg, esbx_error_t *er
 }
 
 int
+holder_placeholder_add (struct holder_config *cfg, const char *arg, esbx_error_t *err)
+{
+  const char *colon = strchr (arg, ':'), *base;
+  struct holder_secret *s;
+
+  if (colon == NULL || strncmp (colon + 1, SECRETS_MOUNT "/", strlen (SECRETS_MOUNT "/")) != 0)
+    return esbx_make_error (err, EINVAL, "--placeholder `%s`: expected TEXT:" SECRETS_MOUNT "/FILE",
+                            arg);
+  base = colon + 1 + strlen (SECRETS_MOUNT "/");
+  if (base[0] == '\0' || base[0] == '.' || strchr (base, '/') != NULL)
+    return esbx_make_error (err, EINVAL, "--placeholder `%s`: bad file name", arg);
+  cfg->secrets = xrealloc (cfg->secrets, sizeof *cfg->secrets * (cfg->n_secrets + 1));
+  s = &cfg->secrets[cfg->n_secrets];
+  memset (s, 0, sizeof *s);
+  s->file = xstrdup (base);
+  s->value = xstrndup (arg, (size_t)(colon - arg));
+  s->len = strlen (s->value);
+  cfg->n_secrets++;
+  return 0;
+}
+
+int
 holder_secrets_mount (const struct holder_config *cfg, const char *stage, esbx_error_t *err)
 {
   _cleanup_free_ char *dir = xasprintf ("%s" SECRETS_MOUNT, stage);

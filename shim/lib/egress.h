@@ -5,12 +5,13 @@
  * 10.233.0.0/16) for slot N.  Slots are host-wide, since links and
  * nftables tables are: each is a record /run/esbx/egress/N.json naming the
  * store and the session, made with link(2) so that two sessions never
- * share one; at most ESBX_EGRESS_MAX (default 64) exist at once.  On the
- * host, the nftables table `inet esbx_eN` masquerades the session's
- * traffic and refuses everything but DNS to its resolver and the
- * destinations of its allow-list; the resolver is a dnsmasq on the host
- * side of the veth that answers only allowed names and adds what it
- * resolves to the table's sets.  See docs/SECURITY.md, "Network".  */
+ * share one; at most ESBX_EGRESS_MAX (default 1024) exist at once.  On the
+ * host, the nftables table `inet esbx_eN` redirects the session's gateway
+ * ports 3128 (HTTP proxy) and 53 (DNS) to the store's egress proxy
+ * (shim/proxy/, one process for every session of the store:
+ * proxy_launch.c), lets through the address entries of its allow-list
+ * (masqueraded), and refuses everything else.  See docs/SECURITY.md,
+ * "Network".  */
 #ifndef ESBX_EGRESS_H
 #define ESBX_EGRESS_H
 
@@ -20,10 +21,29 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+/* The store's egress proxy (proxy_launch.c): its ports on the host and
+   the CA bundle its sessions trust.  */
+struct esbx_egress_proxy
+{
+  int http_port, dns_port;
+  char *ca_bundle;
+};
+/* Start the store's proxy unless it runs; its ports and bundle in *OUT.  */
+int esbx_egress_proxy_ensure (esbx_store_t *store, struct esbx_egress_proxy *out,
+                              esbx_error_t *err);
+void esbx_egress_proxy_clear (struct esbx_egress_proxy *p);
+/* ESBX_EGRESS_RUN/proxy/KEY, the proxy's directory.  */
+char *esbx_egress_proxy_dir (esbx_store_t *store);
+/* The pid of the store's running proxy, 0 when none runs.  */
+pid_t esbx_egress_proxy_pid (esbx_store_t *store);
+/* What a session is told: the proxy on its gateway's port 3128.  */
+#define ESBX_EGRESS_PROXY_PORT 3128
+
 struct esbx_egress
 {
   int slot;          /* -1: none */
   char *resolv_conf; /* the session's /etc/resolv.conf, a file under /run/esbx/egress */
+  struct esbx_egress_proxy proxy;
 };
 
 /* Take a slot for session S and write its resolv.conf.  The caller takes
@@ -51,17 +71,22 @@ void esbx_egress_for_each_slot (esbx_store_t *store, int dfd,
                                 void *data);
 void esbx_egress_free_slot (int dfd, int slot);
 
+/* The first 16 hex digits of the SHA-256 of STORE's root: what names the
+   store's files under ESBX_EGRESS_RUN (its proxy's directory, the index
+   of its slots).  */
+void esbx_egress_store_key (esbx_store_t *store, char key[17]);
 /* The slot of session SESSION's network, -1 when it has none.  */
 int esbx_egress_slot (esbx_store_t *store, const char *session);
 /* The host side (resolver, gateway) and session side addresses of SLOT,
    INET_ADDRSTRLEN bytes each.  */
 int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *err);
 /* The host-side names of SLOT: link and nftables table (inet family).  */
-#define ESBX_EGRESS_LINK_FMT  "esbxe%d"
-#define ESBX_EGRESS_TABLE_FMT "esbx_e%d"
-#define ESBX_EGRESS_RUN       "/run/esbx/egress"
-/* The resolver's log never grows past this (its RLIMIT_FSIZE); readers cut
-   it once read past ESBX_EGRESS_LOG_CUT.  */
+#define ESBX_EGRESS_LINK_PREFIX "esbxe"
+#define ESBX_EGRESS_LINK_FMT    ESBX_EGRESS_LINK_PREFIX "%d"
+#define ESBX_EGRESS_TABLE_FMT   "esbx_e%d"
+#define ESBX_EGRESS_RUN         "/run/esbx/egress"
+/* The proxy's logs of a slot (its resolver's and its requests') never grow
+   past this; readers cut them once read past ESBX_EGRESS_LOG_CUT.  */
 #define ESBX_EGRESS_LOG_MAX (2u << 20)
 #define ESBX_EGRESS_LOG_CUT (1u << 20)
 /* Queries a session may send its resolver: a rate per second and a burst;
@@ -69,11 +94,18 @@ int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *er
 #define ESBX_EGRESS_DNS_RATE  200
 #define ESBX_EGRESS_DNS_BURST 1000
 
-/* Stop the resolver of S's network in SLOT and start it again: dnsmasq
-   gives up its log for good once a write to it fails (it hit
-   ESBX_EGRESS_LOG_MAX) and, running as nobody, cannot open it again in
-   ESBX_EGRESS_RUN.  The addresses it learnt stay in the table.  */
-int esbx_egress_resolver_restart (const struct esbx_session *s, int slot, esbx_error_t *err);
+/* The requests the proxy logged for SLOT (ESBX_EGRESS_RUN/SLOT.requests,
+   egress_requests.c): an "egress.request" event for each line past
+   SEEN's "requests offset" (advanced); the last MAX of the log.  */
+void esbx_egress_record_requests (esbx_store_t *store, const char *session, int dfd, int slot,
+                                  json_t *seen);
+json_t *esbx_egress_recent_requests (int dfd, int slot, size_t max);
+
+/* What the store's proxy would do with METHOD URL from SESSION
+   (egress_check.c): {"allowed", "rule"?, "reason"?, "intercepted",
+   "secrets": names put in, "method", "host", "port", "path"}.  */
+json_t *esbx_egress_check (esbx_store_t *store, const char *session, const char *method,
+                           const char *url, esbx_error_t *err);
 
 /* The policy and state of session S's network (inspect): its allow-list,
    addresses, and the refused attempts counted so far.  NULL when S is not

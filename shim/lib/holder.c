@@ -240,6 +240,13 @@ secret_args (const struct esbx_sandbox_session *ss, struct strv *argv)
 
       if (name == NULL || file == NULL || !esbx_name_valid (name))
         continue;
+      /* Injected by the egress proxy: the session holds a placeholder.  */
+      if (json_get_bool (a, "inject", false) && json_get_string (a, "placeholder"))
+        {
+          strv_push (argv, xstrdup ("--placeholder"));
+          strv_push (argv, xasprintf ("%s:%s", json_get_string (a, "placeholder"), file));
+          continue;
+        }
       src = esbx_secret_path (ss->store, name);
       strv_push (argv, xstrdup ("--secret"));
       strv_push (argv, xasprintf ("%s:%s", src, file));
@@ -324,6 +331,11 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
       {
         strv_push (&argv, xstrdup ("--resolv-conf"));
         strv_push (&argv, xstrdup (net.resolv_conf));
+      }
+    if (net.proxy.ca_bundle)
+      {
+        strv_push (&argv, xstrdup ("--ca-bundle"));
+        strv_push (&argv, xstrdup (net.proxy.ca_bundle));
       }
     secret_args (ss, &argv);
 

@@ -322,7 +322,7 @@ load gateway_helpers
 @test "gateway: loopback TCP listener answers like the socket, with TLS or, when told, in clear" {
   teardown_gateway
   make_certs
-  port=$((20000 + RANDOM % 20000))
+  port=$(free_port)
   setup_gateway --gateway-tcp "127.0.0.1:$port" --gateway-tls-cert "$TLS/server.crt" \
     --gateway-tls-key "$TLS/server.key"
   esbx_ok project create demo

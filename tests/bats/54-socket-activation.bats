@@ -14,7 +14,7 @@ setup() {
   GW_SOCK=$GW_DIR/gateway.sock
   GW_LOG=$GW_DIR/esbxd.log
   PLUGIN_SOCK=$GW_DIR/plugin.sock
-  METRICS_PORT=$((20000 + RANDOM % 20000))
+  METRICS_PORT=$(free_port)
   ESBXD_PID=
 }
 

@@ -13,7 +13,7 @@ setup_file() {
 
 setup() {
   MCP_DIR=$ESBX_SRC/tests/mcp
-  MCP_PORT=$((20000 + RANDOM % 20000))
+  MCP_PORT=$(free_port)
   setup_gateway --gateway-tcp "127.0.0.1:$MCP_PORT" --gateway-tcp-insecure
   make_tree "$BATS_TEST_TMPDIR/src"
   esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"

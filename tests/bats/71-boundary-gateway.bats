@@ -113,7 +113,7 @@ all_answer() {
 @test "boundary 10: 1,100 half-sent requests without a token stop neither the gateway, the plugin socket nor /metrics" {
   # systemd's default: a soft limit of 1,024 descriptors.
   ulimit -Sn 1024
-  tcp_port=$((20000 + RANDOM % 20000))
+  tcp_port=$(free_port)
   make_certs
   setup_gateway --gateway-tcp "127.0.0.1:$tcp_port" --gateway-tls-cert "$TLS/server.crt" \
     --gateway-tls-key "$TLS/server.key"

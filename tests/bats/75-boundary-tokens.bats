@@ -25,21 +25,32 @@ teardown() {
 # as a command in a session with the host's network and CAP_NET_RAW would;
 # stopped by sniff_stop.
 sniff() {
+  rm -f "$1.ready"
   python3 - "$1" <<'EOF' &
-import socket, sys
+import signal, socket, sys
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind(("lo", 0))
+s.settimeout(0.1)
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+open(sys.argv[1] + ".ready", "w").close()
 with open(sys.argv[1], "wb", buffering=0) as f:
     while True:
-        f.write(s.recv(65536))
+        try:
+            f.write(s.recv(65536))
+        except (socket.timeout, InterruptedError):
+            if stop:
+                break
 EOF
   SNIFF_PID=$!
-  sleep 0.5
+  # Listening before the traffic it is to see: a condition, not a delay.
+  for _ in $(seq 300); do [ -e "$1.ready" ] && break; sleep 0.05; done
+  [ -e "$1.ready" ]
 }
 
+# Ends the capture once it has written all it has received.
 sniff_stop() {
-  sleep 0.3
-  kill -KILL "$SNIFF_PID"
+  kill -TERM "$SNIFF_PID"
   wait "$SNIFF_PID" 2>/dev/null || true
   SNIFF_PID=
 }
@@ -86,7 +97,7 @@ sniff_stop() {
 }
 
 @test "boundary 20: esbxd refuses a plain TCP listener unless told --gateway-tcp-insecure" {
-  port=$((20000 + RANDOM % 20000))
+  port=$(free_port)
   GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
   run timeout 5 "$ESBXD" --root "$ESBX_ROOT" --plugin-socket "$GW_DIR/p.sock" \
     --gateway-socket "$GW_DIR/g.sock" --metrics none --gateway-tcp "127.0.0.1:$port"
@@ -122,7 +133,7 @@ sniff_stop() {
 
 @test "boundary 20: the TCP listener speaks TLS; tokens never cross loopback in clear" {
   make_certs
-  port=$((20000 + RANDOM % 20000))
+  port=$(free_port)
   setup_gateway --gateway-tcp "127.0.0.1:$port" --gateway-tls-cert "$TLS/server.crt" \
     --gateway-tls-key "$TLS/server.key"
   esbx_ok project create demo
@@ -161,7 +172,7 @@ sniff_stop() {
 
 @test "boundary 20: the TLS certificate and key from esbxd.conf" {
   make_certs
-  port=$((20000 + RANDOM % 20000))
+  port=$(free_port)
   conf=$BATS_TEST_TMPDIR/esbxd.conf
   printf 'gateway-tls-cert = %s\ngateway-tls-key = %s\n' "$TLS/server.crt" "$TLS/server.key" >"$conf"
   setup_gateway --config "$conf" --gateway-tcp "127.0.0.1:$port"

@@ -49,12 +49,13 @@ state_is() { [ "$(request_field "$1" state)" = "$2" ]; }
 final() { case $(request_field "$1" state) in landed | rejected | cancelled) return 0 ;; esac; return 1; }
 
 # The digest TREE_DIGEST prints for the tree of p at LAYER.
+# `layer_digest LAYER [PROJECT [DIGEST]]`
 layer_digest() {
   local d=$BATS_TEST_TMPDIR/export-$1
   mkdir -p "$d"
-  "$ESBX" export "p@$1" -o "$d.tar"
+  "$ESBX" export "${2:-p}@$1" -o "$d.tar"
   tar -xf "$d.tar" -C "$d"
-  (cd "$d" && sh -c "$TREE_DIGEST")
+  (cd "$d" && sh -c "${3:-$TREE_DIGEST}")
 }
 
 @test "project gate: set, print, usage errors change nothing" {
@@ -236,7 +237,7 @@ layer_digest() {
   GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
   GW_SOCK=$GW_DIR/gateway.sock
   GW_LOG=$GW_DIR/esbxd.log
-  METRICS_PORT=$((20000 + RANDOM % 20000))
+  METRICS_PORT=$(free_port)
   esbx_ok project gate p --mode checks --check 'test -e /workspace/slow && sleep 3; make test' --parallel 1
   make_sessions p a b
   echo a >"$(path_of a)/slow"
@@ -307,4 +308,65 @@ layer_digest() {
   esbx_ok trash purge --all
   esbx_ok gc --snapshots
   [ "$(find "$ESBX_ROOT/projects/p/frozen" -mindepth 1 -maxdepth 1 | wc -l)" -eq 0 ]
+}
+
+@test "a git project's requests land as commits by their sessions' authors, on the commit they were checked on" {
+  local GIT=(git -c user.name=Tester -c user.email=tester@example.org -c init.defaultBranch=master)
+  local repo=$BATS_TEST_TMPDIR/repo
+  cp -r "$BATS_TEST_TMPDIR/src" "$repo"
+  "${GIT[@]}" -C "$repo" init -q
+  "${GIT[@]}" -C "$repo" add -A
+  "${GIT[@]}" -C "$repo" commit -qm "calc"
+  esbx_ok project create g --from-git "$repo"
+  # The check prints the commit it was given (author and subject) and the
+  # tree beside its repository, then builds.
+  local digest="find . -path ./.git -prune -o -type f -print | LC_ALL=C sort | xargs -r sha256sum | sha256sum | cut -c1-64"
+  esbx_ok project gate g --mode checks --check "git log -1 --format='commit %an %s'" \
+    --check "$digest | sed 's/^/tree /'" --check 'make test'
+  make_sessions g a b
+  echo a >"$(path_of a)/a.txt"
+  "${GIT[@]}" -C "$(path_of a)" add a.txt
+  "${GIT[@]}" -C "$(path_of a)" -c user.name=Alice -c user.email=alice@example.org commit -qm "alice: a"
+  echo b >"$(path_of b)/b.txt"
+  "${GIT[@]}" -C "$(path_of b)" add b.txt
+  "${GIT[@]}" -C "$(path_of b)" -c user.name=Bob -c user.email=bob@example.org commit -qm "bob: b"
+  run -5 "$ESBX" --json publish a
+  local ida idb
+  ida=$(json_field request <<<"$output")
+  run -5 "$ESBX" --json publish b
+  idb=$(json_field request <<<"$output")
+  esbx_ok queue run g
+  state_is "$ida" landed
+  state_is "$idb" landed
+  # The project's history: two commits by their authors on the imported
+  # one, each the layer its request landed.
+  local c=$BATS_TEST_TMPDIR/clone
+  git clone -q -b esbx/head "$("$ESBX" project git-dir g)" "$c"
+  run -0 git -C "$c" log --format='%an <%ae> %s'
+  assert_line --index 0 "Bob <bob@example.org> bob: b"
+  assert_line --index 1 "Alice <alice@example.org> alice: a"
+  assert_line --index 2 "Tester <tester@example.org> calc"
+  git -C "$c" log -1 --format=%B | grep -qx "Esbx-Layer: $(request_field "$idb" layer)"
+  git -C "$c" log -1 --skip=1 --format=%B | grep -qx "Esbx-Layer: $(request_field "$ida" layer)"
+  git -C "$c" fsck --strict
+  # Each check ran on its commit and on the tree that landed.
+  local id layer log
+  for id in "$ida" "$idb"; do
+    layer=$(request_field "$id" layer)
+    log=$("$ESBX" queue show "$id" --log)
+    grep -qx "tree $(layer_digest "$layer" g "$digest")" <<<"$log"
+  done
+  "$ESBX" queue show "$ida" --log | grep -qx "commit Alice alice: a"
+  "$ESBX" queue show "$idb" --log | grep -qx "commit Bob bob: b"
+  # The sessions go on from their landed commits: a rebase is clean and
+  # a session's next publish takes only its later commits.
+  esbx_ok rebase a
+  echo a2 >"$(path_of a)/a2.txt"
+  "${GIT[@]}" -C "$(path_of a)" add a2.txt
+  "${GIT[@]}" -C "$(path_of a)" -c user.name=Alice -c user.email=alice@example.org commit -qm "alice: a2"
+  esbx_ok publish a --wait
+  git -C "$c" fetch -q origin
+  run -0 git -C "$c" log --format='%an %s' origin/esbx/head
+  assert_line --index 0 "Alice alice: a2"
+  assert_line --index 1 "Bob bob: b"
 }

@@ -14,7 +14,7 @@ setup() {
   [ -x /usr/bin/chromium ] || skip "chromium not installed (hack/install-ui-deps installs it)"
   [ -d "$ESBX_SRC/tests/ui/node_modules/puppeteer-core" ] ||
     skip "puppeteer-core not installed in tests/ui (hack/install-ui-deps)"
-  UI_PORT=$((20000 + RANDOM % 20000))
+  UI_PORT=$(free_port)
   export ESBXD_SAMPLE_INTERVAL_MS=300
   setup_gateway --gateway-tcp "127.0.0.1:$UI_PORT" --gateway-tcp-insecure
   make_tree "$BATS_TEST_TMPDIR/src"

@@ -10,7 +10,7 @@ setup_gateway() {
   GW_DIR=$(mktemp -d /tmp/esbx-gw.XXXXXX)
   GW_SOCK=$GW_DIR/gateway.sock
   GW_LOG=$GW_DIR/esbxd.log
-  METRICS_PORT=$((20000 + RANDOM % 20000))
+  METRICS_PORT=$(free_port)
   ESBXD_PID=
   export GW_DIR GW_SOCK GW_LOG METRICS_PORT
   start_gateway "$@"

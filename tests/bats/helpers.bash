@@ -142,9 +142,9 @@ proc_gone() {
   ! grep -q '^State:[[:space:]]*[^Z]' "/proc/$1/status" 2>/dev/null
 }
 
-# Gone within 5 s, or fail.
+# `wait_gone PID [SECONDS]`: gone within SECONDS (5), or fail.
 wait_gone() {
-  for _ in $(seq 50); do proc_gone "$1" && return 0; sleep 0.1; done
+  for _ in $(seq $((${2:-5} * 10))); do proc_gone "$1" && return 0; sleep 0.1; done
   proc_gone "$1"
 }
 
@@ -201,4 +201,15 @@ esbxd_down() {
   done
   kill -KILL "$ESBXD_PID" 2>/dev/null || true
   ESBXD_PID=
+}
+
+# A TCP port for a listener of the test: below the kernel's ephemeral
+# range (32768 up), where no outgoing connection is given one, and not
+# listened on now.
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 12000))
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
+  done
 }

@@ -8,11 +8,6 @@
 
 load helpers
 
-# A TCP port nothing listens on now.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # CMD in the services' network namespace, if they have one.  (Not for
 # daemons started with &: that would fork a subshell whose pid is not the
 # daemon's; they use "${SVC_IN[@]}" instead.)

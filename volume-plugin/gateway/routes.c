@@ -2,6 +2,7 @@
    (target), so that gateway.c decides allowed or denied before any handler
    runs (auth.c).  */
 #include "routes.h"
+#include "routes_egress.h"
 #include "routes_exec.h"
 #include "routes_files.h"
 #include "routes_git.h"
@@ -85,6 +86,8 @@ const struct esbx_gateway_route esbx_gateway_routes[] = {
     esbx_gateway_session_diff, "patch" },
   { "GET", "/v1/sessions/*/events", "session_events", O, GATEWAY_TARGET_SESSION, false,
     esbx_gateway_session_events, NULL },
+  { "GET", "/v1/sessions/*/egress/check", "egress_check", O, GATEWAY_TARGET_SESSION, false,
+    esbx_gateway_egress_check, NULL },
   { "GET", "/v1/sessions/*/ps", "session_ps", O, GATEWAY_TARGET_SESSION, false,
     esbx_gateway_session_ps, NULL },
   { "POST", "/v1/sessions/*/publish", "session_publish", M, GATEWAY_TARGET_SESSION, true,

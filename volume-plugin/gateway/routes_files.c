@@ -56,16 +56,6 @@ clean_request_path (struct esbx_gateway_ctx *ctx, bool allow_root, char **rel)
   return 0;
 }
 
-static const char *
-type_of (mode_t m)
-{
-  return S_ISREG (m)    ? "file"
-         : S_ISDIR (m)  ? "dir"
-         : S_ISLNK (m)  ? "symlink"
-         : S_ISFIFO (m) ? "fifo"
-                        : "other";
-}
-
 static void
 list_dir (struct esbx_gateway_ctx *ctx, int fd)
 {
@@ -87,7 +77,7 @@ list_dir (struct esbx_gateway_ctx *ctx, int fd)
         continue;
       o = json_new (JSON_OBJECT);
       json_set_string (o, "name", de->d_name);
-      json_set_string (o, "type", type_of (st.st_mode));
+      json_set_string (o, "type", esbx_file_mode_name (st.st_mode));
       json_set_int (o, "size", (int64_t)st.st_size);
       json_set_int (o, "mode", st.st_mode & 07777);
       json_append (arr, o);
@@ -120,7 +110,7 @@ esbx_gateway_file_read (struct esbx_gateway_ctx *ctx)
     return list_dir (ctx, fd);
   if (!S_ISREG (st.st_mode))
     return esbx_gateway_reply_fail (ctx, ESBX_ERR_FAILED, 0, "`%s` is a %s, not a regular file",
-                                    rel, type_of (st.st_mode));
+                                    rel, esbx_file_mode_name (st.st_mode));
   if ((uint64_t)st.st_size > ESBX_GATEWAY_MAX_FILE_READ)
     return esbx_gateway_reply_fail (ctx, ESBX_ERR_TOO_LARGE, 0, "`%s` is larger than %u bytes", rel,
                                     ESBX_GATEWAY_MAX_FILE_READ);

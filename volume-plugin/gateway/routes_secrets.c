@@ -14,18 +14,35 @@
 void
 esbx_gateway_secret_create (struct esbx_gateway_ctx *ctx)
 {
-  static const char *const fields[] = { "name", "value", "project", NULL };
+  static const char *const fields[]
+      = { "name", "value", "project", "for", "header", "basic", "query", NULL };
+  _cleanup_json_ json_t *inject = NULL;
+  struct strv hosts = { 0 };
+  const json_t *h;
   const char *name, *value;
   esbx_error_t err = NULL;
+  size_t i;
+  int r;
 
-  if (esbx_gateway_check_body (ctx, fields, "sss") < 0)
+  if (esbx_gateway_check_body (ctx, fields, "sssasss") < 0)
     return;
   name = json_get_string (ctx->json, "name");
   value = json_get_string (ctx->json, "value");
   if (name == NULL || value == NULL)
     return esbx_gateway_reply_fail (ctx, ESBX_ERR_USAGE, 0,
                                     "fields `name` and `value` are required");
-  if (esbx_secret_create (ctx->store, name, ctx->project, value, strlen (value), &err) < 0)
+  json_array_foreach (json_get (ctx->json, "for"), i, h)
+    if (h->type == JSON_STRING)
+      strv_push (&hosts, xstrdup (h->text));
+  r = esbx_secret_inject_parse (name, hosts.v, json_get_string (ctx->json, "header"),
+                                json_get_string (ctx->json, "basic"),
+                                json_get_string (ctx->json, "query"), &inject, &err);
+  strv_free (&hosts);
+  if (r < 0)
+    return esbx_gateway_reply_err (ctx, &err);
+  if (esbx_secret_create_inject (ctx->store, name, ctx->project, inject, value, strlen (value),
+                                 &err)
+      < 0)
     return esbx_gateway_reply_err (ctx, &err);
   esbx_gateway_reply_string (ctx, MHD_HTTP_CREATED, "name", name);
 }

@@ -1,10 +1,12 @@
-/* The egress network of a session: slot, veth, nftables table, resolver
-   (see egress.h).  Built with the ip, nft, iptables and dnsmasq programs
+/* The egress network of a session: slot, veth, nftables table (see
+   egress.h), and the store's proxy that its table leads to
+   (proxy_launch.c).  Built with the ip, nft and iptables programs
    (netcmd.h); every object is named after the slot, so that cleanup needs
    nothing but the slot record.  */
 #include "egress.h"
 #include "events.h"
 #include "fs.h"
+#include "hash.h"
 #include "netcmd.h"
 #include "proc.h"
 #include "text.h"
@@ -20,12 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EGRESS_RUN          ESBX_EGRESS_RUN
-#define DEFAULT_RANGE       "10.233.0.0/16"
-#define DEFAULT_MAX         64
-#define RESOLVER_WAIT_TRIES 50
-#define SLOT_RECORD_MAX     (64u * 1024)
-#define IPTABLES_CHAIN      "DOCKER-USER"
+#define EGRESS_RUN      ESBX_EGRESS_RUN
+#define DEFAULT_RANGE   "10.233.0.0/16"
+#define DEFAULT_MAX     1024
+#define SLOT_RECORD_MAX (64u * 1024)
+#define IPTABLES_CHAIN  "DOCKER-USER"
 
 /* Addresses and names of slot N.  */
 struct slot_names
@@ -145,6 +146,44 @@ slot_of (const char *name)
   return (int)v;
 }
 
+/* The index of slots by session: INDEX_DIR/KEY.SESSION, a symlink to
+   "N", so that finding a session's slot reads one link and one record,
+   not every record (a thousand of them at every exec).  The records stay
+   the truth: a link is followed only to a record that names the same
+   store and session.  */
+#define INDEX_DIR "by-session"
+
+static char *
+index_name (esbx_store_t *store, const char *session)
+{
+  char key[17];
+
+  esbx_egress_store_key (store, key);
+  return xasprintf (INDEX_DIR "/%s.%s", key, session);
+}
+
+static void
+index_add (int dfd, esbx_store_t *store, const char *session, int slot)
+{
+  _cleanup_free_ char *name = index_name (store, session), *target = xasprintf ("%d", slot);
+
+  if (mkdirat (dfd, INDEX_DIR, 0700) < 0 && errno != EEXIST)
+    return;
+  unlinkat (dfd, name, 0);
+  /* Without it, the walk of the records still finds the slot.  */
+  (void)symlinkat (target, dfd, name);
+}
+
+void
+esbx_egress_store_key (esbx_store_t *store, char key[17])
+{
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+
+  esbx_sha256_buf (store->root, strlen (store->root), hex);
+  memcpy (key, hex, 16);
+  key[16] = '\0';
+}
+
 static int
 take_slot (int dfd, esbx_store_t *store, const char *session, int *slot, esbx_error_t *err)
 {
@@ -181,6 +220,7 @@ take_slot (int dfd, esbx_store_t *store, const char *session, int *slot, esbx_er
       if (linkat (dfd, tmp, dfd, name, 0) == 0)
         {
           unlinkat (dfd, tmp, 0);
+          index_add (dfd, store, session, i);
           *slot = i;
           return 0;
         }
@@ -208,71 +248,29 @@ ignore (char *const *argv, int netns_fd)
     esbx_error_free (&e);
 }
 
-static char *
-pid_file (int slot)
-{
-  return xasprintf (EGRESS_RUN "/%d.pid", slot);
-}
-
-/* The resolver of SLOT, if the pid its file names is still that dnsmasq
-   (its command line names the file).  */
-static pid_t
-resolver_pid (int dfd, int slot)
-{
-  _cleanup_free_ char *name = xasprintf ("%d.pid", slot), *buf = NULL, *cmd = NULL;
-  _cleanup_free_ char *path = pid_file (slot), *want = NULL;
-  esbx_error_t e = NULL;
-  size_t len;
-  long pid;
-
-  if (esbx_read_file_at (dfd, name, 64, &buf, &len, &e) < 0)
-    {
-      esbx_error_free (&e);
-      return 0;
-    }
-  pid = strtol (buf, NULL, 10);
-  if (pid <= 1)
-    return 0;
-  cmd = esbx_proc_cmdline ((pid_t)pid);
-  want = xasprintf ("--pid-file=%s", path);
-  if (cmd == NULL || strstr (cmd, want) == NULL)
-    return 0;
-  return (pid_t)pid;
-}
-
+/* The index's link to SLOT, from its record's store and session.  */
 static void
-stop_resolver (int dfd, int slot)
+drop_index (int dfd, int slot)
 {
-  pid_t pid = resolver_pid (dfd, slot);
-  int i;
+  _cleanup_free_ char *rec_name = xasprintf ("%d.json", slot), *target = NULL;
+  _cleanup_json_ json_t *rec = NULL;
+  esbx_error_t e = NULL;
+  const char *root, *session;
+  char hex[ESBX_SHA256_HEX_LEN + 1], buf[32];
+  ssize_t n;
 
-  if (pid <= 0)
+  rec = json_parse_file_at (dfd, rec_name, &e);
+  esbx_error_free (&e);
+  root = rec ? json_get_string (rec, "store") : NULL;
+  session = rec ? json_get_string (rec, "session") : NULL;
+  if (root == NULL || session == NULL || strchr (session, '/'))
     return;
-  kill (pid, SIGTERM);
-  for (i = 0; i < RESOLVER_WAIT_TRIES && kill (pid, 0) == 0; i++)
-    usleep (20000);
-  if (kill (pid, 0) == 0)
-    kill (pid, SIGKILL);
-}
-
-static void
-drop_forward_exception (const char *veth)
-{
-  char *del_in[] = { (char *)"iptables",     (char *)"-w",     (char *)"-D",
-                     (char *)IPTABLES_CHAIN, (char *)"-i",     (char *)veth,
-                     (char *)"-j",           (char *)"ACCEPT", NULL };
-  char *del_out[] = { (char *)"iptables",     (char *)"-w",     (char *)"-D",
-                      (char *)IPTABLES_CHAIN, (char *)"-o",     (char *)veth,
-                      (char *)"-j",           (char *)"ACCEPT", NULL };
-  esbx_error_t e = NULL;
-  int i;
-
-  for (i = 0; i < 8 && esbx_netcmd (del_in, -1, NULL, NULL, &e) == 0; i++)
-    ;
-  esbx_error_free (&e);
-  for (i = 0; i < 8 && esbx_netcmd (del_out, -1, NULL, NULL, &e) == 0; i++)
-    ;
-  esbx_error_free (&e);
+  esbx_sha256_buf (root, strlen (root), hex);
+  hex[16] = '\0';
+  target = xasprintf (INDEX_DIR "/%s.%s", hex, session);
+  n = readlinkat (dfd, target, buf, sizeof buf - 1);
+  if (n > 0 && (buf[n] = '\0', atoi (buf) == slot))
+    unlinkat (dfd, target, 0);
 }
 
 void
@@ -280,7 +278,7 @@ esbx_egress_free_slot (int dfd, int slot)
 {
   struct slot_names n;
   esbx_error_t e = NULL;
-  static const char *const suffixes[] = { "pid", "resolv", "log", "seen" };
+  static const char *const suffixes[] = { "pid", "resolv", "log", "seen", "requests" };
   size_t i;
 
   if (slot_names (slot, &n, &e) < 0)
@@ -288,13 +286,12 @@ esbx_egress_free_slot (int dfd, int slot)
       esbx_error_free (&e);
       return;
     }
-  stop_resolver (dfd, slot);
+  drop_index (dfd, slot);
   {
     char *argv[]
         = { (char *)"nft", (char *)"delete", (char *)"table", (char *)"inet", n.table, NULL };
     ignore (argv, -1);
   }
-  drop_forward_exception (n.veth);
   {
     char *argv[] = { (char *)"ip", (char *)"link", (char *)"delete", n.veth, NULL };
     ignore (argv, -1);
@@ -360,7 +357,29 @@ esbx_egress_slot (esbx_store_t *store, const char *session)
   dfd = TEMP_FAILURE_RETRY (open (EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd < 0)
     return -1;
-  esbx_egress_for_each_slot (store, dfd, match_session, &want);
+  {
+    _cleanup_free_ char *name = index_name (store, session);
+    _cleanup_json_ json_t *rec = NULL;
+    char buf[32];
+    ssize_t n = readlinkat (dfd, name, buf, sizeof buf - 1);
+
+    if (n > 0)
+      {
+        _cleanup_free_ char *rec_name = NULL;
+        int slot;
+
+        buf[n] = '\0';
+        slot = atoi (buf);
+        rec_name = xasprintf ("%d.json", slot);
+        if (slot_of (rec_name) == slot && (rec = slot_record (dfd, rec_name, store)) != NULL
+            && strcmp (json_get_string (rec, "session"), session) == 0)
+          return slot;
+      }
+  }
+  /* No index yet (slots taken before it): every record.  Once it exists,
+     a session without a link has no slot (gc walks the records).  */
+  if (!esbx_exists_at (dfd, INDEX_DIR))
+    esbx_egress_for_each_slot (store, dfd, match_session, &want);
   return want.slot;
 }
 
@@ -371,6 +390,7 @@ esbx_egress_clear (struct esbx_egress *net)
 {
   free (net->resolv_conf);
   net->resolv_conf = NULL;
+  esbx_egress_proxy_clear (&net->proxy);
   net->slot = -1;
 }
 
@@ -385,10 +405,14 @@ esbx_egress_prepare (esbx_store_t *store, const struct esbx_session *s, struct e
 
   net->slot = -1;
   net->resolv_conf = NULL;
+  memset (&net->proxy, 0, sizeof net->proxy);
   dfd = run_dir (err);
   if (dfd < 0 || take_slot (dfd, store, s->name, &slot, err) < 0)
     return esbx_error_wrap (err, "egress network of session `%s`", s->name);
   net->slot = slot;
+  /* After the slot: a proxy that finds it does not end.  */
+  if (esbx_egress_proxy_ensure (store, &net->proxy, err) < 0)
+    return esbx_error_wrap (err, "egress network of session `%s`", s->name);
   if (slot_names (slot, &n, err) < 0)
     return -1;
   name = xasprintf ("%d.resolv", slot);
@@ -437,19 +461,6 @@ set_forwarding (const char *veth, esbx_error_t *err)
   return 0;
 }
 
-/* Where the answers of an allowed name do not lead (RFC 1918, shared
-   address space RFC 6598, link-local, "this network"; Docker's bridge
-   172.17.0.0/16 is in 172.16.0.0/12) unless an entry names the address.  */
-#define PRIVATE_RANGES                                                                             \
-  "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16"
-
-/* The nftables name of the set for names allowed on PORT (0: any).  */
-static char *
-name_set (unsigned port)
-{
-  return port ? xasprintf ("names_%u", port) : xstrdup ("names");
-}
-
 static void append (char **buf, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 static void
@@ -465,29 +476,23 @@ append (char **buf, const char *fmt, ...)
   *buf = xasprintf ("%s%s", old ? old : "", piece);
 }
 
-static void
-port_match (char **buf, unsigned port)
-{
-  if (port)
-    append (buf, " meta l4proto { tcp, udp } th dport %u", port);
-}
-
-/* The table of slot N: see docs/SECURITY.md, "Network".  Refused packets
-   go through `refuse`, which counts them per destination in the set
-   `refused` (read by esbx_egress_json) and rejects them.  */
+/* The table of slot N: see docs/SECURITY.md, "Network".  The session
+   reaches its gateway's 3128 and 53, redirected to the store's proxy
+   (PROXY), and the address entries of its allow-list without methods or
+   a path; names go through the proxy only.  Refused packets go through
+   `refuse`, which counts them per destination in the set `refused` (read
+   by esbx_egress_json) and rejects them.  */
 static char *
-ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsigned prefix)
+ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsigned prefix,
+         const struct esbx_egress_proxy *proxy)
 {
-  _cleanup_free_ char *sets = NULL, *rules = NULL;
+  _cleanup_free_ char *rules = NULL;
   char rng[INET_ADDRSTRLEN];
   const json_t *a;
   char *out = NULL;
   size_t i;
 
   ipv4_text (range, rng);
-  append (&sets, "  set names { type ipv4_addr; }\n");
-  append (&sets,
-          "  set private { type ipv4_addr; flags interval; elements = { " PRIVATE_RANGES " }; }\n");
   json_array_foreach (allow, i, a)
     {
       struct esbx_egress_rule r;
@@ -499,27 +504,18 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           esbx_error_free (&e);
           continue;
         }
-      if (r.name)
-        {
-          _cleanup_free_ char *set = name_set (r.port);
-          if (r.port && (sets == NULL || strstr (sets, set) == NULL))
-            append (&sets, "  set %s { type ipv4_addr; }\n", set);
-          /* DNS rebinding: a name's answer in a private range is no way
-             into it; only an address or CIDR entry opens one.  */
-          append (&rules, "    ip daddr != @private ip daddr @%s", set);
-        }
-      else
+      if (r.name == NULL && r.methods[0] == NULL && r.path == NULL)
         {
           ipv4_text (r.addr, addr);
           append (&rules, "    ip daddr %s/%u", addr, r.prefix);
+          if (r.port)
+            append (&rules, " meta l4proto { tcp, udp } th dport %u", r.port);
+          append (&rules, " accept\n");
         }
-      port_match (&rules, r.port);
-      append (&rules, " accept\n");
       esbx_egress_rule_clear (&r);
     }
   append (&out,
-          "table inet %1$s {\n"
-          "%2$s"
+          "table inet %1$s {\n%2$s"
           "  set refused { type ipv4_addr . inet_proto . inet_service; flags dynamic; counter; "
           "size 4096; }\n"
           "  set refused_other { type ipv4_addr . inet_proto; flags dynamic; counter; "
@@ -531,6 +527,11 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           "{ ip daddr . meta l4proto }\n"
           "    reject with icmpx admin-prohibited\n"
           "  }\n"
+          "  chain prerouting {\n"
+          "    type nat hook prerouting priority dstnat; policy accept;\n"
+          "    iifname \"%3$s\" ip saddr %10$s ip daddr %7$s tcp dport %11$u redirect to :%8$u\n"
+          "    iifname \"%3$s\" ip saddr %10$s ip daddr %7$s udp dport 53 redirect to :%9$u\n"
+          "  }\n"
           "  chain forward {\n"
           "    type filter hook forward priority filter - 10; policy accept;\n"
           "    iifname \"%3$s\" jump egress\n"
@@ -539,6 +540,7 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           "  }\n"
           "  chain egress {\n"
           "    meta nfproto ipv6 drop\n"
+          "    ip saddr != %10$s drop\n"
           "    ct state established,related accept\n"
           "    ip daddr 169.254.0.0/16 goto refuse\n"
           "    ip daddr 127.0.0.0/8 goto refuse\n"
@@ -548,11 +550,13 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           "  }\n"
           "  chain input {\n"
           "    type filter hook input priority filter - 10; policy accept;\n"
-          "    iifname \"%3$s\" ip daddr %7$s meta l4proto { tcp, udp } th dport 53 "
-          "limit rate over %8$u/second burst %9$u packets counter name dns_limited drop\n"
-          "    iifname \"%3$s\" ip daddr %7$s meta l4proto { tcp, udp } th dport 53 accept\n"
-          "    iifname \"%3$s\" ct state established,related accept\n"
           "    iifname \"%3$s\" meta nfproto ipv6 drop\n"
+          "    iifname \"%3$s\" ip saddr != %10$s drop\n"
+          "    iifname \"%3$s\" ip daddr %7$s udp dport %9$u "
+          "limit rate over %12$u/second burst %13$u packets counter name dns_limited drop\n"
+          "    iifname \"%3$s\" ip daddr %7$s udp dport %9$u ct status dnat accept\n"
+          "    iifname \"%3$s\" ip daddr %7$s tcp dport %8$u ct status dnat accept\n"
+          "    iifname \"%3$s\" ct state established,related accept\n"
           "    iifname \"%3$s\" goto refuse\n"
           "  }\n"
           "  chain postrouting {\n"
@@ -560,130 +564,41 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
           "    iifname \"%3$s\" oifname != \"%3$s\" masquerade\n"
           "  }\n"
           "}\n",
-          n->table, sets ? sets : "", n->veth, rng, prefix, rules ? rules : "", n->gw,
-          ESBX_EGRESS_DNS_RATE, ESBX_EGRESS_DNS_BURST);
+          n->table, "", n->veth, rng, prefix, rules ? rules : "", n->gw, proxy->http_port,
+          proxy->dns_port, n->addr, ESBX_EGRESS_PROXY_PORT, ESBX_EGRESS_DNS_RATE,
+          ESBX_EGRESS_DNS_BURST);
   return out;
 }
 
 /* Docker's iptables FORWARD policy is drop: its DOCKER-USER chain, where
-   Docker wants others' exceptions, lets the veth's traffic through to our
-   own table, which decides.  No such chain: nothing to do.  */
+   Docker wants others' exceptions, lets every egress link's traffic
+   (`esbxe+`) through to the sessions' own tables, which decide.  One pair
+   of rules for all, added once and left: a rule per link made the chain
+   thousands of rules long.  No such chain: nothing to do.  */
 static int
-add_forward_exception (const char *veth, esbx_error_t *err)
+add_forward_exception (esbx_error_t *err)
 {
+  static const char *const dirs[] = { "-i", "-o" };
   esbx_error_t e = NULL;
+  size_t i;
 
   if (RUN (&e, -1, NULL, "iptables", "-w", "-S", IPTABLES_CHAIN) < 0)
     {
       esbx_error_free (&e);
       return 0;
     }
-  if (RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, "-i", (char *)veth, "-j",
-           "ACCEPT")
-          < 0
-      || RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, "-o", (char *)veth, "-j",
-              "ACCEPT")
-             < 0)
-    return -1;
-  return 0;
-}
-
-static char *
-upstream (void)
-{
-  const char *env = getenv ("ESBX_EGRESS_UPSTREAM");
-  _cleanup_free_ char *buf = NULL;
-  esbx_error_t e = NULL;
-  char *line, *save = NULL;
-  size_t len;
-
-  if (env && *env)
-    return xstrdup (env);
-  if (esbx_read_file_at (AT_FDCWD, "/etc/resolv.conf", 64 * 1024, &buf, &len, &e) < 0)
+  for (i = 0; i < ARRAY_SIZE (dirs); i++)
     {
-      esbx_error_free (&e);
-      return NULL;
-    }
-  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
-    {
-      char addr[64];
-      struct in_addr in;
-
-      if (sscanf (line, " nameserver %63s", addr) == 1 && inet_pton (AF_INET, addr, &in) == 1)
-        return xstrdup (addr);
-    }
-  return NULL;
-}
-
-/* dnsmasq answers the names of the allow-list from UPSTREAM, adding their
-   addresses to the table's sets, and NXDOMAIN for every other name.  */
-static int
-start_resolver (int slot, const struct slot_names *n, const json_t *allow, esbx_error_t *err)
-{
-  _cleanup_free_ char *up = upstream (), *pidf = pid_file (slot);
-  struct strv argv = { 0 };
-  const json_t *a;
-  size_t i;
-  int ret;
-
-  strv_push (&argv, xstrdup ("dnsmasq"));
-  strv_push (&argv, xstrdup ("--conf-file=/dev/null"));
-  strv_push (&argv, xstrdup ("--no-hosts"));
-  strv_push (&argv, xstrdup ("--no-resolv"));
-  strv_push (&argv, xstrdup ("--no-poll"));
-  strv_push (&argv, xstrdup ("--bind-interfaces"));
-  strv_push (&argv, xasprintf ("--listen-address=%s", n->gw));
-  strv_push (&argv, xasprintf ("--pid-file=%s", pidf));
-  /* Every query logged: the names it refuses are read from there
-     (egress_names.c).  The log is bounded by the file size limit below, its
-     growth by the table's rate limit on queries.  */
-  strv_push (&argv, xasprintf ("--log-facility=" EGRESS_RUN "/%d.log", slot));
-  strv_push (&argv, xstrdup ("--log-queries"));
-  strv_push (&argv, xstrdup ("--address=/#/"));
-  json_array_foreach (allow, i, a)
-    {
-      struct esbx_egress_rule r;
-      esbx_error_t e = NULL;
-      _cleanup_free_ char *set = NULL;
-      const char *domain;
-
-      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      if (r.name == NULL)
+      if (RUN (&e, -1, NULL, "iptables", "-w", "-C", IPTABLES_CHAIN, (char *)dirs[i],
+               ESBX_EGRESS_LINK_PREFIX "+", "-j", "ACCEPT")
+          == 0)
         continue;
-      /* dnsmasq matches a domain and its subdomains, whole labels only:
-         "*.d" and "d" are both the domain d to it.  */
-      domain = strncmp (r.name, "*.", 2) == 0 ? r.name + 2 : r.name;
-      set = name_set (r.port);
-      if (up)
-        strv_push (&argv, xasprintf ("--server=/%s/%s", domain, up));
-      strv_push (&argv, xasprintf ("--nftset=/%s/4#inet#%s#%s", domain, n->table, set));
-      esbx_egress_rule_clear (&r);
+      esbx_error_free (&e);
+      if (RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, (char *)dirs[i],
+               ESBX_EGRESS_LINK_PREFIX "+", "-j", "ACCEPT")
+          < 0)
+        return -1;
     }
-  ret = esbx_netcmd_limited (argv.v, -1, NULL, NULL, ESBX_EGRESS_LOG_MAX, err);
-  strv_free (&argv);
-  return ret;
-}
-
-int
-esbx_egress_resolver_restart (const struct esbx_session *s, int slot, esbx_error_t *err)
-{
-  const json_t *allow = json_get (s->record, "allow");
-  _cleanup_json_ json_t *none = NULL;
-  _cleanup_close_ int dfd = -1;
-  struct slot_names n;
-
-  if (allow == NULL || allow->type != JSON_ARRAY)
-    allow = none = json_new (JSON_ARRAY);
-  dfd = run_dir (err);
-  if (dfd < 0 || slot_names (slot, &n, err) < 0)
-    return -1;
-  stop_resolver (dfd, slot);
-  if (start_resolver (slot, &n, allow, err) < 0)
-    return esbx_error_wrap (err, "resolver of session `%s`", s->name);
   return 0;
 }
 
@@ -692,7 +607,7 @@ esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct 
                 pid_t pid, esbx_error_t *err)
 {
   _cleanup_free_ char *gw_cidr = NULL, *addr_cidr = NULL, *pidtext = NULL, *rules = NULL;
-  _cleanup_free_ char *nspath = NULL;
+  _cleanup_free_ char *nspath = NULL, *host_side = NULL, *session_side = NULL;
   _cleanup_close_ int ns = -1;
   const json_t *allow = json_get (s->record, "allow");
   _cleanup_json_ json_t *none = NULL;
@@ -716,19 +631,20 @@ esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct 
   pidtext = xasprintf ("%d", (int)pid);
   gw_cidr = xasprintf ("%s/30", n.gw);
   addr_cidr = xasprintf ("%s/30", n.addr);
-  rules = ruleset (&n, allow, range, prefix);
-  /* The table first: nothing passes the veth before the policy does.  */
+  rules = ruleset (&n, allow, range, prefix, &net->proxy);
+  /* The table first: nothing passes the veth before the policy does.
+     Each side's links and addresses in one `ip -batch`.  */
+  host_side = xasprintf ("link add %s type veth peer name eth0 netns %s\n"
+                         "addr add %s dev %s\n"
+                         "link set %s up\n",
+                         n.veth, pidtext, gw_cidr, n.veth, n.veth);
+  session_side = xasprintf ("addr add %s dev eth0\n"
+                            "link set eth0 up\n"
+                            "route add default via %s\n",
+                            addr_cidr, n.gw);
   if (RUN (err, -1, rules, "nft", "-f", "-") < 0
-      || RUN (err, -1, NULL, "ip", "link", "add", n.veth, "type", "veth", "peer", "name", "eth0",
-              "netns", pidtext)
-             < 0
-      || RUN (err, -1, NULL, "ip", "addr", "add", gw_cidr, "dev", n.veth) < 0
-      || set_forwarding (n.veth, err) < 0
-      || RUN (err, -1, NULL, "ip", "link", "set", n.veth, "up") < 0
-      || RUN (err, ns, NULL, "ip", "addr", "add", addr_cidr, "dev", "eth0") < 0
-      || RUN (err, ns, NULL, "ip", "link", "set", "eth0", "up") < 0
-      || RUN (err, ns, NULL, "ip", "route", "add", "default", "via", n.gw) < 0
-      || add_forward_exception (n.veth, err) < 0 || start_resolver (net->slot, &n, allow, err) < 0)
+      || RUN (err, -1, host_side, "ip", "-batch", "-") < 0 || set_forwarding (n.veth, err) < 0
+      || RUN (err, ns, session_side, "ip", "-batch", "-") < 0 || add_forward_exception (err) < 0)
     goto fail;
   return 0;
 fail:

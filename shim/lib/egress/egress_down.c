@@ -22,8 +22,13 @@ esbx_egress_down (esbx_store_t *store, const char *session)
 {
   _cleanup_close_ int dfd = -1;
 
+  int slot;
+
   dfd = TEMP_FAILURE_RETRY (open (ESBX_EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd < 0)
     return;
-  esbx_egress_for_each_slot (store, dfd, down_if_session, (void *)session);
+  /* Through the index: one slot a session.  */
+  slot = esbx_egress_slot (store, session);
+  if (slot >= 0)
+    down_if_session (store, dfd, slot, session, (void *)session);
 }

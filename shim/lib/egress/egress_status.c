@@ -8,7 +8,8 @@
  * Names the resolver refused come from its log (egress_names.c) at the
  * same moments, each an "egress.refused_name" event.  Queries to the
  * resolver past its rate limit are dropped by the table and counted in its
- * counter `dns_limited`: an "egress.dns_limited" event.  What was recorded
+ * counter `dns_limited`: an "egress.dns_limited" event.  The requests the
+ * proxy logged become "egress.request" events (egress_requests.c).  What was recorded
  * is kept in /run/esbx/egress/N.seen: "ADDR PROTO PORT" -> packets, "name
  * NAME" -> queries (NAMES_MAX names at most), "log offset" and "dns
  * limited".  */
@@ -24,11 +25,12 @@
 #include <inttypes.h>
 #include <string.h>
 
-#define SEEN_MAX    (1u << 20)
-#define NAMES_MAX   1024
-#define NAME_PREFIX "name "
-#define LOG_OFFSET  "log offset"
-#define DNS_LIMITED "dns limited"
+#define SEEN_MAX       (1u << 20)
+#define NAMES_MAX      1024
+#define NAME_PREFIX    "name "
+#define LOG_OFFSET     "log offset"
+#define DNS_LIMITED    "dns limited"
+#define REQUESTS_SHOWN 100
 
 /* One entry of `nft -j list set`: {"elem": {"val": {"concat": [ADDR,
    PROTO, PORT]}, "counter": {"packets": N, ...}}}.  */
@@ -56,76 +58,48 @@ refused_entry (const json_t *item)
   return o;
 }
 
+/* What SLOT's table counted, in one `nft -j list table` (each nft reads
+   the ruleset; with a thousand tables, one call a reading, not three):
+   the elements of the sets `refused` and `refused_other` into *REFUSED,
+   the packets of the counter `dns_limited` into *LIMITED.  */
 static void
-read_set (const char *table, const char *set, json_t *out)
+table_state (int slot, json_t **refused, int64_t *limited)
 {
   _cleanup_free_ char *text = NULL;
   _cleanup_json_ json_t *j = NULL;
-  char *argv[] = { (char *)"nft",  (char *)"-j",  (char *)"list", (char *)"set",
-                   (char *)"inet", (char *)table, (char *)set,    NULL };
-  const json_t *list, *item, *s, *elems, *e;
+  char table[32];
+  char *argv[] = { (char *)"nft", (char *)"-j", (char *)"list", (char *)"table", (char *)"inet",
+                   table,         NULL };
+  const json_t *item, *st, *elems, *e, *c;
   esbx_error_t err = NULL;
   size_t i, k;
 
+  *refused = json_new (JSON_ARRAY);
+  *limited = 0;
+  snprintf (table, sizeof table, ESBX_EGRESS_TABLE_FMT, slot);
   if (esbx_netcmd (argv, -1, NULL, &text, &err) < 0
       || (j = json_parse (text, strlen (text), &err)) == NULL)
     {
       esbx_error_free (&err);
       return;
     }
-  list = json_get (j, "nftables");
-  json_array_foreach (list, i, item)
+  json_array_foreach (json_get (j, "nftables"), i, item)
     {
-      if ((s = json_get (item, "set")) == NULL || (elems = json_get (s, "elem")) == NULL)
+      if ((c = json_get (item, "counter")) != NULL && json_get_string (c, "name")
+          && strcmp (json_get_string (c, "name"), "dns_limited") == 0)
+        json_get_int (c, "packets", limited);
+      if ((st = json_get (item, "set")) == NULL || (elems = json_get (st, "elem")) == NULL
+          || json_get_string (st, "name") == NULL
+          || (strcmp (json_get_string (st, "name"), "refused") != 0
+              && strcmp (json_get_string (st, "name"), "refused_other") != 0))
         continue;
       json_array_foreach (elems, k, e)
         {
           json_t *o = refused_entry (e);
           if (o)
-            json_append (out, o);
+            json_append (*refused, o);
         }
     }
-}
-
-/* The refused attempts counted by the table of SLOT.  */
-static json_t *
-refused (int slot)
-{
-  char table[32];
-  json_t *arr = json_new (JSON_ARRAY);
-
-  snprintf (table, sizeof table, ESBX_EGRESS_TABLE_FMT, slot);
-  read_set (table, "refused", arr);
-  read_set (table, "refused_other", arr);
-  return arr;
-}
-
-/* Packets of the counter dns_limited of SLOT's table: `nft -j list
-   counter` answers {"nftables": [..., {"counter": {"packets": N, ...}}]}.  */
-static int64_t
-dns_limited (int slot)
-{
-  _cleanup_free_ char *text = NULL;
-  _cleanup_json_ json_t *j = NULL;
-  char table[32];
-  char *argv[] = { (char *)"nft",  (char *)"-j",  (char *)"list",        (char *)"counter",
-                   (char *)"inet", (char *)table, (char *)"dns_limited", NULL };
-  const json_t *item, *c;
-  esbx_error_t err = NULL;
-  int64_t packets = 0;
-  size_t i;
-
-  snprintf (table, sizeof table, ESBX_EGRESS_TABLE_FMT, slot);
-  if (esbx_netcmd (argv, -1, NULL, &text, &err) < 0
-      || (j = json_parse (text, strlen (text), &err)) == NULL)
-    {
-      esbx_error_free (&err);
-      return 0;
-    }
-  json_array_foreach (json_get (j, "nftables"), i, item)
-    if ((c = json_get (item, "counter")) != NULL)
-      json_get_int (c, "packets", &packets);
-  return packets;
 }
 
 static json_t *
@@ -201,9 +175,24 @@ esbx_egress_json (esbx_store_t *store, const struct esbx_session *s)
   json_set_string (o, "address", addr);
   json_set_string (o, "resolver", gw);
   json_set_string (o, "link", link);
-  json_set (o, "refused", refused (slot));
-  json_set (o, "refused_names", refused_names (slot));
-  json_set_int (o, "dns_limited", dns_limited (slot));
+  {
+    json_t *arr;
+    int64_t limited;
+
+    table_state (slot, &arr, &limited);
+    json_set (o, "refused", arr);
+    json_set (o, "refused_names", refused_names (slot));
+    json_set_int (o, "dns_limited", limited);
+  }
+  {
+    _cleanup_close_ int dfd
+        = TEMP_FAILURE_RETRY (open (ESBX_EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    json_set (o, "proxy", json_new_string (gw));
+    json_set_int (o, "proxy_port", ESBX_EGRESS_PROXY_PORT);
+    json_set (o, "requests",
+              dfd >= 0 ? esbx_egress_recent_requests (dfd, slot, REQUESTS_SHOWN)
+                       : json_new (JSON_ARRAY));
+  }
   return o;
 }
 
@@ -275,30 +264,21 @@ record_names (esbx_store_t *store, const char *session, int dfd, int slot, json_
     }
   if (full)
     {
-      /* Said once per filling: the reading cut the log, and the resolver,
-         which gave it up, starts again to write to it.  */
+      /* Said once per filling: the reading cut the log, and the proxy
+         writes to it again.  */
       json_t *f = json_new (JSON_OBJECT);
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
 
       json_set_int (f, "log_bytes", ESBX_EGRESS_LOG_MAX);
       esbx_event_append (store, session, "egress.resolver_log_full", f, NULL);
-      if (esbx_session_load (store, session, &s, &e) < 0
-          || esbx_egress_resolver_restart (s, slot, &e) < 0)
-        {
-          esbx_warn ("%s", e->msg);
-          esbx_error_free (&e);
-        }
-      esbx_session_free (s);
     }
 }
 
 /* An "egress.dns_limited" event when the table dropped queries to the
    resolver since the last reading.  */
 static void
-record_dns_limited (esbx_store_t *store, const char *session, int slot, json_t *seen)
+record_dns_limited (esbx_store_t *store, const char *session, int64_t now, json_t *seen)
 {
-  int64_t now = dns_limited (slot), before = 0;
+  int64_t before = 0;
   json_t *f;
 
   json_get_int (seen, DNS_LIMITED, &before);
@@ -320,6 +300,7 @@ esbx_egress_record_refused (esbx_store_t *store, const char *session)
   esbx_error_t err = NULL;
   const json_t *e;
   size_t i, len;
+  int64_t limited = 0;
   int slot = esbx_egress_slot (store, session);
 
   if (slot < 0)
@@ -342,7 +323,7 @@ esbx_egress_record_refused (esbx_store_t *store, const char *session)
       json_free (seen);
       seen = json_new (JSON_OBJECT);
     }
-  now = refused (slot);
+  table_state (slot, &now, &limited);
   json_array_foreach (now, i, e)
     {
       _cleanup_free_ char *key = entry_key (e);
@@ -364,7 +345,8 @@ esbx_egress_record_refused (esbx_store_t *store, const char *session)
       json_set_int (seen, key, packets);
     }
   record_names (store, session, dfd, slot, seen);
-  record_dns_limited (store, session, slot, seen);
+  record_dns_limited (store, session, limited, seen);
+  esbx_egress_record_requests (store, session, dfd, slot, seen);
   text = json_serialize (seen, false, &len);
   if (esbx_replace_file_at (dfd, name, text, len, 0600, &err) < 0)
     esbx_error_free (&err);

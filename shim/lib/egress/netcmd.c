@@ -3,6 +3,7 @@
    caller's PATH may lack the sbin directories).  Output goes to memfds,
    read after the child exits, so no pipe can fill up.  */
 #include "netcmd.h"
+#include "egress.h"
 #include "fs.h"
 #include "run.h"
 #include "utils.h"
@@ -63,17 +64,38 @@ esbx_netcmd (char *const *argv, int netns_fd, const char *input, char **out, esb
   return esbx_netcmd_limited (argv, netns_fd, input, out, 0, err);
 }
 
+/* One nft at a time on the host, among esbx's: each reads the whole
+   ruleset before it acts, and a change by another in the meantime makes
+   it read again, so that with a thousand tables a few at once could go on
+   reading for minutes.  */
+static int
+nft_lock (char *const *argv)
+{
+  esbx_error_t e = NULL;
+  int fd;
+
+  if (strcmp (argv[0], "nft") != 0 || esbx_mkdir_p (ESBX_EGRESS_RUN, 0700, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return -1;
+    }
+  fd = esbx_lock_at (AT_FDCWD, ESBX_EGRESS_RUN "/.nft.lock", true, true, &e);
+  esbx_error_free (&e);
+  return fd;
+}
+
 int
 esbx_netcmd_limited (char *const *argv, int netns_fd, const char *input, char **out,
                      unsigned long long fsize, esbx_error_t *err)
 {
-  _cleanup_close_ int in = -1, outfd = -1, errfd = -1;
+  _cleanup_close_ int lock = -1, in = -1, outfd = -1, errfd = -1;
   _cleanup_free_ char *stderr_text = NULL;
   struct esbx_run r = { .argv = argv, .dirs = search_dirs, .netns = netns_fd, .fsize = fsize };
   int status;
   char *nl;
   int ret = 0;
 
+  lock = nft_lock (argv);
   if ((in = new_memfd ("stdin", input, err)) < 0 || (outfd = new_memfd ("stdout", NULL, err)) < 0
       || (errfd = new_memfd ("stderr", NULL, err)) < 0)
     return -1;

@@ -6,6 +6,7 @@
  * raw mode), forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to it and, under
  * --tty, the window size.  */
 #include "exec.h"
+#include "egress.h"
 #include "events.h"
 #include "exec_internal.h"
 #include "fs.h"
@@ -21,6 +22,7 @@
 #include "utils.h"
 
 #include <ctype.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -166,6 +168,40 @@ env_set (struct strv *env, char *kv)
    as variables, then --env.  HOME
    is /root, a private tmpfs of the session's root, for uid 0; /tmp, the
    one directory everyone may write, for other users.  */
+/* An egress session's way out is the store's proxy on its gateway, and
+   the proxy's CA is in the bundle its root trusts (the holder binds it on
+   CA_BUNDLE): the variables the usual programs read for both.  */
+#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+static void
+egress_env (const struct esbx_sandbox_session *ss, struct strv *env)
+{
+  static const char *const proxy_vars[]
+      = { "HTTP_PROXY",  "HTTPS_PROXY",      "http_proxy",
+          "https_proxy", "npm_config_proxy", "npm_config_https_proxy" };
+  static const char *const ca_vars[]
+      = { "SSL_CERT_FILE",  "CURL_CA_BUNDLE",      "REQUESTS_CA_BUNDLE",
+          "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "npm_config_cafile" };
+  char gw[INET_ADDRSTRLEN], addr[INET_ADDRSTRLEN];
+  esbx_error_t e = NULL;
+  size_t i;
+  int slot;
+
+  if (ss->rec->network == NULL || strcmp (ss->rec->network, "egress") != 0)
+    return;
+  slot = esbx_egress_slot (ss->store, ss->name);
+  if (slot < 0 || esbx_egress_slot_addresses (slot, gw, addr, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return;
+    }
+  for (i = 0; i < ARRAY_SIZE (proxy_vars); i++)
+    env_set (env, xasprintf ("%s=http://%s:%d", proxy_vars[i], gw, ESBX_EGRESS_PROXY_PORT));
+  env_set (env, xstrdup ("NO_PROXY=localhost,127.0.0.1"));
+  env_set (env, xstrdup ("no_proxy=localhost,127.0.0.1"));
+  for (i = 0; i < ARRAY_SIZE (ca_vars); i++)
+    env_set (env, xasprintf ("%s=" CA_BUNDLE, ca_vars[i]));
+}
+
 static char **
 build_env (const struct exec_run *r, bool root, char *const *extra)
 {
@@ -183,8 +219,11 @@ build_env (const struct exec_run *r, bool root, char *const *extra)
     strv_push (&env, xasprintf ("TERM=%s", term));
   json_object_foreach (ss->rec->env, i, key, v)
     env_set (&env, xasprintf ("%s=%s", key, v->text));
+  egress_env (ss, &env);
   for (i = 0; i < r->n_secrets; i++)
-    if (r->secrets[i].env)
+    if (r->secrets[i].env && r->secrets[i].inject)
+      env_set (&env, xasprintf ("%s=%s", r->secrets[i].env, r->secrets[i].placeholder));
+    else if (r->secrets[i].env)
       env_set (&env, xasprintf ("%s=%.*s", r->secrets[i].env, (int)r->secrets[i].len,
                                 r->secrets[i].value));
   for (i = 0; extra && extra[i]; i++)
@@ -336,6 +375,19 @@ prepare (struct exec_run *r, esbx_error_t *err)
   r->log_limit = o->log_limit ? o->log_limit : default_log_limit ();
   if (esbx_session_secrets (r->ss->store, r->ss->rec, &r->secrets, &r->n_secrets, err) < 0)
     return -1;
+  /* A proxy that ended (killed, crashed) comes back on its ports.  */
+  if (r->ss->rec->network && strcmp (r->ss->rec->network, "egress") == 0)
+    {
+      struct esbx_egress_proxy p = { 0 };
+      esbx_error_t e = NULL;
+
+      if (esbx_egress_proxy_ensure (r->ss->store, &p, &e) < 0)
+        {
+          esbx_warn ("%s", e->msg);
+          esbx_error_free (&e);
+        }
+      esbx_egress_proxy_clear (&p);
+    }
   r->env = build_env (r, !r->set_user || r->uid == 0, o->env);
   if (make_stdio (r, err) < 0)
     return -1;
