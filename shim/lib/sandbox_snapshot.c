@@ -18,9 +18,11 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Thaw SESSION if a snapshot that crashed left it frozen; the caller holds
    its snapshot lock.  */
@@ -60,21 +62,52 @@ esbx_sandbox_thaw_abandoned (esbx_store_t *store, const char *session, FILE *rep
     thaw_if_frozen (store, session, report);
 }
 
-/* Whether the holder is the only process of the session: then nothing
-   inside has a file of the workspace open, and the upper may move.  */
+/* Whether PID has exited (a zombie the holder has not reaped yet, or
+   gone): it holds no file, no directory and no mount any more.  */
+static bool
+has_exited (pid_t pid)
+{
+  _cleanup_free_ char *path = xasprintf ("/proc/%d/stat", (int)pid);
+  _cleanup_close_ int fd = open (path, O_RDONLY | O_CLOEXEC);
+  char buf[512];
+  const char *p;
+  ssize_t len;
+
+  if (fd < 0)
+    return errno == ENOENT || errno == ESRCH;
+  len = TEMP_FAILURE_RETRY (read (fd, buf, sizeof buf - 1));
+  if (len <= 0)
+    return false;
+  buf[len] = '\0';
+  /* The state follows the command's closing parenthesis.  */
+  p = strrchr (buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Whether the holder is the only process of the session (an exec that
+   ended but is not reaped yet does not count): then nothing inside has a
+   file of the workspace open, and the upper may move.  */
 static bool
 only_holder (const char *cg, pid_t holder)
 {
   _cleanup_free_ pid_t *pids = NULL;
   esbx_error_t e = NULL;
-  size_t n = 0;
+  bool seen = false;
+  size_t n = 0, i;
 
   if (esbx_cgroup_pids (cg, &pids, &n, &e) < 0)
     {
       esbx_error_free (&e);
       return false;
     }
-  return n == 1 && pids[0] == holder;
+  for (i = 0; i < n; i++)
+    {
+      if (pids[i] == holder)
+        seen = true;
+      else if (!has_exited (pids[i]))
+        return false;
+    }
+  return seen;
 }
 
 int
