@@ -148,33 +148,28 @@ gc_tmp (struct gc *g, int dfd, const char *where, esbx_error_t *err)
   return 0;
 }
 
-/* Whether a session builds on LAYER; true when unknown.  */
-static bool
-layer_in_use (esbx_store_t *store, char **sessions, const char *layer)
+/* The layers PROJECT's sessions build on (their bases and what they
+   published), in one walk of the sessions; -1 when a record could not be
+   read: then any layer may be in use.  */
+static int
+layers_in_use (esbx_store_t *store, const char *project, struct strv *used, esbx_error_t *err)
 {
-  bool used = false;
-  size_t k;
+  _cleanup_sessions_ struct esbx_sessions it = { 0 };
+  struct esbx_session *s;
 
-  for (k = 0; sessions[k] && !used; k++)
+  if (esbx_sessions_open (store, project, &it, err) < 0)
+    return -1;
+  while ((s = esbx_sessions_next (&it)))
     {
-      struct esbx_session *s = NULL;
-      esbx_error_t e = NULL;
-      if (esbx_session_load (store, sessions[k], &s, &e) < 0)
-        {
-          /* Unknown state: keep the layer.  */
-          esbx_error_free (&e);
-          return true;
-        }
-      used = strcmp (s->base, layer) == 0;
-      for (char **p = s->published; *p && !used; p++)
-        used = strcmp (*p, layer) == 0;
-      esbx_session_free (s);
+      strv_push (used, xstrdup (s->base));
+      for (char **p = s->published; *p; p++)
+        strv_push (used, xstrdup (*p));
     }
-  return used;
+  return it.unreadable > 0 ? -1 : 0;
 }
 
 /* Layers no stack names, no session builds on and no request of the merge
-   queue tests.  */
+   queue tests; then frozen layers nothing names (frozen.c).  */
 static int
 gc_layers (struct gc *g, const char *project, esbx_error_t *err)
 {
@@ -182,10 +177,12 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
   _cleanup_close_ int lock = -1;
   _cleanup_strv_ char **ids = NULL;
   _cleanup_strv_ char **layers = NULL;
-  _cleanup_strv_ char **sessions = NULL;
   _cleanup_free_ char *rel = esbx_project_file (project, "layers");
   _cleanup_close_ int lfd = -1;
+  struct strv used = { 0 };
+  esbx_error_t fe = NULL;
   size_t n, i, k;
+  int ret = 0;
 
   lock = esbx_project_lock (store, project, err);
   if (lock < 0)
@@ -196,19 +193,26 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
   if (lfd < 0)
     return -1;
   layers = esbx_list_dir_at (lfd, ".", err);
-  sessions = esbx_session_list (store, project, err);
-  if (layers == NULL || sessions == NULL)
+  if (layers == NULL)
     return -1;
+  /* Unknown state: keep every layer.  */
+  if (layers_in_use (store, project, &used, &fe) < 0)
+    {
+      esbx_error_free (&fe);
+      strv_free (&used);
+      return 0;
+    }
   for (i = 0; layers[i]; i++)
     {
       _cleanup_free_ char *shown = NULL;
       esbx_error_t e = NULL;
-      bool used = false;
+      bool in_use = false;
 
-      for (k = 0; k < n && !used; k++)
-        used = strcmp (ids[k], layers[i]) == 0;
-      if (used || layer_in_use (store, sessions, layers[i])
-          || esbx_snapshot_uses_layer (store, project, layers[i])
+      for (k = 0; k < n && !in_use; k++)
+        in_use = strcmp (ids[k], layers[i]) == 0;
+      for (k = 0; k < used.n && !in_use; k++)
+        in_use = strcmp (used.v[k], layers[i]) == 0;
+      if (in_use || esbx_snapshot_uses_layer (store, project, layers[i])
           || esbx_queue_uses_layer (store, project, layers[i]))
         continue;
       shown = esbx_layer_rel (project, layers[i]);
@@ -217,7 +221,10 @@ gc_layers (struct gc *g, const char *project, esbx_error_t *err)
       else if (g->report)
         fprintf (g->report, "removed %s\n", shown);
     }
-  return 0;
+  strv_free (&used);
+  if (esbx_frozen_gc (store, project, g->report, &fe) < 0)
+    gc_failed (g, "unused frozen layers", &fe);
+  return ret;
 }
 
 /* A create that crashed before its first stack: its creator holds the

@@ -38,6 +38,12 @@ int esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const ch
 /* Unmount TARGET (lazily when it is busy and LAZY is set).  */
 int esbx_unmount (const char *target, bool lazy, esbx_error_t *err);
 bool esbx_is_mountpoint (const char *path);
+/* The same for REL beneath DIRFD (a shorter walk than an absolute path).  */
+bool esbx_is_mountpoint_at (int dirfd, const char *rel);
+/* 0 when no overlay anywhere uses UPPER as its upper directory, 1 when
+   one does or when that cannot be told; EMPTY is an empty directory on
+   the same filesystem (mount.c).  */
+int esbx_overlay_upper_in_use (const char *upper, const char *empty);
 
 /* The ids of the view of layer UPTO of PROJECT (NULL: the head), bottom
    to top: the stack up to it, or, for a layer the merge queue is testing,
@@ -137,6 +143,10 @@ void esbx_counters_publish (esbx_store_t *store, bool conflict);
    one needs the snapshot, so it is in use.  */
 int esbx_trash_snapshot_users (esbx_store_t *store, const char *project, const char *snapshot,
                                struct strv *out, esbx_error_t *err);
+/* Append to IDS the frozen layers of PROJECT that trash entries name;
+ *UNKNOWN when an entry could not be read.  */
+int esbx_trash_frozen_users (esbx_store_t *store, const char *project, struct strv *ids,
+                             bool *unknown, esbx_error_t *err);
 /* Unmount the merged view and the folded bottom layers under it (LAZY:
    MNT_DETACH).  */
 int esbx_session_unmount_views (esbx_store_t *store, const char *name, bool lazy,
@@ -451,6 +461,27 @@ int esbx_snapshot_resolve (esbx_store_t *store, const char *project, const char 
    top, to OUT: the lower layers above the base of a session made from it.  */
 int esbx_snapshot_lowers (esbx_store_t *store, const char *project, const char *name,
                           struct strv *out, esbx_error_t *err);
+
+/* The ids of "frozen" of RECORD (a session's, a snapshot's, a trash
+   entry's) in *IDS, NULL-terminated, or NULL when it has none; -1 when one
+   is not an id.  */
+int esbx_frozen_ids (const json_t *record, char ***ids);
+/* The lower layers over the base of session S, bottom to top, appended to
+   OUT: its frozen layers, or the diffs of the snapshot it was made from
+   (a store from before frozen layers).  */
+int esbx_session_frozen_lowers (esbx_store_t *store, const struct esbx_session *s, struct strv *out,
+                                esbx_error_t *err);
+/* Whether S stacks anything over its base besides its upper.  */
+bool esbx_session_has_frozen (const struct esbx_session *s);
+
+/* Frozen layers (frozen.c).  */
+/* Make an empty frozen layer of PROJECT for SESSION: *ID, its diff/ empty,
+   owned and moded as the directory MODEL (an fd) is.  */
+int esbx_frozen_make (esbx_store_t *store, const char *project, const char *session, int model,
+                      char **id, esbx_error_t *err);
+/* Remove the frozen layers of PROJECT that no session, snapshot or trash
+   entry names; the caller holds the project lock.  */
+int esbx_frozen_gc (esbx_store_t *store, const char *project, FILE *report, esbx_error_t *err);
 
 /* Snapshots (snapshot.c).  */
 /* Whether a snapshot of PROJECT builds on LAYER (true when unknown).  */

@@ -56,6 +56,9 @@ char *esbx_project_rel (const char *project);
 char *esbx_project_file (const char *project, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 char *esbx_layer_rel (const char *project, const char *id);
+/* "projects/PROJECT/frozen/ID": a private, read-only layer of a session's
+   writes up to a snapshot (frozen.c).  */
+char *esbx_frozen_rel (const char *project, const char *id);
 char *esbx_layer_file (const char *project, const char *id, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 char *esbx_session_rel (const char *name);
@@ -322,6 +325,8 @@ struct esbx_session
   char *rootfs;   /* key of its image root (image_root.c), NULL: the host's */
   json_t *env;    /* object of strings, may be empty: what its commands start with */
   char *snapshot; /* the snapshot it was made from (a lower layer over its base) */
+  char **frozen;  /* ids of the frozen layers over its base, bottom first
+                     (frozen.c), NULL-terminated; NULL: none */
   int64_t disk;   /* bytes of its own disk (session_disk.c), 0: none */
   json_t *record; /* the whole session.json */
   char *view;     /* a scan's merged view of snapshot and upper (snapshot.c),
@@ -824,13 +829,17 @@ char *esbx_rootfs_dir (esbx_store_t *store, const char *key);
 
 /* ---- snapshots (snapshot.c) ---------------------------------------------- */
 
-/* Copy SESSION's private state (its upper, whiteouts and opaque
-   directories kept) into snapshot NAME (NULL: "<session>-snap-<hex>") of
-   its project; *OUT is its name.  Snapshot names are unique in the store.
-   The caller makes the upper hold still (esbx_sandbox_snapshot freezes the
-   session's processes).  */
-int esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name, char **out,
-                          esbx_error_t *err);
+/* Freeze SESSION's private state (its upper) as snapshot NAME (NULL:
+   "<session>-snap-<hex>") of its project; *OUT is its name.  Snapshot
+   names are unique in the store.  The upper is moved into a frozen layer
+   and the session goes on over it with an empty one (*MOVED, may be
+   NULL), or, when that cannot be done safely or FLAGS has
+   ESBX_SNAPSHOT_COPY (the caller knows something uses the view), copied.
+   The caller makes the upper hold still (esbx_sandbox_snapshot freezes
+   the session's processes and takes the holder's workspace down).  */
+#define ESBX_SNAPSHOT_COPY 1u
+int esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name,
+                          unsigned flags, char **out, bool *moved, esbx_error_t *err);
 /* The snapshots (of PROJECT when not NULL): each its record plus
    "sessions" (made from it) and "children" (snapshots of those).  */
 json_t *esbx_snapshot_list (esbx_store_t *store, const char *project, esbx_error_t *err);

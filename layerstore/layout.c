@@ -53,6 +53,12 @@ esbx_layer_file (const char *project, const char *id, const char *fmt, ...)
 }
 
 char *
+esbx_frozen_rel (const char *project, const char *id)
+{
+  return xasprintf ("projects/%s/frozen/%s", project, id);
+}
+
+char *
 esbx_session_rel (const char *name)
 {
   return xasprintf ("sessions/%s", name);

@@ -97,6 +97,31 @@ mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *wo
   return 0;
 }
 
+/* Whether an overlay still uses UPPER as its upper directory, in this
+   mount namespace or any other (a container's bind of a session's view),
+   after its mounts here are gone: overlayfs marks the upper of a live
+   superblock "in use", and a new overlay with index=on over an upper in
+   use fails with EBUSY before it looks at its workdir.  The probe names
+   a workdir on another mount (/proc), so that when the upper is free it
+   fails with EINVAL there and creates nothing; the kernel logs a line for
+   either.  EMPTY: an empty directory of the store, its lower layer.  */
+int
+esbx_overlay_upper_in_use (const char *upper, const char *empty)
+{
+  _cleanup_close_ int fsfd = (int)syscall (SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+  int r;
+
+  if (fsfd < 0 || fsconfig_string (fsfd, "lowerdir", empty) < 0
+      || fsconfig_string (fsfd, "upperdir", upper) < 0
+      || fsconfig_string (fsfd, "workdir", "/proc") < 0
+      || fsconfig_string (fsfd, "index", "on") < 0)
+    return 1; /* unknown: in use */
+  r = (int)syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0);
+  if (r == 0)
+    return 1; /* never: /proc cannot be its workdir */
+  return errno == EINVAL ? 0 : 1;
+}
+
 /* mount(2) says ENOENT without saying for which directory: the first one
    of the overlay that is missing.  */
 static const char *
@@ -243,6 +268,28 @@ esbx_mount_stack (char *const *lowers, size_t n, const char *upper, const char *
   if (map)
     return esbx_mount_overlay_idmapped (v, n - k + 1, upper, work, target, map, err);
   return esbx_mount_overlay (v, n - k + 1, upper, work, target, err);
+}
+
+bool
+esbx_is_mountpoint_at (int dirfd, const char *rel)
+{
+  struct statx a;
+
+#ifdef STATX_ATTR_MOUNT_ROOT
+  if (statx (dirfd, rel, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &a) == 0
+      && (a.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return (a.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+#endif
+  {
+    /* A kernel without the attribute: the device of its parent.  */
+    _cleanup_free_ char *parent = xasprintf ("%s/..", rel);
+    struct statx b;
+
+    if (statx (dirfd, rel, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &a) < 0
+        || statx (dirfd, parent, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &b) < 0)
+      return false;
+    return a.stx_dev_major != b.stx_dev_major || a.stx_dev_minor != b.stx_dev_minor;
+  }
 }
 
 bool

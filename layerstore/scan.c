@@ -549,7 +549,7 @@ esbx_session_scan (esbx_store_t *store, const struct esbx_session *s, struct esb
   if (esbx_stack_open (store, s->project, s->base, s->published, &base, err) < 0)
     return esbx_error_wrap (err, "session `%s`", s->name);
   upper = esbx_session_upper (store, s->name);
-  if (s->snapshot && s->view == NULL)
+  if (esbx_session_has_frozen (s) && s->view == NULL)
     {
       /* A fork publishes what it has over the base: the snapshot's
          changes and its own, scanned as one upper.  */

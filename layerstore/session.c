@@ -88,6 +88,7 @@ esbx_session_free (struct esbx_session *s)
   free (s->cpus);
   free (s->rootfs);
   free (s->snapshot);
+  cleanup_strvp (&s->frozen);
   if (s->view)
     {
       esbx_error_t ignored = NULL;
@@ -121,6 +122,53 @@ record_id (const json_t *j, const char *name)
   return xstrndup (hash, ESBX_SESSION_ID_BYTES * 2);
 }
 
+/* session.json at PATH beneath DIRFD, parsed.  Only esbx writes it, in a
+   directory no session reaches (a session's own files are in upper/): one
+   open that neither follows a symlink nor waits on a FIFO, and a check
+   that it is a regular file, not the O_PATH and /proc reopen of files a
+   session may have made.  Every walk of the sessions reads each one.  */
+static json_t *
+read_record (int dirfd, const char *path, const char *name, esbx_error_t *err)
+{
+  _cleanup_close_ int fd
+      = TEMP_FAILURE_RETRY (openat (dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  _cleanup_free_ char *buf = NULL;
+  size_t len = 0, cap;
+  struct stat st;
+  json_t *j;
+
+  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name),
+           NULL;
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return esbx_make_error (err, errno, "session `%s`: open `%s`", name, path), NULL;
+  if (!S_ISREG (st.st_mode) || (size_t)st.st_size > JSON_MAX_DOCUMENT)
+    return esbx_make_error (err, EINVAL, "session `%s`: `%s` is not a record", name, path), NULL;
+  cap = (size_t)st.st_size + 1;
+  buf = xmalloc (cap + 1);
+  for (;;)
+    {
+      ssize_t n = TEMP_FAILURE_RETRY (read (fd, buf + len, cap - len));
+      if (n < 0)
+        return esbx_make_error (err, errno, "session `%s`: read `%s`", name, path), NULL;
+      if (n == 0)
+        break;
+      len += (size_t)n;
+      if (len == cap)
+        {
+          if (cap > JSON_MAX_DOCUMENT)
+            return esbx_make_error (err, EFBIG, "session `%s`: `%s`", name, path), NULL;
+          cap *= 2;
+          buf = xrealloc (buf, cap + 1);
+        }
+    }
+  buf[len] = '\0';
+  j = json_parse (buf, len, err);
+  if (j == NULL)
+    esbx_error_wrap (err, "session `%s`", name);
+  return j;
+}
+
 /* The record of session NAME, session.json at PATH beneath DIRFD.  */
 static int
 load_record (int dirfd, const char *path, const char *name, struct esbx_session **out,
@@ -132,11 +180,9 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
   int64_t v;
   size_t i;
 
-  if (!esbx_exists_at (dirfd, path))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
-  j = json_parse_file_at (dirfd, path, err);
+  j = read_record (dirfd, path, name, err);
   if (j == NULL)
-    return esbx_error_wrap (err, "session `%s`", name);
+    return -1;
   if (json_get_string (j, "project") == NULL || json_get_string (j, "base") == NULL)
     {
       json_free (j);
@@ -181,6 +227,11 @@ load_record (int dirfd, const char *path, const char *name, struct esbx_session 
       if (item->type == JSON_STRING)
         strv_push (&pub, xstrdup (item->text));
   s->published = pub.v ? pub.v : xmalloc0 (sizeof (char *));
+  if (esbx_frozen_ids (j, &s->frozen) < 0)
+    {
+      esbx_session_free (s);
+      return esbx_make_error (err, 0, "session `%s`: record with a malformed frozen layer", name);
+    }
   s->labels = esbx_labels_copy (json_get (j, "labels"));
   s->env = esbx_session_env_copy (json_get (j, "env"));
   *out = s;
@@ -261,13 +312,13 @@ esbx_sessions_next (struct esbx_sessions *it)
       const char *name = it->names[it->i++];
       esbx_error_t ignored = NULL;
 
-      /* Discarded while the walk goes on, or not a session: skipped.  */
-      if (!esbx_session_exists (it->store, name))
-        continue;
+      /* Discarded while the walk goes on, or not a session: skipped (the
+         load says so: NOT_FOUND).  */
       if (esbx_session_load (it->store, name, &it->cur, &ignored) < 0)
         {
+          bool gone = ignored && ignored->kind == ESBX_ERR_NOT_FOUND;
           esbx_error_free (&ignored);
-          if (esbx_session_exists (it->store, name))
+          if (!gone && esbx_session_exists (it->store, name))
             it->unreadable++;
           continue;
         }

@@ -212,9 +212,9 @@ static int session_create (esbx_store_t *store, const char *project,
                            const struct esbx_session_opts *opts, char **name_out,
                            esbx_error_t *err);
 
-/* A session made from a snapshot keeps the paths its source had left
-   unmerged (esbx_unmerged_entries): without their kept versions, which
-   stay with the source session.  */
+/* A session made from a snapshot stacks its frozen layers and keeps the
+   paths its source had left unmerged (esbx_unmerged_entries): without
+   their kept versions, which stay with the source session.  */
 static int
 inherit_unmerged (esbx_store_t *store, const char *project, const char *snapshot, json_t *record,
                   esbx_error_t *err)
@@ -226,6 +226,9 @@ inherit_unmerged (esbx_store_t *store, const char *project, const char *snapshot
 
   if (rec == NULL)
     return -1;
+  /* Its frozen layers, shared: the session stacks them over the base.  */
+  if (json_get (rec, "frozen"))
+    json_set (record, "frozen", json_copy (json_get (rec, "frozen")));
   entries = esbx_unmerged_entries (rec);
   if (json_len (entries) == 0)
     return 0;

@@ -1,6 +1,5 @@
-/* A session's overlay: the project's layers up to its base (and the diffs
-   of the snapshot it was made from) under its upper, mounted on
-   ROOT/sessions/S/merged.  */
+/* A session's overlay: the project's layers up to its base (and its frozen
+   layers, frozen.c) under its upper, mounted on ROOT/sessions/S/merged.  */
 #include "internal.h"
 #include "fs.h"
 #include "log.h"
@@ -104,10 +103,10 @@ esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s, es
       work = xasprintf ("%s/work", dir);
     }
   ret = esbx_stack_lowers (store, s->project, s->base, NULL, &lowers, &n, err);
-  if (ret == 0 && s->snapshot)
+  if (ret == 0 && esbx_session_has_frozen (s))
     {
       struct strv v = { .v = steal_pointer (&lowers), .n = n, .cap = n + 1 };
-      ret = esbx_snapshot_lowers (store, s->project, s->snapshot, &v, err);
+      ret = esbx_session_frozen_lowers (store, s, &v, err);
       lowers = v.v;
       n = v.n;
     }
@@ -124,8 +123,8 @@ esbx_session_mount_record (esbx_store_t *store, const struct esbx_session *s, es
 bool
 esbx_session_is_mounted (esbx_store_t *store, const char *name)
 {
-  _cleanup_free_ char *merged = esbx_session_merged (store, name);
-  return esbx_is_mountpoint (merged);
+  _cleanup_free_ char *merged = esbx_session_file (name, "merged");
+  return esbx_is_mountpoint_at (store->rootfd, merged);
 }
 
 /* Unmount the merged view, then the folded bottom layers under it.  */

@@ -1,10 +1,21 @@
 /* Snapshots (README, "Snapshots and forks"): a session's private state
- * frozen as ROOT/projects/P/snapshots/SNAP/{record.json, diff/}.  The diff
- * is the session's upper copied as it is, whiteouts (0/0 devices) and
- * opaque directories included, so that it mounts as one more lower layer
- * over the session's base for every session made from it: ten forks share
- * one copy and cost only their own changes.  A snapshot of a fork names
- * the snapshot under it (its parent), whose diff mounts below its own.
+ * frozen as ROOT/projects/P/snapshots/SNAP/record.json, which names the
+ * frozen layers (frozen.c) that every session made from it stacks over
+ * the session's base: ten forks share one copy and cost only their own
+ * changes.
+ *
+ * Taking one moves the session's upper into a new frozen layer and gives
+ * the session a fresh empty upper over it: a rename, whatever the agent
+ * wrote.  When the upper cannot be renamed it is copied as it is
+ * (whiteouts, 0/0 devices, and opaque directories included; holes kept,
+ * reflinks where the filesystem has them): a session on a disk of its own
+ * (another filesystem), a git project's session (its repository lives in
+ * its upper), or one whose view something still uses (a process with a
+ * file or its directory in it, another mount of it).
+ *
+ * A snapshot of a store from before frozen layers kept its copy in
+ * SNAP/diff/ and named the snapshot under it (its parent); those still
+ * mount, and a session made from one still snapshots that way.
  *
  * A snapshot is written under projects/P/tmp and renamed into place: a
  * crash leaves a temp directory for gc, never a half snapshot.  */
@@ -21,10 +32,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/mount.h>
 #include <sys/xattr.h>
 #include <time.h>
 
 #define OPAQUE_XATTR "trusted.overlay.opaque"
+/* Frozen layers one session may stack (each is a lower layer of it).  */
+#define MAX_FROZEN 64
 
 /* ---- copying an upper directory as it is ------------------------------- */
 
@@ -170,19 +184,120 @@ name_taken (esbx_store_t *store, const char *name)
   return false;
 }
 
+/* Take down the host's view of S so that its upper can be renamed: its
+   merged view unmounted (not when something has a file or a directory
+   open in it: EBUSY), and no overlay left anywhere that writes into the
+   upper (esbx_overlay_upper_in_use: a container's bind of the view, the
+   holder's workspace when the caller did not detach it).  *MOUNTED: the
+   view was mounted and is mounted again by the caller after the move.
+   False when the upper must be copied instead.  */
+static bool
+take_down (esbx_store_t *store, const struct esbx_session *s, bool *mounted)
+{
+  _cleanup_free_ char *merged = esbx_session_merged (store, s->name);
+  _cleanup_free_ char *upper = esbx_session_upper (store, s->name);
+  esbx_error_t e = NULL;
+
+  *mounted = esbx_is_mountpoint (merged);
+  if (*mounted && umount2 (merged, UMOUNT_NOFOLLOW) < 0)
+    {
+      *mounted = false; /* still mounted, untouched */
+      return false;
+    }
+  if (esbx_overlay_upper_in_use (upper, merged) == 0)
+    return true;
+  /* Another overlay still has it: the caller copies, over the same view
+     as before.  */
+  if (*mounted && esbx_session_mount_record (store, s, &e) < 0)
+    {
+      esbx_warn ("session `%s`: %s", s->name, e->msg);
+      esbx_error_free (&e);
+    }
+  *mounted = false;
+  return false;
+}
+
+/* The move (the caller holds the session and project locks, and the view
+   is down): an empty frozen layer named in S's record first, then one
+   RENAME_EXCHANGE swaps it with the upper.  Before the exchange the
+   session stacks an empty layer under its full upper, after it the full
+   layer under an empty upper: the same files at any crash.  *ID: the new
+   layer, now the top of S's "frozen".  */
+static int
+freeze_upper (esbx_store_t *store, struct esbx_session *s, int sfd, char **id, esbx_error_t *err)
+{
+  _cleanup_close_ int ufd = esbx_open_dir_at (sfd, "upper", err);
+  _cleanup_free_ char *rel = NULL, *diff = NULL, *text = NULL, *hex = esbx_random_hex (6);
+  _cleanup_free_ char *tmpname = xasprintf (".session.json.frozen-%s", hex);
+  _cleanup_json_ json_t *before = NULL;
+  size_t len;
+  json_t *arr;
+
+  if (ufd < 0 || esbx_frozen_make (store, s->project, s->name, ufd, id, err) < 0)
+    return -1;
+  rel = esbx_frozen_rel (s->project, *id);
+  diff = xasprintf ("%s/diff", rel);
+  before = json_copy (s->record);
+  arr = json_get (s->record, "frozen");
+  if (arr == NULL || arr->type != JSON_ARRAY)
+    {
+      arr = json_new (JSON_ARRAY);
+      json_set (s->record, "frozen", arr);
+    }
+  json_append (arr, json_new_string (*id));
+  /* The record's data is durable before its new name, and its name
+     before the exchange: the journal commits them in order, with the
+     snapshot's install, at the caller's one fsync of snapshots/.  */
+  text = json_serialize (s->record, true, &len);
+  if (esbx_write_new_file_at (sfd, tmpname, text, len, 0644, err) < 0)
+    return -1;
+  if (renameat (sfd, tmpname, sfd, "session.json") < 0)
+    {
+      int saved = errno;
+      unlinkat (sfd, tmpname, 0);
+      return esbx_make_error (err, saved, "session `%s`: write its record", s->name);
+    }
+  if (renameat2 (sfd, "upper", store->rootfd, diff, RENAME_EXCHANGE) < 0)
+    {
+      esbx_error_t e = NULL;
+      int saved = errno;
+
+      if (esbx_session_save (store, s->name, before, &e) < 0)
+        esbx_error_free (&e);
+      return esbx_make_error (err, saved, "move the upper to `%s`", rel);
+    }
+  return 0;
+}
+
+/* The frozen layers of snapshot NAME of S, as its record names them.  */
+static json_t *
+frozen_json (char *const *ids, const char *extra)
+{
+  json_t *a = json_new (JSON_ARRAY);
+
+  for (; ids && *ids; ids++)
+    json_append (a, json_new_string (*ids));
+  if (extra)
+    json_append (a, json_new_string (extra));
+  return a;
+}
+
 int
-esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name, char **out,
-                      esbx_error_t *err)
+esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name, unsigned flags,
+                      char **out, bool *moved, esbx_error_t *err)
 {
   struct esbx_session *s = NULL;
   _cleanup_free_ char *snap = NULL, *tmp = NULL, *dest = NULL, *dir = NULL, *text = NULL;
-  _cleanup_free_ char *hex = esbx_random_hex (8), *now = esbx_rfc3339_now ();
-  _cleanup_close_ int tfd = -1, sfd = -1, ufd = -1, dfd = -1;
+  _cleanup_free_ char *hex = esbx_random_hex (8), *now = esbx_rfc3339_now (), *id = NULL;
+  _cleanup_close_ int tfd = -1, sfd = -1, ufd = -1, dfd = -1, slock = -1, plock = -1;
   _cleanup_json_ json_t *rec = NULL;
   unsigned long long bytes = 0;
+  bool legacy, move = false, remount = false, have_bytes = false;
   size_t len;
   int ret = -1;
 
+  if (moved)
+    *moved = false;
   if (name && esbx_check_name ("snapshot", name, err) < 0)
     return -1;
   sfd = esbx_session_open_dir (store, session, err);
@@ -198,6 +313,15 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   if (name_taken (store, snap))
     {
       esbx_make_error (err, EEXIST, "snapshot `%s`", snap);
+      goto out;
+    }
+  /* Made from a snapshot of a store from before frozen layers: its
+     snapshots are copies with parents, as they were.  */
+  legacy = s->snapshot && !(s->frozen && s->frozen[0]);
+  if (!legacy && strv_len (s->frozen) + 1 >= MAX_FROZEN)
+    {
+      esbx_make_error (err, 0, "%zu frozen layers under it: publish it, or fork a fresh session",
+                       strv_len (s->frozen));
       goto out;
     }
   dir = esbx_project_file (s->project, "snapshots");
@@ -221,28 +345,82 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
     goto out;
   if (esbx_session_disk_mount (store, s, err) < 0)
     goto out;
-  ufd = esbx_open_dir_at (sfd, "upper", err);
-  if (ufd < 0 || mkdirat (tfd, "diff", 0755) < 0 || (dfd = esbx_open_dir_at (tfd, "diff", err)) < 0)
+  /* The move: a session on its own disk has its upper on another
+     filesystem, which no rename crosses; it is copied.  So is a git
+     project's session: its repository (.git) is read and written in its
+     upper (layerstore/git), which must keep it.  */
+  if (!legacy && s->disk <= 0 && !(flags & ESBX_SNAPSHOT_COPY)
+      && !esbx_project_is_git (store, s->project))
     {
-      if (ufd >= 0 && dfd < 0 && errno)
-        esbx_make_error (err, errno, "mkdir `%s/diff`", tmp);
-      goto out;
+      slock = esbx_session_lock (store, s->name, err);
+      if (slock < 0)
+        goto out;
+      move = take_down (store, s, &remount);
     }
-  /* The upper's root may be opaque (a session that emptied `/`).  */
-  if (esbx_is_opaque_at (ufd, ".") && fsetxattr (dfd, OPAQUE_XATTR, "y", 1, 0) < 0)
+  if (move)
     {
-      esbx_make_error (err, errno, "mark `%s/diff` opaque", tmp);
-      goto out;
+      plock = esbx_project_lock (store, s->project, err);
+      if (plock < 0 || freeze_upper (store, s, sfd, &id, err) < 0)
+        goto out;
     }
-  if (copy_tree (ufd, dfd, "", err) < 0 || fsync (dfd) < 0)
+  else
     {
-      if (err && *err == NULL)
-        esbx_make_error (err, errno, "fsync `%s/diff`", tmp);
-      goto out;
+      ufd = esbx_open_dir_at (sfd, "upper", err);
+      if (ufd < 0 || mkdirat (tfd, "diff", 0755) < 0
+          || (dfd = esbx_open_dir_at (tfd, "diff", err)) < 0)
+        {
+          if (ufd >= 0 && dfd < 0 && errno)
+            esbx_make_error (err, errno, "mkdir `%s/diff`", tmp);
+          goto out;
+        }
+      /* The upper's root may be opaque (a session that emptied `/`).  */
+      if (esbx_is_opaque_at (ufd, ".") && fsetxattr (dfd, OPAQUE_XATTR, "y", 1, 0) < 0)
+        {
+          esbx_make_error (err, errno, "mark `%s/diff` opaque", tmp);
+          goto out;
+        }
+      if (copy_tree (ufd, dfd, "", err) < 0 || fsync (dfd) < 0)
+        {
+          if (err && *err == NULL)
+            esbx_make_error (err, errno, "fsync `%s/diff`", tmp);
+          goto out;
+        }
+      have_bytes = esbx_du_at (dfd, ".", &bytes, NULL) == 0;
     }
   esbx_failpoint ("snapshot-copied");
-  if (esbx_du_at (dfd, ".", &bytes, NULL) < 0)
-    bytes = 0;
+  if (!move && !legacy)
+    {
+      /* The copy becomes a frozen layer, under the project lock so that
+         gc sees it named by the snapshot once it is there.  */
+      _cleanup_free_ char *fdir = esbx_project_file (s->project, "frozen");
+      _cleanup_free_ char *from = xasprintf ("%s/diff", tmp), *to = NULL;
+
+      plock = esbx_project_lock (store, s->project, err);
+      if (plock < 0)
+        goto out;
+      if (mkdirat (store->rootfd, fdir, 0755) < 0 && errno != EEXIST)
+        {
+          esbx_make_error (err, errno, "mkdir `%s`", fdir);
+          goto out;
+        }
+      id = esbx_random_hex (8);
+      to = esbx_frozen_rel (s->project, id);
+      if (mkdirat (store->rootfd, to, 0755) < 0)
+        {
+          esbx_make_error (err, errno, "mkdir `%s`", to);
+          goto out;
+        }
+      free (to);
+      {
+        _cleanup_free_ char *layer = esbx_frozen_rel (s->project, id);
+        to = xasprintf ("%s/diff", layer);
+      }
+      if (renameat (store->rootfd, from, store->rootfd, to) < 0)
+        {
+          esbx_make_error (err, errno, "install `%s`", to);
+          goto out;
+        }
+    }
   rec = json_new (JSON_OBJECT);
   json_set_string (rec, "name", snap);
   json_set_string (rec, "project", s->project);
@@ -251,7 +429,19 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   json_set_string (rec, "session_id", s->id);
   json_set (rec, "parent", s->snapshot ? json_new_string (s->snapshot) : json_new (JSON_NULL));
   json_set_string (rec, "created", now);
-  json_set_int (rec, "bytes", (int64_t)bytes);
+  if (have_bytes)
+    json_set_int (rec, "bytes", (int64_t)bytes);
+  if (!legacy)
+    {
+      /* After a move the session's record names the new layer already.  */
+      _cleanup_strv_ char **ids = NULL;
+      if (esbx_frozen_ids (s->record, &ids) < 0)
+        {
+          esbx_make_error (err, 0, "session `%s`: malformed frozen layers", s->name);
+          goto out;
+        }
+      json_set (rec, "frozen", frozen_json (ids, move ? NULL : id));
+    }
   /* What is made from it gets a disk of the same size.  */
   if (s->disk > 0)
     json_set_int (rec, "disk", s->disk);
@@ -268,7 +458,8 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
      names (never the values) for publish to look for.  */
   json_set (rec, "secrets", esbx_session_secret_names (s));
   text = json_serialize (rec, true, &len);
-  if (esbx_write_file_atomic_at (tfd, "record.json", text, len, 0644, err) < 0)
+  /* Into the private temp directory, renamed into place whole.  */
+  if (esbx_write_new_file_at (tfd, "record.json", text, len, 0644, err) < 0)
     goto out;
   dest = esbx_snapshot_rel (s->project, snap);
   if (renameat2 (store->rootfd, tmp, store->rootfd, dest, RENAME_NOREPLACE) < 0)
@@ -283,9 +474,25 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
   free (tmp);
   tmp = NULL;
   *out = steal_pointer (&snap);
+  if (moved)
+    *moved = move;
   ret = 0;
 
 out:
+  if (remount)
+    {
+      /* The view again, over the new layer when the move happened.  */
+      struct esbx_session *now_s = NULL;
+      esbx_error_t e = NULL;
+
+      if (esbx_session_load_at (sfd, session, &now_s, &e) < 0
+          || esbx_session_mount_record (store, now_s, &e) < 0)
+        {
+          esbx_warn ("session `%s`: %s", session, e->msg);
+          esbx_error_free (&e);
+        }
+      esbx_session_free (now_s);
+    }
   if (ret < 0 && tmp)
     {
       esbx_error_t ignored = NULL;
@@ -354,6 +561,22 @@ snapshot_json (esbx_store_t *store, const char *project, const char *name, esbx_
 
   if (j == NULL)
     return NULL;
+  /* A moved upper was never walked: its size is counted when asked for,
+     the snapshot's own layer (the top one).  */
+  if (json_get (j, "bytes") == NULL)
+    {
+      _cleanup_strv_ char **ids = NULL;
+      unsigned long long bytes = 0;
+
+      if (esbx_frozen_ids (j, &ids) == 0 && ids && ids[0])
+        {
+          _cleanup_free_ char *rel = esbx_frozen_rel (project, ids[strv_len (ids) - 1]);
+          _cleanup_free_ char *diff = xasprintf ("%s/diff", rel);
+          if (esbx_du_at (store->rootfd, diff, &bytes, NULL) < 0)
+            bytes = 0;
+        }
+      json_set_int (j, "bytes", (int64_t)bytes);
+    }
   if (users (store, project, name, &sessions, &children, err) < 0)
     {
       json_free (j);
@@ -628,7 +851,7 @@ esbx_snapshot_view (esbx_store_t *store, const struct esbx_session *s, char **pa
   size_t i;
   int ret = -1;
 
-  if (esbx_snapshot_lowers (store, s->project, s->snapshot, &lowers, err) < 0)
+  if (esbx_session_frozen_lowers (store, s, &lowers, err) < 0)
     return esbx_error_wrap (err, "session `%s`", s->name);
   upper = esbx_session_upper (store, s->name);
   strv_push (&lowers, steal_pointer (&upper));
@@ -661,7 +884,7 @@ out:
       esbx_error_t ignored = NULL;
       if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
         esbx_error_free (&ignored);
-      esbx_error_wrap (err, "session `%s`: view over snapshot `%s`", s->name, s->snapshot);
+      esbx_error_wrap (err, "session `%s`: view over its frozen layers", s->name);
     }
   strv_free (&lowers);
   return ret;

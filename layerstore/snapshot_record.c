@@ -1,7 +1,8 @@
 /* Snapshot records (README, "Snapshots and forks"): where a snapshot is,
-   its base and the chain of diffs a session made from it mounts.  The
-   lowest part of snapshots: session mounts need it, and it needs nothing
-   of sessions.  */
+   its base and the layers a session made from it mounts: the frozen
+   layers it names (frozen.c), or, for a snapshot of a store from before
+   them, its own diff/ and its parents'.  The lowest part of snapshots:
+   session mounts need it, and it needs nothing of sessions.  */
 #include "internal.h"
 #include "fs.h"
 #include "text.h"
@@ -84,6 +85,66 @@ esbx_snapshot_resolve (esbx_store_t *store, const char *project, const char *nam
 }
 
 int
+esbx_frozen_ids (const json_t *record, char ***ids)
+{
+  const json_t *arr = json_get (record, "frozen"), *item;
+  struct strv v = { 0 };
+  size_t i;
+
+  *ids = NULL;
+  if (arr == NULL || arr->type == JSON_NULL)
+    return 0;
+  if (arr->type != JSON_ARRAY)
+    return -1;
+  json_array_foreach (arr, i, item)
+    {
+      if (item->type != JSON_STRING || !esbx_name_valid (item->text))
+        {
+          strv_free (&v);
+          return -1;
+        }
+      strv_push (&v, xstrdup (item->text));
+    }
+  if (v.n > MAX_CHAIN)
+    {
+      strv_free (&v);
+      return -1;
+    }
+  *ids = v.v;
+  return 0;
+}
+
+static void
+push_frozen (esbx_store_t *store, const char *project, char *const *ids, struct strv *out)
+{
+  for (; ids && *ids; ids++)
+    {
+      _cleanup_free_ char *rel = esbx_frozen_rel (project, *ids);
+      strv_push (out, xasprintf ("%s/%s/diff", store->root, rel));
+    }
+}
+
+bool
+esbx_session_has_frozen (const struct esbx_session *s)
+{
+  return s->snapshot != NULL || (s->frozen && s->frozen[0]);
+}
+
+int
+esbx_session_frozen_lowers (esbx_store_t *store, const struct esbx_session *s, struct strv *out,
+                            esbx_error_t *err)
+{
+  if (s->frozen && s->frozen[0])
+    {
+      push_frozen (store, s->project, s->frozen, out);
+      return 0;
+    }
+  if (s->snapshot)
+    return esbx_snapshot_lowers (store, s->project, s->snapshot, out, err);
+  return 0;
+}
+
+int
 esbx_snapshot_lowers (esbx_store_t *store, const char *project, const char *name, struct strv *out,
                       esbx_error_t *err)
 {
@@ -109,6 +170,27 @@ esbx_snapshot_lowers (esbx_store_t *store, const char *project, const char *name
         {
           strv_free (&v);
           return -1;
+        }
+      if (json_get (j, "frozen"))
+        {
+          /* Frozen layers: the record names them all, its parents'
+             included; legacy parents below it have none.  */
+          _cleanup_strv_ char **ids = NULL;
+
+          if (esbx_frozen_ids (j, &ids) < 0)
+            {
+              json_free (j);
+              strv_free (&v);
+              return esbx_make_error (err, 0, "snapshot `%s`: malformed frozen layers", next);
+            }
+          json_free (j);
+          if (v.n > 0)
+            {
+              strv_free (&v);
+              return esbx_make_error (err, 0, "snapshot `%s`: malformed chain", name);
+            }
+          push_frozen (store, project, ids, out);
+          return 0;
         }
       strv_push (&v, steal_pointer (&next));
       parent = json_get_string (j, "parent");

@@ -236,6 +236,39 @@ esbx_trash_snapshot_users (esbx_store_t *store, const char *project, const char 
   return 0;
 }
 
+int
+esbx_trash_frozen_users (esbx_store_t *store, const char *project, struct strv *ids, bool *unknown,
+                         esbx_error_t *err)
+{
+  _cleanup_strv_ char **names = entries (store, err);
+  size_t i;
+
+  if (names == NULL)
+    return -1;
+  for (i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *path = xasprintf ("trash/%s/session.json", names[i]);
+      _cleanup_json_ json_t *rec = NULL;
+      _cleanup_strv_ char **frozen = NULL;
+      esbx_error_t e = NULL;
+      const char *p;
+
+      rec = json_parse_file_at (store->rootfd, path, &e);
+      esbx_error_free (&e);
+      p = json_get_string (rec, "project");
+      if (rec == NULL || p == NULL || esbx_frozen_ids (rec, &frozen) < 0)
+        {
+          *unknown = true;
+          continue;
+        }
+      if (strcmp (p, project) != 0)
+        continue;
+      for (char **f = frozen; f && *f; f++)
+        strv_push (ids, xstrdup (*f));
+    }
+  return 0;
+}
+
 json_t *
 esbx_trash_list (esbx_store_t *store, esbx_error_t *err)
 {

@@ -85,6 +85,13 @@ esbx_session_json (esbx_store_t *store, const struct esbx_session *s, json_t *ru
   json_set_string (o, "workspace", s->workspace);
   json_set (o, "rootfs", s->rootfs ? json_new_string (s->rootfs) : json_new (JSON_NULL));
   json_set (o, "snapshot", s->snapshot ? json_new_string (s->snapshot) : json_new (JSON_NULL));
+  {
+    /* Its frozen layers (frozen.c), bottom first.  */
+    json_t *frozen = json_new (JSON_ARRAY);
+    for (char **f = s->frozen; f && *f; f++)
+      json_append (frozen, json_new_string (*f));
+    json_set (o, "frozen", frozen);
+  }
   json_set (o, "lifetime", esbx_session_lifetime_json (store, s));
   json_set (o, "mounted", json_new_bool (esbx_session_is_mounted (store, s->name)));
   json_set_string (o, "path", merged);

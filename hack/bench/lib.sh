@@ -101,3 +101,114 @@ for i in range(n):
         f.write(b"/* %d */\n" % i + body)
 PY
 }
+
+# ---- a directory of a script's own, and leaving nothing behind ----------
+#
+#   dir=$(bench_dir NAME)      /var/tmp/esbx-bench-NAME.XXXXXX, owned by
+#                              this shell (its pid and start time in
+#                              DIR/owner); the directories of earlier runs
+#                              of NAME whose owner is gone (killed, with
+#                              no trap run) are torn down first
+#   bench_teardown DIR         stop the processes of the store DIR/store
+#                              that are left (its cgroups), unmount every
+#                              mount under DIR, deepest first, until none
+#                              is left, and remove DIR
+#   bench_trap CLEANUP         run the script's function CLEANUP once,
+#                              whatever ends the script (its end, an error,
+#                              INT, TERM, HUP), with those signals ignored
+#                              meanwhile and in what it runs (a second
+#                              Ctrl-C does not cut it short), then exit
+
+# `start_time PID`: field 22 of /proc/PID/stat (clock ticks since boot).
+start_time() { awk '{sub(/^.*\) /, ""); print $20}' "/proc/$1/stat" 2>/dev/null; }
+
+# The mount points under DIR, deepest (longest) first.
+mounts_under() {
+  awk -v d="$1/" 'index($5, d) == 1 {print length($5), $5}' /proc/self/mountinfo | sort -rn | cut -d' ' -f2-
+}
+
+bench_teardown() {
+  local dir=$1 prefix cg
+  [ -d "$dir" ] || return 0
+  # Processes of the store's sessions that are still there: their cgroups
+  # (shim/lib/cgroup.c: esbx/<8 hex digits of SHA-256 of the root>.<session>).
+  prefix=$(printf '%s' "$dir/store" | sha256sum | cut -c1-8)
+  for cg in /sys/fs/cgroup/esbx/"$prefix".* /sys/fs/cgroup/*/esbx/"$prefix".*; do
+    [ -d "$cg" ] || continue
+    if [ -e "$cg/cgroup.kill" ]; then
+      echo 1 >"$cg/cgroup.kill" 2>/dev/null || true
+    else
+      xargs -r kill -KILL <"$cg/cgroup.procs" 2>/dev/null || true
+    fi
+  done
+  for cg in /sys/fs/cgroup/esbx/"$prefix".* /sys/fs/cgroup/*/esbx/"$prefix".*; do
+    [ -d "$cg" ] || continue
+    for _ in $(seq 50); do
+      [ -s "$cg/cgroup.procs" ] || break
+      sleep 0.1
+    done
+    find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+  for _ in 1 2 3 4 5; do
+    [ -n "$(mounts_under "$dir")" ] || break
+    # umount2(MNT_DETACH) directly: umount(8) reads the whole mount
+    # table for each of thousands of targets.
+    mounts_under "$dir" | python3 -c 'import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for line in sys.stdin:
+    libc.umount2(line.rstrip("\n").encode(), 2)' 2>/dev/null ||
+      mounts_under "$dir" | tr '\n' '\0' | xargs -0 -r umount -l 2>/dev/null || true
+  done
+  if [ -n "$(mounts_under "$dir")" ]; then
+    echo "bench/${bench:-?}: mounts left under $dir:" >&2
+    mounts_under "$dir" | head -5 >&2
+    return 1
+  fi
+  # A discard's remover (a process of its own, detached) may still be
+  # emptying a directory of store/tmp beside us.
+  for _ in $(seq 50); do
+    rm -rf "$dir" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  rm -rf "$dir"
+}
+
+bench_dir() {
+  local name=$1 old pid start dir
+  for old in /var/tmp/esbx-bench-"$name".*; do
+    [ -f "$old/owner" ] || continue
+    read -r pid start <"$old/owner" || continue
+    [ -n "$pid" ] && [ "$(start_time "$pid")" = "$start" ] && continue
+    echo "bench/$name: removing $old, left by an earlier run" >&2
+    bench_teardown "$old" || true
+  done
+  dir=$(mktemp -d "/var/tmp/esbx-bench-$name.XXXXXX")
+  echo "$$ $(start_time $$)" >"$dir/owner"
+  echo "$dir"
+}
+
+bench_trap() {
+  bench_cleanup=$1
+  trap bench_exit EXIT
+  trap 'bench_signal 130' INT
+  trap 'bench_signal 143' TERM
+  trap 'bench_signal 129' HUP
+}
+
+# A signal while the cleanup runs changes nothing; else the first one
+# ignores the others and exits, which runs bench_exit.
+bench_signal() {
+  [ -z "${bench_exiting:-}" ] || return 0
+  bench_exiting=1
+  trap '' INT TERM HUP
+  exit "$1"
+}
+
+bench_exit() {
+  bench_status=$? bench_exiting=1
+  trap '' INT TERM HUP
+  trap - EXIT
+  set +e
+  "$bench_cleanup"
+  exit "$bench_status"
+}

@@ -193,6 +193,10 @@ struct esbx_remote_warm
   struct besides bs;
   char *digest; /* of MANIFEST, the head's when it was read */
   json_t *manifest;
+  struct esbx_remote_head head; /* read ahead, for the first attempt */
+  bool have_head;
+  char *tag;    /* the manifest tag `head` is being moved to, by BS.rec */
+  bool tagging; /* BS.rec runs until esbx_remote_warm_free */
 };
 
 static void
@@ -246,6 +250,9 @@ warm_main (void *arg)
     goto out;
   if (esbx_registry_get_manifest (&reg, h.manifest, &w->manifest, &ignored) == 0)
     w->digest = xstrdup (h.manifest);
+  w->head = h;
+  memset (&h, 0, sizeof h);
+  w->have_head = true;
 
 out:
   esbx_error_free (&ignored);
@@ -281,11 +288,22 @@ esbx_remote_warm_free (struct esbx_remote_warm *w)
   if (w == NULL)
     return;
   warm_join (w);
+  if (w->tagging)
+    {
+      esbx_error_t failed = NULL;
+      if (beside_wait (&w->bs.rec, &failed) < 0)
+        {
+          esbx_warn ("publish in project `%s`: tag head: %s", w->project, failed->msg);
+          esbx_error_free (&failed);
+        }
+    }
   if (w->loaded)
     besides_close (&w->bs);
+  free (w->tag);
   esbx_remote_free (&w->rm);
   json_free (w->manifest);
   free (w->digest);
+  esbx_remote_head_free (&w->head);
   free (w->project);
   free (w);
 }
@@ -396,15 +414,25 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   bool won = false, changed = false;
   int ret = -1, k;
 
-  if (esbx_remote_head_read (rm, s->project, &h, err) < 0)
+  if (esbx_project_stack (store, s->project, &ids, &n, err) < 0)
     goto out;
+  /* The first attempt takes the head read ahead when the local stack is
+     at it: the transaction compares its mod_revision, so a head that moved
+     since only loses the race (and the next attempt reads etcd).  */
+  if (w->have_head && at_head (ids, n, &w->head))
+    {
+      h = w->head;
+      memset (&w->head, 0, sizeof w->head);
+    }
+  else if (esbx_remote_head_read (rm, s->project, &h, err) < 0)
+    goto out;
+  w->have_head = false;
+  esbx_remote_head_free (&w->head);
   if (!h.exists)
     {
       esbx_make_error (err, 0, "etcd `%s` has no head for it", rm->etcd);
       goto out;
     }
-  if (esbx_project_stack (store, s->project, &ids, &n, err) < 0)
-    goto out;
   if (!at_head (ids, n, &h))
     {
       cleanup_strvp (&ids);
@@ -472,22 +500,19 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   esbx_failpoint ("remote-head-moved");
   /* The tag is for people and image tools (etcd is the head): moved
      beside the local commit.  */
+  /* It goes on beside the local install and the session's record, and
+     is waited for by esbx_remote_warm_free: a failure only warns.  */
+  free (w->tag);
+  w->tag = xstrndup (m.body, m.len);
   bs->rec.tag = "head";
-  bs->rec.text = m.body;
+  bs->rec.text = w->tag;
   bs->rec.len = m.len;
   beside_start (&bs->rec, BESIDE_TAG);
+  w->tagging = true;
   /* esbx_layer_commit names the layer again, from the same fields.  */
   free (l->parent);
   l->parent = NULL;
   k = esbx_layer_commit (store, s->project, st, l, ids, n, err);
-  {
-    esbx_error_t failed = NULL;
-    if (beside_wait (&bs->rec, &failed) < 0)
-      {
-        esbx_warn ("publish `%s`: tag head: %s", s->name, failed->msg);
-        esbx_error_free (&failed);
-      }
-  }
   if (k < 0)
     goto out;
   if (strcmp (l->id, id) != 0)
@@ -569,9 +594,19 @@ commit (esbx_store_t *store, const struct esbx_session *s, struct esbx_staged *s
   esbx_make_error (err, EAGAIN, "the head moved %d times while publishing", MAX_ATTEMPTS);
 
 out:
-  /* Before the blob's fd and file go: a conflict may have come first.  */
+  /* Before the blob's fd and file go: a conflict may have come first.
+     The tag `head` goes on (esbx_remote_warm_free waits for it).  */
   if (w->loaded)
-    besides_close (&w->bs);
+    {
+      beside_close (&w->bs.make);
+      beside_close (&w->bs.layer);
+      beside_close (&w->bs.cfg);
+      if (!w->tagging)
+        beside_close (&w->bs.rec);
+      if (w->bs.make.fd >= 0)
+        close (w->bs.make.fd);
+      w->bs.make.fd = -1;
+    }
   if (tmp && esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
     esbx_error_free (&ignored);
   free (mine.digest);

@@ -464,6 +464,14 @@ esbx_cgroup_usage (const char *rel, struct esbx_cgroup_usage *u, esbx_error_t *e
 }
 
 static void
+sleep_us (long us)
+{
+  struct timespec ts = { us / 1000000, (us % 1000000) * 1000L };
+  while (nanosleep (&ts, &ts) < 0 && errno == EINTR)
+    ;
+}
+
+static void
 sleep_ms (long ms)
 {
   struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -553,11 +561,16 @@ esbx_cgroup_freeze (const char *rel, bool frozen, esbx_error_t *err)
     return esbx_make_error (err, ENOTSUP, "cgroup `%s`: no freezer", rel);
   if (set_value (dir, file, value, err) < 0)
     return -1;
+  /* An idle session freezes in well under a millisecond: look again soon,
+     then every 5 ms (a snapshot waits for this).  */
   for (tries = 0; tries < KILL_TRIES; tries++)
     {
       if (freeze_reached (rel, frozen))
         return 0;
-      sleep_ms (5);
+      if (tries < 6)
+        sleep_us (100L << tries);
+      else
+        sleep_ms (5);
       /* v1 retries a freeze that stopped half-way (FREEZING).  */
       if (!v2_root ())
         set_value (dir, file, value, NULL);
@@ -569,9 +582,20 @@ esbx_cgroup_freeze (const char *rel, bool frozen, esbx_error_t *err)
 bool
 esbx_cgroup_frozen (const char *rel)
 {
-  if (!esbx_cgroup_exists (rel) || (!v2_root () && !v1_mounted ("freezer")))
+  _cleanup_free_ char *state = NULL;
+  char buf[256];
+
+  /* One read, which fails when there is no such cgroup: gc asks this of
+     every session.  */
+  if (v2_root ())
+    {
+      state = xasprintf ("%s/%s/cgroup.events", v2_root (), rel);
+      return read_small (state, buf, sizeof buf) == 0 && strstr (buf, "frozen 1") != NULL;
+    }
+  if (!v1_mounted ("freezer"))
     return false;
-  return freeze_reached (rel, true) == 1;
+  state = xasprintf (CGROUP_FS "/freezer/%s/freezer.state", rel);
+  return read_small (state, buf, sizeof buf) == 0 && strncmp (buf, "FROZEN", 6) == 0;
 }
 
 static int

@@ -55,4 +55,12 @@ int esbx_holder_get (esbx_store_t *store, const char *session, struct esbx_holde
 int esbx_holder_stop (esbx_store_t *store, const char *session, esbx_error_t *err);
 void esbx_holder_info_free (struct esbx_holder_info *info);
 
+/* The holder's mount of the session's view at WORKSPACE (holder_workspace.c):
+   detached, 1 without a change when something in the session uses it;
+   attached again from the host's view MERGED.  */
+int esbx_holder_workspace_detach (const struct esbx_holder_info *info, const char *workspace,
+                                  esbx_error_t *err);
+int esbx_holder_workspace_attach (const struct esbx_holder_info *info, const char *merged,
+                                  const char *workspace, esbx_error_t *err);
+
 #endif

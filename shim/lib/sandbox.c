@@ -71,8 +71,11 @@ publish (esbx_store_t *store, const char *name, const char *message, unsigned in
   ret = esbx_publish_end (p, r, err);
 out:
   esbx_gate_clear (&gate);
-  esbx_remote_warm_free (warm);
   esbx_publish_free (p);
+  /* The remote's last request (moving its tag `head`) ran beside the
+     local install and the session's record; --discard (by the caller)
+     forks its remover only when no other thread runs.  */
+  esbx_remote_warm_free (warm);
   return ret;
 }
 

@@ -122,7 +122,7 @@ retire (esbx_store_t *store, const struct esbx_session *s, const char *why, long
       _cleanup_free_ char *hex = esbx_random_hex (4);
       _cleanup_free_ char *want = xasprintf ("%.100s-expired-%s", s->name, hex);
       struct esbx_snapshot_policy p = { 0 };
-      if (esbx_snapshot_create (store, s->name, want, &snap, &e) < 0)
+      if (esbx_snapshot_create (store, s->name, want, 0, &snap, NULL, &e) < 0)
         goto fail;
       /* A push that fails fails the retiring (tried again, counted), with
          the snapshot removed: the next attempt takes another.  */

@@ -59,6 +59,10 @@ clean_session (esbx_store_t *store, const char *session, FILE *report, esbx_erro
   dfd = esbx_session_open_dir (store, session, NULL);
   if (dfd < 0)
     return 0; /* discarded meanwhile */
+  /* Neither a holder nor an owner recorded: nothing crashed (gc asks this
+     of every session, most of them idle; the lock is for the others).  */
+  if (!esbx_exists_at (dfd, "holder.json") && !esbx_exists_at (dfd, "owners"))
+    return 0;
   /* Someone starting or stopping the holder right now: alive, not ours.  */
   lock = esbx_lock_at (dfd, "holder.lock", true, false, NULL);
   if (lock < 0)

@@ -1,6 +1,9 @@
 /* Snapshots, forks and the end of bounded lifetimes, as the front ends see
  * them.  A snapshot is a consistent point: the session's processes are
- * frozen (cgroup freezer) while its upper is copied, then thawed.  The
+ * frozen (cgroup freezer) while its upper is moved into a frozen layer (or
+ * copied, layerstore/snapshot.c), then thawed; when only the holder runs,
+ * its mount of the workspace is taken down for the move and put back over
+ * the new layer (holder_workspace.c).  The
  * freeze is taken under ROOT/sessions/S/snapshot.lock; a snapshot killed
  * while the session is frozen leaves the lock free, and the next snapshot
  * or gc thaws the session (esbx_sandbox_thaw_abandoned).  Retiring
@@ -15,9 +18,11 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Thaw SESSION if a snapshot that crashed left it frozen; the caller holds
    its snapshot lock.  */
@@ -41,9 +46,15 @@ thaw_if_frozen (esbx_store_t *store, const char *session, FILE *report)
 void
 esbx_sandbox_thaw_abandoned (esbx_store_t *store, const char *session, FILE *report)
 {
-  _cleanup_close_ int dfd = esbx_session_open_dir (store, session, NULL);
+  _cleanup_free_ char *cg = esbx_cgroup_session_path (store, session);
+  _cleanup_close_ int dfd = -1;
   _cleanup_close_ int lock = -1;
 
+  /* Most sessions are not frozen: asked first, without the lock (gc asks
+     for every session), then again under it.  */
+  if (!esbx_cgroup_frozen (cg))
+    return;
+  dfd = esbx_session_open_dir (store, session, NULL);
   if (dfd < 0)
     return;
   lock = esbx_lock_at (dfd, "snapshot.lock", true, false, NULL);
@@ -51,15 +62,66 @@ esbx_sandbox_thaw_abandoned (esbx_store_t *store, const char *session, FILE *rep
     thaw_if_frozen (store, session, report);
 }
 
+/* Whether PID has exited (a zombie the holder has not reaped yet, or
+   gone): it holds no file, no directory and no mount any more.  */
+static bool
+has_exited (pid_t pid)
+{
+  _cleanup_free_ char *path = xasprintf ("/proc/%d/stat", (int)pid);
+  _cleanup_close_ int fd = open (path, O_RDONLY | O_CLOEXEC);
+  char buf[512];
+  const char *p;
+  ssize_t len;
+
+  if (fd < 0)
+    return errno == ENOENT || errno == ESRCH;
+  len = TEMP_FAILURE_RETRY (read (fd, buf, sizeof buf - 1));
+  if (len <= 0)
+    return false;
+  buf[len] = '\0';
+  /* The state follows the command's closing parenthesis.  */
+  p = strrchr (buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Whether the holder is the only process of the session (an exec that
+   ended but is not reaped yet does not count): then nothing inside has a
+   file of the workspace open, and the upper may move.  */
+static bool
+only_holder (const char *cg, pid_t holder)
+{
+  _cleanup_free_ pid_t *pids = NULL;
+  esbx_error_t e = NULL;
+  bool seen = false;
+  size_t n = 0, i;
+
+  if (esbx_cgroup_pids (cg, &pids, &n, &e) < 0)
+    {
+      esbx_error_free (&e);
+      return false;
+    }
+  for (i = 0; i < n; i++)
+    {
+      if (pids[i] == holder)
+        seen = true;
+      else if (!has_exited (pids[i]))
+        return false;
+    }
+  return seen;
+}
+
 int
 esbx_sandbox_snapshot (esbx_store_t *store, const char *session, const char *name, char **out,
                        esbx_error_t *err)
 {
-  _cleanup_free_ char *cg = NULL;
+  struct esbx_holder_info info = { 0 };
+  struct esbx_session *s = NULL;
+  _cleanup_free_ char *cg = NULL, *merged = NULL;
   _cleanup_close_ int dfd = -1;
   _cleanup_close_ int lock = -1;
   esbx_error_t terr = NULL;
-  bool frozen = false;
+  unsigned flags = 0;
+  bool frozen = false, detached = false, moved = false;
   int ret;
 
   dfd = esbx_session_open_dir (store, session, err);
@@ -68,18 +130,51 @@ esbx_sandbox_snapshot (esbx_store_t *store, const char *session, const char *nam
   lock = esbx_lock_at (dfd, "snapshot.lock", true, true, err);
   if (lock < 0)
     return esbx_error_wrap (err, "snapshot `%s`", session);
+  if (esbx_session_load_at (dfd, session, &s, err) < 0)
+    return esbx_error_wrap (err, "snapshot");
   thaw_if_frozen (store, session, NULL);
   cg = esbx_cgroup_session_path (store, session);
-  if (esbx_sandbox_holder_running (store, session))
+  merged = esbx_session_merged (store, session);
+  if (esbx_holder_get (store, session, &info, NULL) == 0)
     {
       if (esbx_cgroup_freeze (cg, true, err) < 0)
         {
           esbx_cgroup_freeze (cg, false, NULL);
+          esbx_holder_info_free (&info);
+          esbx_session_free (s);
           return esbx_error_wrap (err, "snapshot `%s`", session);
         }
       frozen = true;
+      /* The holder's own mount of the view goes first: the upper moves
+         only when no overlay is left over it.  A process of the session
+         keeps the view (and the upper is copied).  */
+      if (only_holder (cg, info.pid)
+          && esbx_holder_workspace_detach (&info, s->workspace, &terr) == 0)
+        detached = true;
+      else
+        flags |= ESBX_SNAPSHOT_COPY;
+      if (terr)
+        {
+          esbx_warn ("snapshot `%s`: %s", session, terr->msg);
+          esbx_error_free (&terr);
+        }
     }
-  ret = esbx_snapshot_create (store, session, name, out, err);
+  ret = esbx_snapshot_create (store, session, name, flags, out, &moved, err);
+  if (detached && esbx_holder_workspace_attach (&info, merged, s->workspace, &terr) < 0)
+    {
+      /* A holder without its workspace is no use: the next command
+         starts another.  */
+      esbx_warn ("snapshot `%s`: %s; the holder stops", session, terr->msg);
+      esbx_error_free (&terr);
+      if (frozen)
+        esbx_cgroup_freeze (cg, false, NULL);
+      frozen = false;
+      if (esbx_holder_stop (store, session, &terr) < 0)
+        {
+          esbx_warn ("snapshot `%s`: %s", session, terr->msg);
+          esbx_error_free (&terr);
+        }
+    }
   if (frozen && esbx_cgroup_freeze (cg, false, &terr) < 0)
     {
       esbx_warn ("snapshot `%s`: %s", session, terr->msg);
@@ -89,8 +184,11 @@ esbx_sandbox_snapshot (esbx_store_t *store, const char *session, const char *nam
     {
       json_t *f = json_new (JSON_OBJECT);
       json_set_string (f, "snapshot", *out);
+      json_set (f, "moved", json_new_bool (moved));
       esbx_event_append (store, session, "snapshot", f, NULL);
     }
+  esbx_holder_info_free (&info);
+  esbx_session_free (s);
   return ret;
 }
 

@@ -101,6 +101,25 @@ listing() { (cd "$1" && find . -path ./.git -prune -o -printf '%y %m %l %p\n' | 
   diff -r --no-dereference -x .git "$BATS_TEST_TMPDIR/h" "$BATS_TEST_TMPDIR/c"
 }
 
+@test "a snapshot of a git session leaves its repository where git reads it" {
+  esbx_ok project create r --from-git "$REPO"
+  make_sessions r a
+  echo a >>"$(path_of a)/f1"
+  "${GIT[@]}" -C "$(path_of a)" commit -qam "before"
+  esbx_ok session snapshot a --name sn
+  esbx_ok --json session inspect a
+  echo "$output" | jq -e '.git.branch == "a" and .git.commit != null'
+  echo b >>"$(path_of a)/f2"
+  "${GIT[@]}" -C "$(path_of a)" commit -qam "after"
+  esbx_ok publish a
+  clone_head r "$BATS_TEST_TMPDIR/c"
+  run git -C "$BATS_TEST_TMPDIR/c" log -1 --format=%B
+  assert_line "before"
+  assert_line "after"
+  esbx_ok discard --force a
+  esbx_ok gc --snapshots
+}
+
 @test "one file changed in different hunks: rebase merges, the session's commit sits on the head" {
   esbx_ok project create r --from-git "$REPO"
   make_sessions r a b

@@ -354,3 +354,21 @@ with open(sys.argv[1], "r+b") as f:
   on C make_session p c
   [ "$(cat "$m/plain.txt")" = plain ]
 }
+
+@test "a fork and the session it froze publish through the registry: the frozen changes once, each its own" {
+  on A esbx_ok project push p
+  on A make_session p s1
+  echo one >"$m/one.txt"
+  on A esbx_ok session fork s1 --name f1
+  echo fork >"$(on A "$ESBX" session path f1)/fork.txt"
+  echo two >"$m/two.txt"
+  on A esbx_ok publish f1
+  # The same one.txt from the frozen layer is not a conflict.
+  on A esbx_ok publish s1
+  on B esbx_ok project pull p
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  [ "$(cat "$BATS_TEST_TMPDIR/b/one.txt")" = one ]
+  [ "$(cat "$BATS_TEST_TMPDIR/b/two.txt")" = two ]
+  [ "$(cat "$BATS_TEST_TMPDIR/b/fork.txt")" = fork ]
+  on B esbx_ok fsck p
+}

@@ -276,6 +276,40 @@ layer_digest() {
   assert_output --partial "queue.landed"
 }
 
+@test "a session over frozen layers files all its work; gc keeps the layers until nothing names them" {
+  esbx_ok project gate p --mode checks --check 'test -f before.txt && test -f after.txt && make test'
+  make_sessions p a
+  echo before >"$(path_of a)/before.txt"
+  esbx_ok session snapshot a --name snap
+  esbx_ok session fork a --name f
+  echo after >"$(path_of a)/after.txt"
+  echo fork >"$(path_of f)/fork.txt"
+  run -5 "$ESBX" publish a --discard
+  esbx_ok snapshot rm snap
+  # Filed, not landed: the session still names its frozen layer.
+  esbx_ok gc --snapshots
+  [ "$(find "$ESBX_ROOT/projects/p/frozen" -mindepth 1 -maxdepth 1 | wc -l)" -ge 1 ]
+  esbx_ok queue run p
+  run -0 "$ESBX" show p:/before.txt
+  assert_output before
+  run -0 "$ESBX" show p:/after.txt
+  assert_output after
+  [ ! -d "$ESBX_ROOT/sessions/a" ]
+  # The fork shares the layer; its request is rebased onto what a landed.
+  esbx_ok project gate p --mode checks --check 'test -f before.txt && make test'
+  run -5 "$ESBX" publish f --discard
+  esbx_ok gc
+  [ "$(find "$ESBX_ROOT/projects/p/frozen" -mindepth 1 -maxdepth 1 | wc -l)" -ge 1 ]
+  esbx_ok queue run p
+  run -0 "$ESBX" show p:/fork.txt
+  assert_output fork
+  # The fork's own snapshot, and a trash entry if its discard left one,
+  # named them last.
+  esbx_ok trash purge --all
+  esbx_ok gc --snapshots
+  [ "$(find "$ESBX_ROOT/projects/p/frozen" -mindepth 1 -maxdepth 1 | wc -l)" -eq 0 ]
+}
+
 @test "a git project's requests land as commits by their sessions' authors, on the commit they were checked on" {
   local GIT=(git -c user.name=Tester -c user.email=tester@example.org -c init.defaultBranch=master)
   local repo=$BATS_TEST_TMPDIR/repo
