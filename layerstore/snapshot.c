@@ -15,7 +15,9 @@
  *
  * A snapshot of a store from before frozen layers kept its copy in
  * SNAP/diff/ and named the snapshot under it (its parent); those still
- * mount, and a session made from one still snapshots that way.
+ * mount, and a session made from one still snapshots that way.  So do
+ * the sessions of a shared project: a snapshot pushed to the remote is
+ * one diff on its parent's (remote/snapshot_push.c).
  *
  * A snapshot is written under projects/P/tmp and renamed into place: a
  * crash leaves a temp directory for gc, never a half snapshot.  */
@@ -315,9 +317,12 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
       esbx_make_error (err, EEXIST, "snapshot `%s`", snap);
       goto out;
     }
-  /* Made from a snapshot of a store from before frozen layers: its
-     snapshots are copies with parents, as they were.  */
-  legacy = s->snapshot && !(s->frozen && s->frozen[0]);
+  /* Made from a snapshot of a store from before frozen layers, or of a
+     shared project (its snapshots go to the remote as one diff each, on
+     its parent's: snapshot_push.c): its snapshots are copies with
+     parents, as they were.  */
+  legacy = !(s->frozen && s->frozen[0])
+           && (s->snapshot || esbx_project_is_shared (store, s->project));
   if (!legacy && strv_len (s->frozen) + 1 >= MAX_FROZEN)
     {
       esbx_make_error (err, 0, "%zu frozen layers under it: publish it, or fork a fresh session",
