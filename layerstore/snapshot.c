@@ -321,8 +321,8 @@ esbx_snapshot_create (esbx_store_t *store, const char *session, const char *name
      shared project (its snapshots go to the remote as one diff each, on
      its parent's: snapshot_push.c): its snapshots are copies with
      parents, as they were.  */
-  legacy = !(s->frozen && s->frozen[0])
-           && (s->snapshot || esbx_project_is_shared (store, s->project));
+  legacy
+      = !(s->frozen && s->frozen[0]) && (s->snapshot || esbx_project_is_shared (store, s->project));
   if (!legacy && strv_len (s->frozen) + 1 >= MAX_FROZEN)
     {
       esbx_make_error (err, 0, "%zu frozen layers under it: publish it, or fork a fresh session",

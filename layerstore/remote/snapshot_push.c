@@ -205,6 +205,11 @@ push_one (esbx_store_t *store, const struct esbx_remote *rm, struct esbx_registr
                                    "snapshot `%s`: etcd `%s` has another snapshot of that name",
                                    name, rm->etcd);
     }
+  if (json_len (json_get (rec, "frozen")) > 0)
+    return esbx_make_error (err, 0,
+                            "snapshot `%s`: stacks frozen layers (taken before project `%s` was "
+                            "shared): only a copy can be pushed",
+                            name, project);
   if (parent && push_one (store, rm, reg, project, parent, depth + 1, err) < 0)
     return -1;
   dir = esbx_snapshot_rel (project, name);
