@@ -23,6 +23,13 @@
 #   ratio_format  printf format of ratio's quotient (%.2f)
 #   ms_decimals   decimals of ms (2)
 
+# The scripts write into sessions from the host, as root, as the tools
+# they are compared with do; a session in a user namespace of its own does
+# not let host root create files (docs/SANDBOXES.md), so their sessions are
+# the root tier unless ESBX_USERNS says otherwise (hack/bench/isolation
+# measures the tiers).
+export ESBX_USERNS=${ESBX_USERNS:-off}
+
 now_ns() { date +%s%N; }
 
 # `time_cmd VAR CMD...`: run CMD once, stdin from /dev/null, and append its
