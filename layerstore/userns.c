@@ -141,7 +141,10 @@ write_record (esbx_store_t *store, const char *session, const struct esbx_userns
   if (u->reason)
     json_set_string (j, "reason", u->reason);
   data = json_serialize (j, true, &len);
-  return esbx_write_file_atomic_at (dfd, USERNS_JSON, data, len, 0644, err);
+  /* What the mounted view runs in: a crash takes the view down with it
+     and the next mount writes it again, so it is replaced whole, not
+     made durable (session create stays at two fsyncs).  */
+  return esbx_replace_file_at (dfd, USERNS_JSON, data, len, 0644, err);
 }
 
 int
