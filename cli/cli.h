@@ -55,6 +55,9 @@ int cli_publish_failed (struct esbx_cli *cli, struct esbx_publish_result *r);
 void cli_print_refused (struct esbx_cli *cli, const json_t *o);
 
 /* Printing from the JSON views (print.c), shared by embedded and gateway mode.  */
+/* KEY of O: its string, else DFLT; its integer, else 0.  */
+const char *cli_str_or (const json_t *o, const char *key, const char *dflt);
+int64_t cli_int_of (const json_t *o, const char *key);
 void cli_print_projects (struct esbx_cli *cli, const json_t *arr);
 void cli_print_log (struct esbx_cli *cli, const json_t *arr);
 void cli_print_blame (struct esbx_cli *cli, const json_t *layer);

@@ -9,15 +9,15 @@
 #include <inttypes.h>
 #include <string.h>
 
-static const char *
-str_or (const json_t *o, const char *key, const char *dflt)
+const char *
+cli_str_or (const json_t *o, const char *key, const char *dflt)
 {
   const char *s = json_get_string (o, key);
   return s ? s : dflt;
 }
 
-static int64_t
-int_of (const json_t *o, const char *key)
+int64_t
+cli_int_of (const json_t *o, const char *key)
 {
   int64_t v = 0;
   json_get_int (o, key, &v);
@@ -50,8 +50,8 @@ cli_print_projects (struct esbx_cli *cli, const json_t *arr)
     }
   printf ("NAME\tLAYERS\tHEAD\n");
   json_array_foreach (arr, i, p)
-    printf ("%s\t%" PRId64 "\t%s\n", str_or (p, "name", ""), int_of (p, "layers"),
-            str_or (p, "head", ""));
+    printf ("%s\t%" PRId64 "\t%s\n", cli_str_or (p, "name", ""), cli_int_of (p, "layers"),
+            cli_str_or (p, "head", ""));
 }
 
 void
@@ -71,11 +71,11 @@ cli_print_log (struct esbx_cli *cli, const json_t *arr)
           "MESSAGE");
   json_array_foreach (arr, i, l)
     {
-      int64_t n = int_of (l, "changes");
+      int64_t n = cli_int_of (l, "changes");
 
-      printf ("%s %3" PRId64 " %s %-20s %" PRId64 " change%s  %s\n", str_or (l, "id", ""),
-              int_of (l, "index"), str_or (l, "created", ""), str_or (l, "session", "-"), n,
-              n == 1 ? " " : "s", str_or (l, "message", ""));
+      printf ("%s %3" PRId64 " %s %-20s %" PRId64 " change%s  %s\n", cli_str_or (l, "id", ""),
+              cli_int_of (l, "index"), cli_str_or (l, "created", ""),
+              cli_str_or (l, "session", "-"), n, n == 1 ? " " : "s", cli_str_or (l, "message", ""));
     }
 }
 
@@ -92,21 +92,21 @@ cli_print_blame (struct esbx_cli *cli, const json_t *l)
       cli_print_json (l);
       return;
     }
-  printf ("layer:   %s (%" PRId64 ")\n", str_or (l, "id", ""), int_of (l, "index"));
-  printf ("session: %s\n", str_or (l, "session", "-"));
+  printf ("layer:   %s (%" PRId64 ")\n", cli_str_or (l, "id", ""), cli_int_of (l, "index"));
+  printf ("session: %s\n", cli_str_or (l, "session", "-"));
   printf ("labels: ");
   json_object_foreach (labels, i, key, value)
     printf (" %s=%s", key, value->type == JSON_STRING ? value->text : "");
-  printf ("\nmessage: %s\n", str_or (l, "message", ""));
-  printf ("time:    %s\n", str_or (l, "created", ""));
+  printf ("\nmessage: %s\n", cli_str_or (l, "message", ""));
+  printf ("time:    %s\n", cli_str_or (l, "created", ""));
   /* Landed through the merge queue: its request and who approved it.  */
   if (json_get (l, "gate"))
     {
       const json_t *g = json_get (l, "gate"), *a;
 
-      printf ("request: %s\n", str_or (g, "request", ""));
+      printf ("request: %s\n", cli_str_or (g, "request", ""));
       json_array_foreach (json_get (g, "approvals"), i, a)
-        printf ("approved: %s at %s\n", str_or (a, "by", ""), str_or (a, "at", ""));
+        printf ("approved: %s at %s\n", cli_str_or (a, "by", ""), cli_str_or (a, "at", ""));
     }
 }
 
@@ -125,19 +125,20 @@ cli_print_sessions (struct esbx_cli *cli, const json_t *arr)
   json_array_foreach (arr, i, s)
     {
       const json_t *l = json_get (s, "lifetime");
-      _cleanup_free_ char *age = duration (int_of (l, "age"));
-      _cleanup_free_ char *idle = duration (int_of (l, "idle"));
+      _cleanup_free_ char *age = duration (cli_int_of (l, "age"));
+      _cleanup_free_ char *idle = duration (cli_int_of (l, "idle"));
       _cleanup_free_ char *expires = NULL;
       int64_t in;
 
       if (json_get_int (l, "expires_in", &in))
         {
           _cleanup_free_ char *left = duration (in > 0 ? in : 0);
-          expires = xasprintf ("in %s (%s)", left, str_or (l, "expires_by", ""));
+          expires = xasprintf ("in %s (%s)", left, cli_str_or (l, "expires_by", ""));
         }
-      printf ("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", str_or (s, "name", ""), str_or (s, "project", ""),
-              str_or (s, "base", ""), json_get_bool (s, "mounted", false) ? "mounted" : "unmounted",
-              age, idle, expires ? expires : "-");
+      printf ("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cli_str_or (s, "name", ""),
+              cli_str_or (s, "project", ""), cli_str_or (s, "base", ""),
+              json_get_bool (s, "mounted", false) ? "mounted" : "unmounted", age, idle,
+              expires ? expires : "-");
     }
 }
 
@@ -156,9 +157,10 @@ cli_print_snapshots (struct esbx_cli *cli, const json_t *arr)
   json_array_foreach (arr, i, t)
     {
       const json_t *users = json_get (t, "sessions");
-      printf ("%s\t%s\t%.12s\t%s\t%" PRId64 "\t%zu\t%s\n", str_or (t, "name", ""),
-              str_or (t, "project", ""), str_or (t, "base", ""), str_or (t, "session", ""),
-              int_of (t, "bytes"), json_len (users), str_or (t, "created", ""));
+      printf ("%s\t%s\t%.12s\t%s\t%" PRId64 "\t%zu\t%s\n", cli_str_or (t, "name", ""),
+              cli_str_or (t, "project", ""), cli_str_or (t, "base", ""),
+              cli_str_or (t, "session", ""), cli_int_of (t, "bytes"), json_len (users),
+              cli_str_or (t, "created", ""));
     }
 }
 
@@ -175,8 +177,8 @@ cli_print_changes (struct esbx_cli *cli, const json_t *arr)
     }
   json_array_foreach (arr, i, c)
     {
-      const char *kind = str_or (c, "kind", "");
-      _cleanup_free_ char *shown = esbx_quote_path (str_or (c, "path", ""));
+      const char *kind = cli_str_or (c, "kind", "");
+      _cleanup_free_ char *shown = esbx_quote_path (cli_str_or (c, "path", ""));
       char letter = strcmp (kind, "added") == 0 ? 'A' : strcmp (kind, "deleted") == 0 ? 'D' : 'M';
 
       printf ("%c %s%s\n", letter, shown,
@@ -202,7 +204,7 @@ cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
       fprintf (stderr,
                "esbx: publish `%s`: queued as request `%s` (%s); `esbx publish --wait` "
                "or `esbx queue show %s` follows it\n",
-               session, json_get_string (o, "request"), str_or (o, "state", "queued"),
+               session, json_get_string (o, "request"), cli_str_or (o, "state", "queued"),
                json_get_string (o, "request"));
     }
   else if (layer)
@@ -211,7 +213,7 @@ cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
     fprintf (stderr, "esbx: publish `%s`: nothing to publish\n", session);
   if (ign)
     {
-      int64_t n = int_of (ign, "count");
+      int64_t n = cli_int_of (ign, "count");
 
       fprintf (stderr, "esbx: publish `%s`: %" PRId64 " ignored path%s left out (", session, n,
                n == 1 ? "" : "s");
@@ -226,11 +228,11 @@ cli_print_published (struct esbx_cli *cli, const char *session, const json_t *o)
 static void
 print_conflict (const json_t *c)
 {
-  const char *kind = str_or (c, "kind", "content");
+  const char *kind = cli_str_or (c, "kind", "content");
   const char *renamed = json_get_string (c, "renamed");
 
-  fprintf (stderr, "conflict: %s (layer %s, session %s)", str_or (c, "path", ""),
-           str_or (c, "layer", ""), str_or (c, "session", "-"));
+  fprintf (stderr, "conflict: %s (layer %s, session %s)", cli_str_or (c, "path", ""),
+           cli_str_or (c, "layer", ""), cli_str_or (c, "session", "-"));
   if (json_get_bool (c, "markers", false))
     fprintf (stderr, ": merged with conflict markers");
   else if (renamed)
@@ -246,10 +248,10 @@ static void
 print_unmerged (const json_t *u)
 {
   static const char *const sides[] = { "base", "ours", "theirs" };
-  const char *kind = str_or (u, "kind", "content");
+  const char *kind = cli_str_or (u, "kind", "content");
   bool any = false;
 
-  fprintf (stderr, "unmerged: %s (%s", str_or (u, "path", ""),
+  fprintf (stderr, "unmerged: %s (%s", cli_str_or (u, "path", ""),
            strcmp (kind, "content") == 0 ? "conflict markers" : kind);
   for (size_t i = 0; i < 3; i++)
     if (json_get_string (u, sides[i]))
@@ -321,7 +323,8 @@ cli_print_rebased (struct esbx_cli *cli, const json_t *o)
     fprintf (stderr, "merged: %s\n", p->type == JSON_STRING ? p->text : "");
   json_array_foreach (json_get (o, "conflicts"), i, p)
     if (json_get_string (p, "renamed") && !json_get_bool (p, "blocking", false))
-      fprintf (stderr, "renamed: %s -> %s\n", str_or (p, "path", ""), str_or (p, "renamed", ""));
+      fprintf (stderr, "renamed: %s -> %s\n", cli_str_or (p, "path", ""),
+               cli_str_or (p, "renamed", ""));
   json_array_foreach (json_get (o, "conflicts"), i, p)
     if (json_get_bool (p, "blocking", false))
       print_conflict (p);
@@ -342,8 +345,8 @@ cli_print_ps (struct esbx_cli *cli, const json_t *arr)
     }
   printf ("%7s %7s %s\n", "PID", "HOSTPID", "COMMAND");
   json_array_foreach (arr, i, p)
-    printf ("%7d %7d %s\n", (int)int_of (p, "pid"), (int)int_of (p, "host_pid"),
-            str_or (p, "command", ""));
+    printf ("%7d %7d %s\n", (int)cli_int_of (p, "pid"), (int)cli_int_of (p, "host_pid"),
+            cli_str_or (p, "command", ""));
 }
 
 static void
@@ -407,7 +410,7 @@ cli_print_event (bool json, const json_t *ev)
 void
 cli_print_report (struct esbx_cli *cli, const json_t *o)
 {
-  fputs (str_or (o, "report", ""), stdout);
+  fputs (cli_str_or (o, "report", ""), stdout);
 }
 
 void
@@ -423,11 +426,12 @@ cli_print_trash (struct esbx_cli *cli, const json_t *arr)
     }
   json_array_foreach (arr, i, t)
     {
-      int64_t n = int_of (t, "changes");
+      int64_t n = cli_int_of (t, "changes");
       _cleanup_free_ char *changes = n < 0 ? xstrdup ("?") : xasprintf ("%" PRId64, n);
 
-      printf ("%s\t%s\t%s\t%.12s\t%s\t%" PRId64 "\t%s\t%s\n", str_or (t, "entry", ""),
-              str_or (t, "session", ""), str_or (t, "project", ""), str_or (t, "base", ""), changes,
-              int_of (t, "size"), str_or (t, "deleted", ""), str_or (t, "expires", ""));
+      printf ("%s\t%s\t%s\t%.12s\t%s\t%" PRId64 "\t%s\t%s\n", cli_str_or (t, "entry", ""),
+              cli_str_or (t, "session", ""), cli_str_or (t, "project", ""),
+              cli_str_or (t, "base", ""), changes, cli_int_of (t, "size"),
+              cli_str_or (t, "deleted", ""), cli_str_or (t, "expires", ""));
     }
 }

@@ -7,21 +7,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-static const char *
-str_or (const json_t *o, const char *key, const char *dflt)
-{
-  const char *s = json_get_string (o, key);
-  return s ? s : dflt;
-}
-
-static int64_t
-int_of (const json_t *o, const char *key)
-{
-  int64_t v = 0;
-  json_get_int (o, key, &v);
-  return v;
-}
-
 bool
 cli_request_final (const json_t *rec)
 {
@@ -36,9 +21,9 @@ int
 cli_request_outcome (struct esbx_cli *cli, const char *session, const json_t *rec,
                      esbx_error_t *err)
 {
-  const char *state = str_or (rec, "state", ""), *id = str_or (rec, "id", "");
+  const char *state = cli_str_or (rec, "state", ""), *id = cli_str_or (rec, "id", "");
   const json_t *why = json_get (rec, "rejected");
-  const char *kind = str_or (why, "kind", "");
+  const char *kind = cli_str_or (why, "kind", "");
   enum esbx_error_kind k = ESBX_ERR_FAILED;
 
   if (cli->json)
@@ -57,7 +42,7 @@ cli_request_outcome (struct esbx_cli *cli, const char *session, const json_t *re
   else if (strcmp (kind, "conflict") == 0)
     k = ESBX_ERR_CONFLICT;
   return esbx_make_error_kind (err, k, 0, "publish `%s`: request `%s` %s: %s (%s)", session, id,
-                               state, str_or (why, "message", "withdrawn"),
+                               state, cli_str_or (why, "message", "withdrawn"),
                                strcmp (kind, "check") == 0 || strcmp (kind, "timeout") == 0
                                    ? "the check's log: esbx queue show ID --log"
                                : k == ESBX_ERR_UNMERGED || k == ESBX_ERR_CONFLICT
@@ -85,11 +70,11 @@ cli_print_requests (struct esbx_cli *cli, const json_t *arr)
   printf ("ID\tPROJECT\tSESSION\tSTATE\tAPPROVALS\tRUNS\tFILED\tMESSAGE\n");
   json_array_foreach (arr, i, r)
     {
-      _cleanup_free_ char *msg = esbx_escape_line (str_or (r, "message", ""));
-      printf ("%s\t%s\t%s\t%s\t%zu/%" PRId64 "\t%" PRId64 "\t%s\t%s\n", str_or (r, "id", ""),
-              str_or (r, "project", ""), str_or (r, "session", ""), str_or (r, "state", ""),
-              approvals (r), int_of (r, "approvals_needed"), int_of (r, "runs"),
-              str_or (r, "filed", ""), msg);
+      _cleanup_free_ char *msg = esbx_escape_line (cli_str_or (r, "message", ""));
+      printf ("%s\t%s\t%s\t%s\t%zu/%" PRId64 "\t%" PRId64 "\t%s\t%s\n", cli_str_or (r, "id", ""),
+              cli_str_or (r, "project", ""), cli_str_or (r, "session", ""),
+              cli_str_or (r, "state", ""), approvals (r), cli_int_of (r, "approvals_needed"),
+              cli_int_of (r, "runs"), cli_str_or (r, "filed", ""), msg);
     }
 }
 
@@ -105,20 +90,21 @@ cli_print_request (struct esbx_cli *cli, const json_t *rec)
       return;
     }
   {
-    _cleanup_free_ char *msg = esbx_escape_line (str_or (rec, "message", ""));
-    printf ("request:   %s (project %s, session %s)\n", str_or (rec, "id", ""),
-            str_or (rec, "project", ""), str_or (rec, "session", ""));
-    printf ("state:     %s\n", str_or (rec, "state", ""));
+    _cleanup_free_ char *msg = esbx_escape_line (cli_str_or (rec, "message", ""));
+    printf ("request:   %s (project %s, session %s)\n", cli_str_or (rec, "id", ""),
+            cli_str_or (rec, "project", ""), cli_str_or (rec, "session", ""));
+    printf ("state:     %s\n", cli_str_or (rec, "state", ""));
     printf ("message:   %s\n", msg);
-    printf ("filed:     %s by %s\n", str_or (rec, "filed", ""), str_or (rec, "filed_by", ""));
+    printf ("filed:     %s by %s\n", cli_str_or (rec, "filed", ""),
+            cli_str_or (rec, "filed_by", ""));
   }
   json_array_foreach (json_get (rec, "approvals"), i, x)
-    printf ("approved:  %s at %s\n", str_or (x, "by", ""), str_or (x, "at", ""));
+    printf ("approved:  %s at %s\n", cli_str_or (x, "by", ""), cli_str_or (x, "at", ""));
   json_array_foreach (json_get (rec, "checks"), i, x)
     {
-      _cleanup_free_ char *c = esbx_escape_line (str_or (x, "command", ""));
-      printf ("check:     %s: exit %" PRId64 " in %s s%s\n", c, int_of (x, "status"),
-              str_or (x, "seconds", "?"),
+      _cleanup_free_ char *c = esbx_escape_line (cli_str_or (x, "command", ""));
+      printf ("check:     %s: exit %" PRId64 " in %s s%s\n", c, cli_int_of (x, "status"),
+              cli_str_or (x, "seconds", "?"),
               json_get_bool (x, "timed_out", false) ? " (timed out)" : "");
     }
   if (json_get_string (rec, "layer"))
@@ -126,13 +112,13 @@ cli_print_request (struct esbx_cli *cli, const json_t *rec)
   if (json_get (rec, "rejected"))
     {
       _cleanup_free_ char *m
-          = esbx_escape_line (str_or (json_get (rec, "rejected"), "message", ""));
-      printf ("rejected:  %s (%s)\n", m, str_or (json_get (rec, "rejected"), "kind", ""));
+          = esbx_escape_line (cli_str_or (json_get (rec, "rejected"), "message", ""));
+      printf ("rejected:  %s (%s)\n", m, cli_str_or (json_get (rec, "rejected"), "kind", ""));
     }
   json_array_foreach (json_get (rec, "changes"), i, x)
     {
-      const char *k = str_or (x, "kind", "");
-      _cleanup_free_ char *p = esbx_escape_line (str_or (x, "path", ""));
+      const char *k = cli_str_or (x, "kind", "");
+      _cleanup_free_ char *p = esbx_escape_line (cli_str_or (x, "path", ""));
       printf ("%c %s\n",
               strcmp (k, "added") == 0     ? 'A'
               : strcmp (k, "deleted") == 0 ? 'D'
@@ -152,13 +138,13 @@ cli_print_gate (struct esbx_cli *cli, const json_t *g)
       cli_print_json (g);
       return;
     }
-  printf ("mode:      %s\n", str_or (g, "mode", "auto"));
+  printf ("mode:      %s\n", cli_str_or (g, "mode", "auto"));
   json_array_foreach (json_get (g, "checks"), i, c)
     printf ("check:     %s\n", c->type == JSON_STRING ? c->text : "");
-  printf ("timeout:   %" PRId64 " s\n", int_of (g, "check_timeout"));
-  printf ("approvals: %" PRId64 "\n", int_of (g, "approvals"));
-  if (int_of (g, "parallel"))
-    printf ("parallel:  %" PRId64 "\n", int_of (g, "parallel"));
+  printf ("timeout:   %" PRId64 " s\n", cli_int_of (g, "check_timeout"));
+  printf ("approvals: %" PRId64 "\n", cli_int_of (g, "approvals"));
+  if (cli_int_of (g, "parallel"))
+    printf ("parallel:  %" PRId64 "\n", cli_int_of (g, "parallel"));
   json_array_foreach (json_get (g, "secrets"), i, c)
     printf ("secret:    %s\n", c->type == JSON_STRING ? c->text : "");
 }
