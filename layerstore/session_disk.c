@@ -360,6 +360,23 @@ esbx_session_disk_mount (esbx_store_t *store, const struct esbx_session *s, esbx
   return 0;
 }
 
+/* The mounted disk of session directory DFD (absolute DIR) written back
+   into its image: a busy view is detached lazily, and the filesystem
+   would then reach the image some time after the unmount returned, while
+   the image is already in the trash.  */
+static int
+flush_disk (int dfd, const char *dir, esbx_error_t *err)
+{
+  _cleanup_close_ int disk = -1;
+
+  if (!mounted_at (dir, DISK_DIR))
+    return 0;
+  disk = esbx_open_dir_at (dfd, DISK_DIR, err);
+  if (disk < 0 || esbx_syncfs (disk, "the session's disk", err) < 0)
+    return -1;
+  return 0;
+}
+
 /* Unmount DIR/upper, then DIR/disk (LAZY: detach what is busy).  */
 static int
 unmount_dir (const char *dir, bool lazy, esbx_error_t *err)
@@ -385,7 +402,7 @@ esbx_session_disk_unmount (esbx_store_t *store, const char *name, int *lock, esb
   if (!esbx_exists_at (dfd, DISK_IMAGE))
     return 0;
   img = lock_image (dfd, dir, err);
-  if (img < 0 || unmount_dir (dir, true, err) < 0)
+  if (img < 0 || flush_disk (dfd, dir, err) < 0 || unmount_dir (dir, true, err) < 0)
     return esbx_error_wrap (err, "session `%s`: unmount its disk", name);
   esbx_loop_detach_file (img);
   *lock = take_fd (&img);
