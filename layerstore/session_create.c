@@ -252,6 +252,29 @@ start_repository (esbx_store_t *store, const char *project, int sessionfd, const
   return 0;
 }
 
+/* A fork's repository came with its snapshot's layers: its HEAD moves to a
+   branch of its own at the commit its parent's branch was at, as `git
+   worktree add -b` would (a detached HEAD stays as it was).  */
+static int
+fork_repository (esbx_store_t *store, const char *project, int sessionfd, const char *name,
+                 const char *snapshot, esbx_error_t *err)
+{
+  _cleanup_free_ char *branch = NULL, *commit = NULL;
+  _cleanup_close_ int upper = esbx_open_dir_at (sessionfd, "upper", err);
+  struct strv lowers = { 0 };
+  int r;
+
+  if (upper < 0 || esbx_snapshot_lowers (store, project, snapshot, &lowers, err) < 0)
+    return esbx_error_wrap (err, "session `%s`: its git repository", name);
+  r = esbx_git_session_head (-1, lowers.v, lowers.n, &branch, &commit);
+  strv_free (&lowers);
+  if (r < 0 || branch == NULL || commit == NULL)
+    return 0;
+  if (esbx_git_session_init (upper, name, commit, err) < 0)
+    return esbx_error_wrap (err, "session `%s`: its git repository", name);
+  return 0;
+}
+
 int
 esbx_session_create (esbx_store_t *store, const char *project, const struct esbx_session_opts *opts,
                      char **name_out, esbx_error_t *err)
@@ -393,9 +416,11 @@ session_create (esbx_store_t *store, const char *project, const struct esbx_sess
   if (opts->snapshot && inherit_unmerged (store, project, opts->snapshot, record, err) < 0)
     goto fail;
   /* A session of a git project is on a branch of its own at its base's
-     commit; a fork's repository came with the snapshot.  */
-  if (!opts->snapshot && esbx_project_is_git (store, project)
-      && start_repository (store, project, tmpfd, name, base, err) < 0)
+     commit, a fork at its parent's.  */
+  if (esbx_project_is_git (store, project)
+      && (opts->snapshot ? fork_repository (store, project, tmpfd, name, opts->snapshot, err)
+                         : start_repository (store, project, tmpfd, name, base, err))
+             < 0)
     goto fail;
   /* Names only: values stay in ROOT/secrets.  */
   if (secrets)

@@ -37,10 +37,14 @@ session_git_json (esbx_store_t *store, const struct esbx_session *s, const char 
   _cleanup_close_ int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   _cleanup_free_ char *branch = NULL, *commit = NULL, *base = NULL;
   json_t *g = json_new (JSON_OBJECT);
+  struct strv lowers = { 0 };
   esbx_error_t e = NULL;
 
-  if (ufd >= 0)
-    esbx_git_session_head (ufd, &branch, &commit);
+  /* A fork's repository is in its frozen layers until git writes.  */
+  if (esbx_session_frozen_lowers (store, s, &lowers, &e) < 0)
+    esbx_error_free (&e);
+  esbx_git_session_head (ufd, lowers.v, lowers.n, &branch, &commit);
+  strv_free (&lowers);
   if (esbx_git_layer_commit (store, s->project, s->base, &base, &e) < 0)
     esbx_error_free (&e);
   json_set (g, "branch", branch ? json_new_string (branch) : json_new (JSON_NULL));

@@ -61,9 +61,12 @@ char *esbx_git_branch_of (const char *session);
    branch at COMMIT (git_session.c).  */
 int esbx_git_session_init (int upperfd, const char *session, const char *commit, esbx_error_t *err);
 /* The branch a session's HEAD is on (NULL: detached) and the commit it
-   names (NULL: none), read from its upper directory UPPERFD, regular files
-   beneath its `.git` only; -1 when HEAD is not git's.  */
-int esbx_git_session_head (int upperfd, char **branch, char **commit);
+   names (NULL: none), read as the session sees its `.git`: from its upper
+   directory UPPERFD (-1: none) over the frozen layers LOWERS (paths,
+   bottom up), regular files beneath each `.git` only; -1 when HEAD is not
+   git's.  */
+int esbx_git_session_head (int upperfd, char *const *lowers, size_t n_lowers, char **branch,
+                           char **commit);
 /* What a session's own commits since BASE_COMMIT say: the newest one's
    author, every message (oldest first, a blank line between).  */
 struct esbx_git_log

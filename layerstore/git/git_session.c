@@ -268,11 +268,75 @@ read_beneath (int dfd, const char *rel, size_t limit)
   return steal_pointer (&buf);
 }
 
-/* Its first line.  */
-static char *
-line_beneath (int dfd, const char *rel)
+/* The `.git` directories of a session's layers, top down: its upper's
+   (UPPERFD; -1: none), then those of LOWERS (bottom up) from the last.  A
+   layer without one is left out.  */
+struct git_dirs
 {
-  char *buf = read_beneath (dfd, rel, 4096);
+  int *fd;
+  size_t n;
+};
+
+static void
+git_dirs_close (struct git_dirs *d)
+{
+  for (size_t i = 0; i < d->n; i++)
+    close (d->fd[i]);
+  free (d->fd);
+}
+
+/* Adds LAYER's `.git` to D; false when the layers below are hidden from
+   it (a `.git` deleted or made anew there).  */
+static bool
+git_dirs_add (struct git_dirs *d, int layer)
+{
+  struct stat st;
+  int fd;
+
+  if (fstatat (layer, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT;
+  if (!S_ISDIR (st.st_mode))
+    return false;
+  fd = TEMP_FAILURE_RETRY (openat (layer, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd < 0)
+    return false;
+  d->fd[d->n++] = fd;
+  return !esbx_is_opaque_at (fd, ".");
+}
+
+static void
+git_dirs_open (struct git_dirs *d, int upperfd, char *const *lowers, size_t n_lowers)
+{
+  d->fd = xmalloc ((n_lowers + 1) * sizeof *d->fd);
+  d->n = 0;
+  if (upperfd >= 0 && !git_dirs_add (d, upperfd))
+    return;
+  for (size_t i = n_lowers; i-- > 0;)
+    {
+      _cleanup_close_ int layer
+          = TEMP_FAILURE_RETRY (open (lowers[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+
+      if (layer < 0 || !git_dirs_add (d, layer))
+        return;
+    }
+}
+
+/* REL as the session sees it: from the topmost layer that has it.  */
+static char *
+git_read (const struct git_dirs *d, const char *rel, size_t limit)
+{
+  char *buf;
+
+  for (size_t i = 0; i < d->n; i++)
+    if ((buf = read_beneath (d->fd[i], rel, limit)))
+      return buf;
+  return NULL;
+}
+
+static char *
+git_line (const struct git_dirs *d, const char *rel)
+{
+  char *buf = git_read (d, rel, 4096);
 
   if (buf)
     buf[strcspn (buf, "\n")] = '\0';
@@ -280,26 +344,29 @@ line_beneath (int dfd, const char *rel)
 }
 
 int
-esbx_git_session_head (int upperfd, char **branch, char **commit)
+esbx_git_session_head (int upperfd, char *const *lowers, size_t n_lowers, char **branch,
+                       char **commit)
 {
-  _cleanup_close_ int git = TEMP_FAILURE_RETRY (
-      openat (upperfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   _cleanup_free_ char *head = NULL, *ref = NULL;
+  struct git_dirs d;
+  int ret = -1;
 
   *branch = *commit = NULL;
-  head = git < 0 ? NULL : line_beneath (git, "HEAD");
+  git_dirs_open (&d, upperfd, lowers, n_lowers);
+  head = git_line (&d, "HEAD");
   if (head == NULL)
-    return -1;
+    goto out;
   if (is_hex_id (head))
     {
       *commit = steal_pointer (&head);
-      return 0;
+      ret = 0;
+      goto out;
     }
   if (!esbx_has_prefix (head, "ref: refs/heads/")
       || esbx_clean_relpath (head + 5, false, &ref, NULL) < 0)
-    return -1;
+    goto out;
   *branch = xstrdup (ref + strlen ("refs/heads/"));
-  *commit = line_beneath (git, ref);
+  *commit = git_line (&d, ref);
   if (*commit && !is_hex_id (*commit))
     {
       free (*commit);
@@ -308,12 +375,11 @@ esbx_git_session_head (int upperfd, char **branch, char **commit)
   if (*commit == NULL)
     {
       /* packed-refs: "ID REF" lines.  */
-      _cleanup_free_ char *packed = read_beneath (git, "packed-refs", 16u << 20);
+      _cleanup_free_ char *packed = git_read (&d, "packed-refs", 16u << 20);
       char *line, *save = NULL;
 
-      if (packed == NULL)
-        return 0;
-      for (line = strtok_r (packed, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+      for (line = packed ? strtok_r (packed, "\n", &save) : NULL; line;
+           line = strtok_r (NULL, "\n", &save))
         {
           char *sp = strchr (line, ' ');
           if (sp && strcmp (sp + 1, ref) == 0)
@@ -324,7 +390,10 @@ esbx_git_session_head (int upperfd, char **branch, char **commit)
             }
         }
     }
-  return 0;
+  ret = 0;
+out:
+  git_dirs_close (&d);
+  return ret;
 }
 
 /* An object database of every layer of PROJECT up to ID (in the stack, or

@@ -120,6 +120,39 @@ listing() { (cd "$1" && find . -path ./.git -prune -o -printf '%y %m %l %p\n' | 
   esbx_ok gc --snapshots
 }
 
+@test "a fork of a git session is on a branch of its own at its parent's commit" {
+  esbx_ok project create r --from-git "$REPO"
+  make_sessions r a
+  echo a >>"$(path_of a)/f1"
+  "${GIT[@]}" -C "$(path_of a)" commit -qam "in a"
+  parent=$(git -C "$(path_of a)" rev-parse HEAD)
+  esbx_ok session fork a --name f
+  run git -C "$(path_of f)" symbolic-ref --short HEAD
+  assert_output f
+  [ "$(git -C "$(path_of f)" rev-parse HEAD)" = "$parent" ]
+  git -C "$(path_of f)" status --porcelain | grep -q . && fail "the fork's tree is not clean"
+  # inspect reads the repository through the fork's layers, before and
+  # after git writes in it.
+  esbx_ok --json session inspect f
+  echo "$output" | jq -e --arg c "$parent" '.git.branch == "f" and .git.commit == $c'
+  echo f >>"$(path_of f)/f2"
+  "${GIT[@]}" -C "$(path_of f)" commit -qam "in f"
+  esbx_ok --json session inspect f
+  echo "$output" | jq -e --arg c "$(git -C "$(path_of f)" rev-parse HEAD)" \
+    '.git.branch == "f" and .git.commit == $c'
+  # The parent stays where it was.
+  esbx_ok --json session inspect a
+  echo "$output" | jq -e --arg c "$parent" '.git.branch == "a" and .git.commit == $c'
+  esbx_ok publish f
+  clone_head r "$BATS_TEST_TMPDIR/c"
+  run git -C "$BATS_TEST_TMPDIR/c" log -1 --format=%B
+  assert_line "in a"
+  assert_line "in f"
+  esbx_ok discard --force f
+  esbx_ok discard --force a
+  esbx_ok gc --snapshots
+}
+
 @test "one file changed in different hunks: rebase merges, the session's commit sits on the head" {
   esbx_ok project create r --from-git "$REPO"
   make_sessions r a b
