@@ -491,5 +491,10 @@ bool esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const c
    locked temp dir *PATH (*LOCKFD keeps gc away).  Returns its fd.  */
 int esbx_snapshot_view (esbx_store_t *store, const struct esbx_session *s, char **path, int *lockfd,
                         esbx_error_t *err);
+/* Give fork S (unmounted, its lock held) an upper of its own: its frozen
+   layers copied beneath what it wrote, so that it stacks its base alone,
+   as a session never forked (rebase writes into the upper).  Costs a copy
+   of what the snapshot holds.  */
+int esbx_session_flatten (esbx_store_t *store, struct esbx_session *s, esbx_error_t *err);
 
 #endif

@@ -160,6 +160,12 @@ esbx_session_rebase_onto (esbx_store_t *store, const char *name, const char *tar
   if (esbx_session_load (store, name, &s, err) < 0)
     return esbx_error_wrap (err, "rebase");
   git = esbx_project_is_git (store, s->project);
+  /* A fork first gets an upper of its own: the merge is written into the
+     upper, and its frozen layers are not its own (snapshot.c).  */
+  if (esbx_session_has_frozen (s)
+      && (esbx_session_unmount (store, name, err) < 0 || esbx_session_flatten (store, s, err) < 0
+          || esbx_session_mount (store, name, err) < 0))
+    goto out;
   /* Onto the head in etcd for a shared project.  */
   if (esbx_project_is_shared (store, s->project)
       && esbx_remote_sync (store, s->project, NULL, err) < 0)

@@ -772,10 +772,10 @@ esbx_snapshot_uses_layer (esbx_store_t *store, const char *project, const char *
 /* Merge the overlay-format tree SRC over DST, the way overlayfs stacks
    them: a whiteout or a non-directory replaces what DST had; an opaque
    directory, or one that replaces a non-directory, hides what DST had
-   beneath it (it becomes opaque); any other directory merges.  Files are
-   hard links: the view costs no copy.  */
+   beneath it (it becomes opaque); any other directory merges.  With LINK
+   files are hard links (a view costs no copy), else copies.  */
 static int
-merge_tree (int src, int dst, const char *rel, esbx_error_t *err)
+merge_tree (int src, int dst, const char *rel, bool link, esbx_error_t *err)
 {
   _cleanup_strv_ char **names = esbx_list_dir_at (src, ".", err);
   size_t i;
@@ -814,13 +814,13 @@ merge_tree (int src, int dst, const char *rel, esbx_error_t *err)
               openat (dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
           if (s < 0 || d < 0)
             return esbx_make_error (err, errno, "open `/%s`", child);
-          if (merge_tree (s, d, child, err) < 0)
+          if (merge_tree (s, d, child, link, err) < 0)
             return -1;
           continue;
         }
       if (had && esbx_rm_rf_at (dst, name, err) < 0)
         return -1;
-      if (S_ISREG (st.st_mode) && linkat (src, name, dst, name, 0) == 0)
+      if (link && S_ISREG (st.st_mode) && linkat (src, name, dst, name, 0) == 0)
         continue;
       if (copy_entry (src, dst, name, child, err) < 0)
         return -1;
@@ -876,7 +876,7 @@ esbx_snapshot_view (esbx_store_t *store, const struct esbx_session *s, char **pa
         goto out;
       if (esbx_is_opaque_at (lfd, ".") && clear_root (vfd, tmp, err) < 0)
         goto out;
-      if (merge_tree (lfd, vfd, "", err) < 0)
+      if (merge_tree (lfd, vfd, "", true, err) < 0)
         goto out;
     }
   *path = steal_pointer (&tmp);
@@ -892,5 +892,87 @@ out:
       esbx_error_wrap (err, "session `%s`: view over its frozen layers", s->name);
     }
   strv_free (&lowers);
+  return ret;
+}
+
+int
+esbx_session_flatten (esbx_store_t *store, struct esbx_session *s, esbx_error_t *err)
+{
+  struct strv lowers = { 0 };
+  _cleanup_free_ char *tmp = NULL;
+  _cleanup_close_ int tfd = -1, vfd = -1, ufd = -1, sdfd = -1;
+  struct stat st;
+  size_t i;
+  int ret = -1;
+
+  if (s->disk > 0)
+    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
+                                 "session `%s`: a fork on a disk of its own cannot be rebased yet; "
+                                 "publish it, then start a new session from the head",
+                                 s->name);
+  if (esbx_session_frozen_lowers (store, s, &lowers, err) < 0)
+    return esbx_error_wrap (err, "session `%s`", s->name);
+  sdfd = esbx_session_open_dir (store, s->name, err);
+  ufd = sdfd < 0 ? -1 : esbx_open_dir_at (sdfd, "upper", err);
+  if (ufd < 0 || fstat (ufd, &st) < 0)
+    goto out;
+  tfd = esbx_store_tmpdir (store, "flatten", &tmp, err);
+  if (tfd < 0)
+    goto out;
+  if (mkdirat (tfd, "upper", 0755) < 0 || (vfd = esbx_open_dir_at (tfd, "upper", err)) < 0)
+    {
+      if (vfd < 0 && err && *err == NULL)
+        esbx_make_error (err, errno, "mkdir `%s/upper`", tmp);
+      goto out;
+    }
+  /* The frozen layers are shared with the snapshot and other forks: their
+     files are copied (holes stay holes).  The session's own move, as hard
+     links.  */
+  for (i = 0; i <= lowers.n; i++)
+    {
+      _cleanup_close_ int lfd = i < lowers.n ? esbx_open_dir_at (AT_FDCWD, lowers.v[i], err)
+                                             : fcntl (ufd, F_DUPFD_CLOEXEC, 3);
+      if (lfd < 0)
+        goto out;
+      if (esbx_is_opaque_at (lfd, ".") && clear_root (vfd, tmp, err) < 0)
+        goto out;
+      if (merge_tree (lfd, vfd, "", i == lowers.n, err) < 0)
+        goto out;
+    }
+  if (fchown (vfd, st.st_uid, st.st_gid) < 0 || fchmod (vfd, st.st_mode & 07777) < 0)
+    {
+      esbx_make_error (err, errno, "`%s/upper`", tmp);
+      goto out;
+    }
+  if (esbx_syncfs (vfd, "the session's new upper", err) < 0)
+    goto out;
+  /* One step: whichever upper a crash leaves shows the same files, the new
+     one holding its frozen layers' whiteouts and opaque directories.  */
+  if (renameat2 (tfd, "upper", sdfd, "upper", RENAME_EXCHANGE) < 0)
+    {
+      esbx_make_error (err, errno, "session `%s`: replace its upper", s->name);
+      goto out;
+    }
+  json_remove (s->record, "frozen");
+  json_remove (s->record, "snapshot");
+  if (esbx_session_save (store, s->name, s->record, err) < 0)
+    goto out;
+  cleanup_strvp (&s->frozen);
+  s->frozen = NULL;
+  free (s->snapshot);
+  s->snapshot = NULL;
+  ret = 0;
+
+out:
+  if (tmp)
+    {
+      esbx_error_t ignored = NULL;
+      /* The new upper, or after the exchange the old one.  */
+      if (esbx_rm_rf_at (AT_FDCWD, tmp, &ignored) < 0)
+        esbx_error_free (&ignored);
+    }
+  strv_free (&lowers);
+  if (ret < 0)
+    esbx_error_wrap (err, "session `%s`: an upper of its own", s->name);
   return ret;
 }

@@ -147,23 +147,6 @@ processes_besides_holder (esbx_store_t *store, const char *name)
   return n;
 }
 
-static bool
-is_fork (esbx_store_t *store, const char *name)
-{
-  struct esbx_session *s = NULL;
-  esbx_error_t e = NULL;
-  bool fork;
-
-  if (esbx_session_load (store, name, &s, &e) < 0)
-    {
-      esbx_error_free (&e);
-      return false;
-    }
-  fork = s->snapshot != NULL;
-  esbx_session_free (s);
-  return fork;
-}
-
 int
 esbx_sandbox_rebase (esbx_store_t *store, const char *name, unsigned int flags,
                      struct esbx_publish_result *result, unsigned int *did, esbx_error_t *err)
@@ -179,11 +162,6 @@ esbx_sandbox_rebase (esbx_store_t *store, const char *name, unsigned int flags,
     return -1;
   if (!esbx_session_exists (store, name))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "session `%s` does not exist", name);
-  if (is_fork (store, name))
-    return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                 "rebase `%s`: a session made from a snapshot cannot be rebased "
-                                 "yet; publish it, then start a new session from the head",
-                                 name);
   /* Rebase remounts the session, and the holder's mount namespace would
      keep the old overlay: the holder goes first, and a new one comes back
      after.  Processes besides it are someone's work: only --restart ends

@@ -163,6 +163,73 @@ snapdir() {
   esbx_ok publish d
 }
 
+@test "a fork that conflicts rebases and publishes; the snapshot and its other forks stay as they were" {
+  setup_store
+  mkdir "$BATS_TEST_TMPDIR/src"
+  printf '1\n2\n3\n4\n5\n6\n' >"$BATS_TEST_TMPDIR/src/shared.txt"
+  echo gone >"$BATS_TEST_TMPDIR/src/gone.txt"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+  make_session p s1
+  rm "$m/gone.txt"
+  mkdir "$m/dir" && echo own >"$m/dir/own.txt"
+  esbx_ok session snapshot s1 --name snap
+  esbx_ok session create p --from-snapshot snap --name a
+  esbx_ok session create p --from-snapshot snap --name b
+  sed -i 's/^2$/2 by a/' "$(path_of a)/shared.txt"
+  sed -i 's/^5$/5 by b/' "$(path_of b)/shared.txt"
+  echo b >"$(path_of b)/dir/b.txt"
+  esbx_ok publish a
+  esbx_fails 3 publish b
+  esbx_ok rebase b
+  assert_output --partial "merged: /shared.txt"
+  run cat "$(path_of b)/shared.txt"
+  assert_output "$(printf '1\n2 by a\n3\n4\n5 by b\n6')"
+  # What the snapshot gave it: its deletion, its directory.
+  [ ! -e "$(path_of b)/gone.txt" ]
+  [ "$(cat "$(path_of b)/dir/own.txt")" = own ]
+  # The fork is a session of its own now: it no longer holds the snapshot.
+  esbx_ok --json session inspect b
+  echo "$output" | jq -e '.snapshot == null'
+  esbx_ok --json snapshot inspect snap
+  echo "$output" | jq -e '.sessions == ["a"]'
+  echo more >"$(path_of b)/dir/own.txt"
+  esbx_ok publish b
+  esbx_ok show p:/shared.txt
+  assert_output "$(printf '1\n2 by a\n3\n4\n5 by b\n6')"
+  esbx_ok show p:/dir/own.txt
+  assert_output more
+  # The snapshot's files were copied, not shared: the snapshot and a new
+  # fork of it still read what it froze.
+  [ "$(cat "$(snapdir snap)/dir/own.txt")" = own ]
+  esbx_ok session create p --from-snapshot snap --name c
+  [ "$(cat "$(path_of c)/dir/own.txt")" = own ]
+  [ ! -e "$(path_of c)/dir/b.txt" ]
+  [ -z "$(ls -A "$ESBX_ROOT/tmp")" ]
+}
+
+@test "a session that took a snapshot rebases into its upper: the merge is kept, upstream's change is not undone" {
+  setup_store
+  mkdir "$BATS_TEST_TMPDIR/src"
+  printf '1\n2\n3\n4\n5\n6\n' >"$BATS_TEST_TMPDIR/src/shared.txt"
+  esbx_ok project create p --from "$BATS_TEST_TMPDIR/src"
+  make_session p s1
+  sed -i 's/^2$/2 by s1/' "$m/shared.txt"
+  esbx_ok session snapshot s1 --name snap
+  make_session p o
+  sed -i 's/^5$/5 by o/' "$m/shared.txt"
+  esbx_ok publish o --discard
+  esbx_fails 3 publish s1
+  esbx_ok rebase s1
+  assert_output --partial "merged: /shared.txt"
+  run cat "$(path_of s1)/shared.txt"
+  assert_output "$(printf '1\n2 by s1\n3\n4\n5 by o\n6')"
+  esbx_ok publish s1
+  esbx_ok show p:/shared.txt
+  assert_output "$(printf '1\n2 by s1\n3\n4\n5 by o\n6')"
+  run cat "$(snapdir snap)/shared.txt"
+  assert_output "$(printf '1\n2 by s1\n3\n4\n5\n6')"
+}
+
 @test "session fork: snapshot plus create, the fork starts with the session's files" {
   setup_session
   echo work >"$m/work.txt"
