@@ -651,7 +651,7 @@ esbx_list_dir_fd (int fd, const char *shown, esbx_error_t *err)
     }
   if (names.v == NULL)
     return xmalloc0 (sizeof (char *));
-  qsort (names.v, names.n, sizeof (char *), cmp_str);
+  esbx_sort (names.v, names.n, sizeof (char *), cmp_str);
   return names.v;
 }
 

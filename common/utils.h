@@ -101,6 +101,15 @@ take_fd (int *fd)
   return r;
 }
 
+/* qsort, for N elements at BASE that may be none at a NULL BASE (which
+   qsort's declaration does not allow).  */
+static inline void
+esbx_sort (void *base, size_t n, size_t size, int (*cmp) (const void *, const void *))
+{
+  if (n > 1)
+    qsort (base, n, size, cmp);
+}
+
 /* A growable NULL-terminated vector of strings.  */
 struct strv
 {

@@ -129,8 +129,7 @@ change_cmp (const void *a, const void *b)
 void
 esbx_changeset_sort (struct esbx_changeset *cs)
 {
-  if (cs->n > 1)
-    qsort (cs->v, cs->n, sizeof *cs->v, change_cmp);
+  esbx_sort (cs->v, cs->n, sizeof *cs->v, change_cmp);
 }
 
 const struct esbx_change *

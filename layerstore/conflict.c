@@ -51,7 +51,7 @@ esbx_upstream_index (struct esbx_upstream *u)
         m++;
       }
   /* Sort by path and keep, of each path, the entry of the newest layer.  */
-  qsort (u->v, m, sizeof *u->v, entry_cmp);
+  esbx_sort (u->v, m, sizeof *u->v, entry_cmp);
   for (i = 0; i < m; i++)
     {
       if (w > 0 && strcmp (u->v[w - 1].change->path, u->v[i].change->path) == 0)

@@ -515,7 +515,7 @@ walk_stack (struct exporter *ex, struct esbx_stack *stk, const char *rel, esbx_e
 
   if (names == NULL)
     return -1;
-  qsort (names, strv_len (names), sizeof (char *), cmp_strp);
+  esbx_sort (names, strv_len (names), sizeof (char *), cmp_strp);
   for (p = names; *p; p++)
     {
       _cleanup_free_ char *child = child_path (rel, *p);

@@ -69,8 +69,7 @@ unmount_beneath (const char *path, esbx_error_t *err)
       if (strncmp (field, path, len) == 0 && (field[len] == '\0' || field[len] == '/'))
         strv_push (&found, xstrdup (field));
     }
-  if (found.n > 1)
-    qsort (found.v, found.n, sizeof (char *), longer_first);
+  esbx_sort (found.v, found.n, sizeof (char *), longer_first);
   for (i = 0; i < found.n && ret == 0; i++)
     ret = esbx_unmount (found.v[i], true, err);
   strv_free (&found);

@@ -282,7 +282,7 @@ esbx_queue_list (esbx_store_t *store, const char *project, bool all, esbx_error_
       for (size_t i = 0; projects[i]; i++)
         list_project (store, projects[i], all, NULL, &recs, &n);
     }
-  qsort (recs, n, sizeof *recs, seq_cmp);
+  esbx_sort (recs, n, sizeof *recs, seq_cmp);
   arr = json_new (JSON_ARRAY);
   for (size_t i = 0; i < n; i++)
     json_append (arr, recs[i]);

@@ -42,7 +42,7 @@ list_dir (struct esbx_stack *st, const char *rel, int outfd, esbx_error_t *err)
   if (names == NULL)
     return -1;
   n = strv_len (names);
-  qsort (names, n, sizeof *names, name_cmp);
+  esbx_sort (names, n, sizeof *names, name_cmp);
   for (i = 0; i < n; i++)
     {
       _cleanup_free_ char *child = rel[0] ? xasprintf ("%s/%s", rel, names[i]) : xstrdup (names[i]);

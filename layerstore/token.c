@@ -419,7 +419,7 @@ esbx_token_list (esbx_store_t *store, struct esbx_token ***out, size_t *n, esbx_
         }
       count++;
     }
-  qsort (v, count, sizeof *v, cmp_token);
+  esbx_sort (v, count, sizeof *v, cmp_token);
   *out = v;
   *n = count;
   return 0;

@@ -226,7 +226,7 @@ sorted_words (char *text, const char *sep, char join, char *(*each) (char *))
     strv_push (&words, each ? each (w) : xstrdup (w));
   if (words.n == 0)
     return xstrdup ("");
-  qsort (words.v, words.n, sizeof *words.v, compare_strings);
+  esbx_sort (words.v, words.n, sizeof *words.v, compare_strings);
   for (i = 0; i < words.n; i++)
     len += strlen (words.v[i]) + 1;
   out = xmalloc0 (len);

@@ -70,7 +70,7 @@ esbx_ps_list (esbx_store_t *store, const char *session, esbx_error_t *err)
         }
       rows[nrows++] = (struct row){ nspid, pids[i], cmd };
     }
-  qsort (rows, nrows, sizeof *rows, cmp_row);
+  esbx_sort (rows, nrows, sizeof *rows, cmp_row);
   arr = json_new (JSON_ARRAY);
   for (i = 0; i < nrows; i++)
     {

@@ -147,7 +147,7 @@ spec_fill_env (json_t *config, const json_t *env)
   if (withheld.n == 0)
     return NULL;
   held = withheld.v;
-  qsort (held, withheld.n, sizeof *held, cmp_str);
+  esbx_sort (held, withheld.n, sizeof *held, cmp_str);
   out = json_new (JSON_ARRAY);
   for (i = 0; i < withheld.n; i++)
     json_append (out, json_new_string (held[i]));
