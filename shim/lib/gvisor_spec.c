@@ -9,7 +9,7 @@
  *                           over by an empty file, every directory that
  *                           is not world-searchable by an empty tmpfs,
  *                           machine-id, docker, containerd, esbx too (the
- *                           rules of shim/holder/etc.c)
+ *                           rules of etc_mask.c, which the holder follows)
  *   /tmp /run /home /root   gVisor's own tmpfs, in the sandbox's memory
  *   /run/secrets/F          the session's secret files, read-only
  *   /proc /sys /dev         gVisor's own
@@ -19,6 +19,7 @@
  * net namespace of its own (gVisor's network stack, loopback only).  */
 #include "gvisor.h"
 #include "confine.h"
+#include "etc_mask.h"
 #include "fs.h"
 #include "text.h"
 #include "layerstore.h"
@@ -33,13 +34,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ETC_MAX_DEPTH 16
-
 static const char *const host_allowed[] = {
   "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc",
 };
 static const char *const private_dirs[] = { "tmp", "run", "home", "root" };
-static const char *const etc_always_masked[] = { "machine-id", "docker", "containerd", "esbx" };
 
 static const char *const cap_names[] = {
   [CAP_CHOWN] = "CAP_CHOWN",
@@ -112,16 +110,6 @@ tmpfs (json_t *mounts, const char *dest, const char *mode, uint64_t size, bool r
   add_mount (mounts, dest, "tmpfs", "tmpfs", o, ro ? 5 : 4);
 }
 
-static bool
-is_secret (const struct stat *st)
-{
-  if (S_ISDIR (st->st_mode))
-    return (st->st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH);
-  if (S_ISREG (st->st_mode))
-    return (st->st_mode & S_IROTH) == 0;
-  return false;
-}
-
 /* Mask PATH (host path DFD/NAME, seen at PATH in the sandbox): an empty
    file over a file, an empty read-only tmpfs over a directory.  */
 static void
@@ -133,53 +121,20 @@ mask (json_t *mounts, const char *path, const struct stat *st, const char *empty
     ro_bind (mounts, path, empty);
 }
 
-static void
-mask_etc (json_t *mounts, int dfd, const char *path, int depth, const char *empty)
+struct etc_mask
 {
-  _cleanup_dir_ DIR *d = fdopendir (dfd);
-  struct dirent *de;
+  json_t *mounts;
+  const char *empty;
+};
 
-  if (d == NULL)
-    {
-      close (dfd);
-      return;
-    }
-  while ((de = readdir (d)) != NULL)
-    {
-      _cleanup_free_ char *p = NULL;
-      struct stat st;
-      int sub;
+static int
+mask_one (void *data, const char *path, const struct stat *st, esbx_error_t *err)
+{
+  const struct etc_mask *m = data;
 
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        continue;
-      p = xasprintf ("%s/%s", path, de->d_name);
-      if (depth == 0)
-        {
-          size_t i;
-          bool always = false;
-
-          for (i = 0; i < ARRAY_SIZE (etc_always_masked); i++)
-            always = always || strcmp (de->d_name, etc_always_masked[i]) == 0;
-          if (always)
-            {
-              mask (mounts, p, &st, empty);
-              continue;
-            }
-        }
-      if (is_secret (&st))
-        {
-          mask (mounts, p, &st, empty);
-          continue;
-        }
-      if (!S_ISDIR (st.st_mode) || depth >= ETC_MAX_DEPTH)
-        continue;
-      sub = TEMP_FAILURE_RETRY (
-          openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (sub >= 0)
-        mask_etc (mounts, sub, p, depth + 1, empty);
-    }
+  (void)err;
+  mask (m->mounts, path, st, m->empty);
+  return 0;
 }
 
 int
@@ -270,9 +225,7 @@ esbx_gvisor_spec (const struct esbx_sandbox_session *ss, const char *root, esbx_
   static const char *const ws_o[] = { "rbind", "rw", "nosuid", "nodev" };
   static const char *const dev_o[] = { "nosuid", "strictatime", "mode=755", "size=65536k" };
   size_t i;
-  int etcfd;
 
-  (void)err;
   json_set_string (spec, "ociVersion", "1.0.2");
   json_set (process, "terminal", json_new_bool (false));
   json_set_int (user, "uid", 0);
@@ -305,9 +258,15 @@ esbx_gvisor_spec (const struct esbx_sandbox_session *ss, const char *root, esbx_
       if (lstat (host, &st) == 0 && S_ISDIR (st.st_mode))
         ro_bind (mounts, host, host);
     }
-  etcfd = TEMP_FAILURE_RETRY (open ("/etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (etcfd >= 0)
-    mask_etc (mounts, etcfd, "/etc", 0, empty);
+  /* The host's /etc unmasked is no sandbox: a walk that fails fails it.  */
+  if (esbx_etc_mask_walk ("/etc", mask_one, &(struct etc_mask){ mounts, empty }, err) < 0)
+    {
+      json_free (mounts);
+      json_free (ns);
+      json_free (linux_);
+      json_free (spec);
+      return NULL;
+    }
   tmpfs (mounts, "/tmp", "1777", tmpfs_size, false);
   tmpfs (mounts, "/run", "0755", tmpfs_size, false);
   tmpfs (mounts, "/home", "0755", tmpfs_size, false);
