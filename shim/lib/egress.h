@@ -50,10 +50,15 @@ struct esbx_egress
    down first whatever an earlier holder of S left (esbx_egress_down).  */
 int esbx_egress_prepare (esbx_store_t *store, const struct esbx_session *s, struct esbx_egress *net,
                          esbx_error_t *err);
-/* Build the network of NET for the holder PID: veth, addresses and routes,
-   nftables table, resolver.  On error, the caller calls esbx_egress_down.  */
-int esbx_egress_up (esbx_store_t *store, const struct esbx_session *s,
-                    const struct esbx_egress *net, pid_t pid, esbx_error_t *err);
+/* The network of NET in two steps, the table first so that nothing passes
+   the link before the policy does: esbx_egress_rules, the nftables table
+   and the host's forwarding exception (no holder needed: run while it
+   starts), then esbx_egress_link for the holder PID, the veth, addresses
+   and route.  On error, the caller calls esbx_egress_down.  */
+int esbx_egress_rules (const struct esbx_session *s, const struct esbx_egress *net,
+                       esbx_error_t *err);
+int esbx_egress_link (const struct esbx_session *s, const struct esbx_egress *net, pid_t pid,
+                      esbx_error_t *err);
 void esbx_egress_clear (struct esbx_egress *net);
 /* Remove everything of session SESSION's egress network (refused attempts
    recorded as an event first): resolver, table, link, slot.  None is not

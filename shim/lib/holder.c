@@ -295,7 +295,9 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   struct esbx_egress net = { .slot = -1 };
   bool egress = s->network && strcmp (s->network, "egress") == 0;
   _cleanup_close_ int rd = -1, wr = -1;
-  int fds[2], status, ret;
+  esbx_error_t neterr = NULL;
+  int fds[2], status, ret, netret = 0;
+  bool launched;
   pid_t child;
 
   binary = find_holder_binary (err);
@@ -408,20 +410,33 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
     strv_free (&argv);
   }
   close (take_fd (&wr));
-  ret = wait_ready (rd, ss->name, err);
+  /* An egress network is built while the holder sets up its mounts: the
+     table at once, the link once the launcher has exited (the holder's
+     namespaces and record exist then).  The holder's own error, if any,
+     is the one reported.  */
+  if (egress)
+    netret = esbx_egress_rules (s, &net, &neterr);
   TEMP_FAILURE_RETRY (waitpid (child, &status, 0));
-  if (ret == 0 && !(WIFEXITED (status) && WEXITSTATUS (status) == 0))
-    ret = esbx_make_error (err, 0, "start holder of session `%s`: esbx-holder (%s) failed",
-                           ss->name, binary);
-  if (ret == 0 && egress)
+  launched = WIFEXITED (status) && WEXITSTATUS (status) == 0;
+  if (egress && netret == 0 && launched)
     {
       struct esbx_holder_info info = { 0 };
 
-      ret = read_record (ss->dfd, &info, err);
-      if (ret == 0)
-        ret = esbx_egress_up (ss->store, s, &net, info.pid, err);
+      netret = read_record (ss->dfd, &info, &neterr);
+      if (netret == 0)
+        netret = esbx_egress_link (s, &net, info.pid, &neterr);
       esbx_holder_info_free (&info);
     }
+  ret = wait_ready (rd, ss->name, err);
+  if (ret == 0 && !launched)
+    ret = esbx_make_error (err, 0, "start holder of session `%s`: esbx-holder (%s) failed",
+                           ss->name, binary);
+  if (ret == 0 && netret < 0)
+    {
+      *err = steal_pointer (&neterr);
+      ret = -1;
+    }
+  esbx_error_free (&neterr);
   esbx_egress_clear (&net);
   if (ret < 0)
     {

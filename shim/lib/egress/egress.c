@@ -574,26 +574,32 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
    Docker wants others' exceptions, lets every egress link's traffic
    (`esbxe+`) through to the sessions' own tables, which decide.  One pair
    of rules for all, added once and left: a rule per link made the chain
-   thousands of rules long.  No such chain: nothing to do.  */
+   thousands of rules long.  One listing of the chain tells which of the
+   two are there.  No such chain: nothing to do.  */
 static int
 add_forward_exception (esbx_error_t *err)
 {
   static const char *const dirs[] = { "-i", "-o" };
+  _cleanup_free_ char *listing = NULL;
   esbx_error_t e = NULL;
   size_t i;
 
-  if (RUN (&e, -1, NULL, "iptables", "-w", "-S", IPTABLES_CHAIN) < 0)
+  if (esbx_netcmd ((char *const[]){ (char *)"iptables", (char *)"-w", (char *)"-S",
+                                    (char *)IPTABLES_CHAIN, NULL },
+                   -1, NULL, &listing, &e)
+      < 0)
     {
       esbx_error_free (&e);
       return 0;
     }
   for (i = 0; i < ARRAY_SIZE (dirs); i++)
     {
-      if (RUN (&e, -1, NULL, "iptables", "-w", "-C", IPTABLES_CHAIN, (char *)dirs[i],
-               ESBX_EGRESS_LINK_PREFIX "+", "-j", "ACCEPT")
-          == 0)
+      _cleanup_free_ char *line = xasprintf (
+          "-A " IPTABLES_CHAIN " %s " ESBX_EGRESS_LINK_PREFIX "+ -j ACCEPT\n", dirs[i]);
+      const char *p = strstr (listing, line);
+
+      if (p && (p == listing || p[-1] == '\n'))
         continue;
-      esbx_error_free (&e);
       if (RUN (err, -1, NULL, "iptables", "-w", "-I", IPTABLES_CHAIN, (char *)dirs[i],
                ESBX_EGRESS_LINK_PREFIX "+", "-j", "ACCEPT")
           < 0)
@@ -602,24 +608,41 @@ add_forward_exception (esbx_error_t *err)
   return 0;
 }
 
+/* The table of NET's slot, before the holder's network exists (its rules
+   name the link, not the namespace): run while the holder sets up.  */
 int
-esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct esbx_egress *net,
-                pid_t pid, esbx_error_t *err)
+esbx_egress_rules (const struct esbx_session *s, const struct esbx_egress *net, esbx_error_t *err)
 {
-  _cleanup_free_ char *gw_cidr = NULL, *addr_cidr = NULL, *pidtext = NULL, *rules = NULL;
-  _cleanup_free_ char *nspath = NULL, *host_side = NULL, *session_side = NULL;
-  _cleanup_close_ int ns = -1;
+  _cleanup_free_ char *rules = NULL;
   const json_t *allow = json_get (s->record, "allow");
   _cleanup_json_ json_t *none = NULL;
   struct slot_names n;
   uint32_t range;
   unsigned prefix;
 
-  (void)store;
   if (allow == NULL || allow->type != JSON_ARRAY)
     allow = none = json_new (JSON_ARRAY);
   if (check_forwarding (err) < 0 || slot_names (net->slot, &n, err) < 0
       || egress_range (&range, &prefix, err) < 0)
+    goto fail;
+  rules = ruleset (&n, allow, range, prefix, &net->proxy);
+  if (RUN (err, -1, rules, "nft", "-f", "-") < 0 || add_forward_exception (err) < 0)
+    goto fail;
+  return 0;
+fail:
+  return esbx_error_wrap (err, "egress network of session `%s`", s->name);
+}
+
+int
+esbx_egress_link (const struct esbx_session *s, const struct esbx_egress *net, pid_t pid,
+                  esbx_error_t *err)
+{
+  _cleanup_free_ char *gw_cidr = NULL, *addr_cidr = NULL, *pidtext = NULL;
+  _cleanup_free_ char *nspath = NULL, *host_side = NULL, *session_side = NULL;
+  _cleanup_close_ int ns = -1;
+  struct slot_names n;
+
+  if (slot_names (net->slot, &n, err) < 0)
     goto fail;
   nspath = xasprintf ("/proc/%d/ns/net", (int)pid);
   ns = TEMP_FAILURE_RETRY (open (nspath, O_RDONLY | O_CLOEXEC));
@@ -631,9 +654,7 @@ esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct 
   pidtext = xasprintf ("%d", (int)pid);
   gw_cidr = xasprintf ("%s/30", n.gw);
   addr_cidr = xasprintf ("%s/30", n.addr);
-  rules = ruleset (&n, allow, range, prefix, &net->proxy);
-  /* The table first: nothing passes the veth before the policy does.
-     Each side's links and addresses in one `ip -batch`.  */
+  /* Each side's links and addresses in one `ip -batch`.  */
   host_side = xasprintf ("link add %s type veth peer name eth0 netns %s\n"
                          "addr add %s dev %s\n"
                          "link set %s up\n",
@@ -642,9 +663,8 @@ esbx_egress_up (esbx_store_t *store, const struct esbx_session *s, const struct 
                             "link set eth0 up\n"
                             "route add default via %s\n",
                             addr_cidr, n.gw);
-  if (RUN (err, -1, rules, "nft", "-f", "-") < 0
-      || RUN (err, -1, host_side, "ip", "-batch", "-") < 0 || set_forwarding (n.veth, err) < 0
-      || RUN (err, ns, session_side, "ip", "-batch", "-") < 0 || add_forward_exception (err) < 0)
+  if (RUN (err, -1, host_side, "ip", "-batch", "-") < 0 || set_forwarding (n.veth, err) < 0
+      || RUN (err, ns, session_side, "ip", "-batch", "-") < 0)
     goto fail;
   return 0;
 fail:
