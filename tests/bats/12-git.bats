@@ -153,6 +153,59 @@ listing() { (cd "$1" && find . -path ./.git -prune -o -printf '%y %m %l %p\n' | 
   esbx_ok gc --snapshots
 }
 
+@test "a fork's repository is read through its frozen layers without following a symlink out of the session" {
+  esbx_ok project create r --from-git "$REPO"
+  make_sessions r a b
+  parent=$(git -C "$(path_of a)" rev-parse HEAD)
+  # A host directory that looks like a repository on branch `leak`.
+  out=$BATS_TEST_TMPDIR/outside
+  leak=0123456789abcdef0123456789abcdef01234567
+  mkdir -p "$out/refs/heads"
+  printf 'ref: refs/heads/leak\n' >"$out/HEAD"
+  echo "$leak" >"$out/refs/heads/leak"
+  echo "$leak" >"$out/refs/heads/a"
+  (cd "$out" && find . -type f -exec sha256sum {} + | sort) >"$BATS_TEST_TMPDIR/out.sum"
+  # In a: its branch's ref is a symlink out of the session (absolute and
+  # relative).  In b: `.git` itself is one.
+  g=$(path_of a)/.git
+  rm "$g/refs/heads/a"
+  ln -s "$out/refs/heads/a" "$g/refs/heads/a"
+  ln -s ../../../../../../../../../../..$out/refs/heads/leak "$g/refs/heads/rel"
+  mv "$(path_of b)/.git" "$BATS_TEST_TMPDIR/b.git"
+  ln -s "$out" "$(path_of b)/.git"
+  # Frozen into the forks' layers, read from there by inspect.
+  esbx_ok session fork a --name fa
+  esbx_ok session fork b --name fb
+  for s in a fa b fb; do
+    esbx_ok --json session inspect "$s"
+    echo "$output" | jq -e --arg l "$leak" '(.git.commit // "") != $l and (.git.branch // "") != "leak"'
+  done
+  # A rebase copies the frozen layers into the fork's upper: links stay
+  # links, nothing is written through them.
+  make_sessions r u
+  echo upstream >>"$(path_of u)/f2"
+  "${GIT[@]}" -C "$(path_of u)" commit -qam upstream
+  esbx_ok publish u
+  for s in fa fb; do
+    run "$ESBX" rebase "$s"
+    [ "$status" -le 3 ] || fail "rebase $s: status $status: $output"
+  done
+  # The rebase moved fa's branch: its ref is a file of the session now,
+  # put in place of the link; the other link was copied as a link.
+  [ -f "$(path_of fa)/.git/refs/heads/a" ] && [ ! -L "$(path_of fa)/.git/refs/heads/a" ]
+  [ "$(readlink "$(path_of fa)/.git/refs/heads/rel")" = "../../../../../../../../../../..$out/refs/heads/leak" ]
+  [ "$(readlink "$(path_of fb)/.git")" = "$out" ]
+  (cd "$out" && find . -type f -exec sha256sum {} + | sort) | diff - "$BATS_TEST_TMPDIR/out.sum"
+  [ "$(find "$out" | wc -l)" = 6 ] || { find "$out" >&3; false; }
+  for s in fa fb; do
+    esbx_ok --json session inspect "$s"
+    echo "$output" | jq -e --arg l "$leak" '(.git.commit // "") != $l and (.git.branch // "") != "leak"'
+  done
+  [ "$parent" != "$leak" ]
+  for s in fa fb a b; do esbx_ok discard --force "$s"; done
+  esbx_ok gc --snapshots
+}
+
 @test "one file changed in different hunks: rebase merges, the session's commit sits on the head" {
   esbx_ok project create r --from-git "$REPO"
   make_sessions r a b
