@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
@@ -29,7 +30,10 @@ json_t *
 json_new_int (int64_t v)
 {
   json_t *j = json_new (JSON_NUMBER);
-  j->text = xasprintf ("%" PRId64, v);
+  char buf[32];
+
+  snprintf (buf, sizeof buf, "%" PRId64, v);
+  j->text = xstrdup (buf);
   return j;
 }
 
@@ -234,6 +238,9 @@ json_remove (json_t *obj, const char *key)
   obj->n--;
 }
 
+/* Takes V's strings and keys (yajl's tree allocates them with malloc and
+   frees NULL as nothing): most of a document is its strings, copied once
+   instead of twice.  */
 static json_t *
 from_yajl (yajl_val v)
 {
@@ -243,7 +250,9 @@ from_yajl (yajl_val v)
   switch (v->type)
     {
     case yajl_t_string:
-      return json_new_string (v->u.string);
+      j = json_new (JSON_STRING);
+      j->text = steal_pointer (&v->u.string);
+      return j;
     case yajl_t_number:
       j = json_new (JSON_NUMBER);
       j->text = xstrdup (v->u.number.r);
@@ -260,7 +269,19 @@ from_yajl (yajl_val v)
     case yajl_t_object:
       j = json_new (JSON_OBJECT);
       for (i = 0; i < v->u.object.len; i++)
-        json_set (j, v->u.object.keys[i], from_yajl (v->u.object.values[i]));
+        {
+          json_t *value = from_yajl (v->u.object.values[i]);
+
+          /* A key said twice: the last one counts, as json_set does.  */
+          if (find_key (j, v->u.object.keys[i]) >= 0)
+            json_set (j, v->u.object.keys[i], value);
+          else
+            {
+              grow (j);
+              j->keys[j->n] = (char *)steal_pointer (&v->u.object.keys[i]);
+              j->items[j->n++] = value;
+            }
+        }
       return j;
     case yajl_t_null:
     default:

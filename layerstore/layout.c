@@ -5,13 +5,34 @@
 #include "utils.h"
 
 #include <stdarg.h>
+#include <string.h>
+
+/* A "/" B: paths are built for every session a walk reads (several per
+   record), and printf's machinery was a tenth of `session list`.  */
+static char *
+join (const char *a, const char *b)
+{
+  size_t la = strlen (a), lb = strlen (b);
+  char *p = xmalloc (la + lb + 2);
+
+  memcpy (p, a, la);
+  p[la] = '/';
+  memcpy (p + la + 1, b, lb + 1);
+  return p;
+}
 
 __attribute__ ((format (printf, 2, 0))) static char *
 under (const char *dir, const char *fmt, va_list ap)
 {
-  _cleanup_free_ char *rest = xvasprintf (fmt, ap);
+  _cleanup_free_ char *rest = NULL;
 
-  return xasprintf ("%s/%s", dir, rest);
+  /* Most callers pass a plain name, or "%s" and one.  */
+  if (strchr (fmt, '%') == NULL)
+    return join (dir, fmt);
+  if (strcmp (fmt, "%s") == 0)
+    return join (dir, va_arg (ap, const char *));
+  rest = xvasprintf (fmt, ap);
+  return join (dir, rest);
 }
 
 char *
@@ -61,7 +82,7 @@ esbx_frozen_rel (const char *project, const char *id)
 char *
 esbx_session_rel (const char *name)
 {
-  return xasprintf ("sessions/%s", name);
+  return join ("sessions", name);
 }
 
 char *

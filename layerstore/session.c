@@ -154,6 +154,10 @@ read_record (int dirfd, const char *path, const char *name, esbx_error_t *err)
       if (n == 0)
         break;
       len += (size_t)n;
+      /* A record is replaced whole, never grown: a short read of it is
+         its end (one read(2) less for each of thousands in a walk).  */
+      if (len < cap && len == (size_t)st.st_size)
+        break;
       if (len == cap)
         {
           if (cap > JSON_MAX_DOCUMENT)
