@@ -8,7 +8,8 @@
  * the claim is taken when the view is mounted (session_mount.c) and
  * dropped when it is unmounted.  A slot whose session no longer has its
  * view mounted with that slot (a crash, a reboot of the mount but not of
- * /run) is taken back by the next claim.  What the session got is kept in
+ * /run) is taken back by a claim that finds every slot claimed
+ * (esbx_userns_claim).  What the session got is kept in
  * ROOT/sessions/S/userns.json: {"mode": "userns", "uid": BASE, "count":
  * 65536, "slot": N}, or {"mode": "off", "reason": "..."} when the store's
  * filesystem cannot idmap its layers.
@@ -28,6 +29,7 @@
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sched.h>
 #include <signal.h>
@@ -194,13 +196,64 @@ claim_alive (int n, const char *claim)
   return json_get_int (j, "slot", &slot) && slot == n && esbx_is_mountpoint (merged);
 }
 
+/* Which of the first SLOTS slots have a claim file, from one read of the
+   run directory DFD: TAKEN[N].  */
+static void
+claimed_slots (int dfd, unsigned slots, bool *taken)
+{
+  _cleanup_strv_ char **names = NULL;
+  esbx_error_t ignored = NULL;
+
+  names = esbx_list_dir_at (dfd, ".", &ignored);
+  esbx_error_free (&ignored);
+  for (char **p = names; p && *p; p++)
+    {
+      char *end;
+      unsigned long n = strtoul (*p, &end, 10);
+
+      if (**p >= '0' && **p <= '9' && *end == '\0' && n < slots)
+        taken[n] = true;
+    }
+}
+
+/* Make slot N SESSION's: its claim file, then the session's record.  */
+static int
+take_slot (esbx_store_t *store, const char *session, int dfd, unsigned n, const char *claim,
+           struct esbx_userns *out, esbx_error_t *err)
+{
+  char name[16];
+
+  snprintf (name, sizeof name, "%u", n);
+  if (esbx_replace_file_at (dfd, name, claim, strlen (claim), 0644, err) < 0)
+    return -1;
+  out->known = true;
+  out->on = true;
+  out->slot = (int)n;
+  out->uid = ESBX_USERNS_FIRST + n * ESBX_USERNS_COUNT;
+  out->count = ESBX_USERNS_COUNT;
+  if (write_record (store, session, out, err) < 0)
+    {
+      unlinkat (dfd, name, 0);
+      return -1;
+    }
+  return 0;
+}
+
+/* Under the run directory's lock: the slot SESSION claimed before (a
+   mount that failed half-way, tried again), else the lowest slot without
+   a claim (one read of the directory, whatever the number of sessions),
+   else, every slot being claimed, the lowest whose claim is stale (each
+   claim checked: its session and record read, its view looked at).  */
 int
 esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns *out,
                    esbx_error_t *err)
 {
   _cleanup_close_ int dfd = -1, lock = -1;
   _cleanup_free_ char *claim = NULL;
+  _cleanup_free_ bool *taken = NULL;
   unsigned n, slots = max_slots ();
+  struct esbx_userns before;
+  esbx_error_t ignored = NULL;
 
   memset (out, 0, sizeof *out);
   out->slot = -1;
@@ -211,6 +264,28 @@ esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns 
   if (lock < 0)
     return -1;
   claim = xasprintf ("%s\n%s\n", store->root, session);
+  if (esbx_userns_load (store, session, &before, &ignored) == 0 && before.on && before.slot >= 0
+      && (unsigned)before.slot < slots)
+    {
+      _cleanup_free_ char *old = NULL;
+      char name[16];
+      size_t len;
+
+      snprintf (name, sizeof name, "%d", before.slot);
+      if (esbx_read_file_at (dfd, name, 8192, &old, &len, &ignored) == 0
+          && strcmp (old, claim) == 0)
+        {
+          esbx_userns_clear (&before);
+          return take_slot (store, session, dfd, (unsigned)before.slot, claim, out, err);
+        }
+    }
+  esbx_error_free (&ignored);
+  esbx_userns_clear (&before);
+  taken = xmalloc0 (slots * sizeof *taken);
+  claimed_slots (dfd, slots, taken);
+  for (n = 0; n < slots; n++)
+    if (!taken[n])
+      return take_slot (store, session, dfd, n, claim, out, err);
   for (n = 0; n < slots; n++)
     {
       char name[16];
@@ -219,30 +294,13 @@ esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns 
       esbx_error_t rerr = NULL;
 
       snprintf (name, sizeof name, "%u", n);
-      if (esbx_exists_at (dfd, name))
+      if (esbx_read_file_at (dfd, name, 8192, &old, &len, &rerr) < 0)
         {
-          if (esbx_read_file_at (dfd, name, 8192, &old, &len, &rerr) < 0)
-            {
-              esbx_error_free (&rerr);
-              continue;
-            }
-          /* Our own claim (a mount that failed half-way, tried again).  */
-          if (strcmp (old, claim) != 0 && claim_alive ((int)n, old))
-            continue;
+          esbx_error_free (&rerr);
+          continue;
         }
-      if (esbx_replace_file_at (dfd, name, claim, strlen (claim), 0644, err) < 0)
-        return -1;
-      out->known = true;
-      out->on = true;
-      out->slot = (int)n;
-      out->uid = ESBX_USERNS_FIRST + n * ESBX_USERNS_COUNT;
-      out->count = ESBX_USERNS_COUNT;
-      if (write_record (store, session, out, err) < 0)
-        {
-          unlinkat (dfd, name, 0);
-          return -1;
-        }
-      return 0;
+      if (strcmp (old, claim) == 0 || !claim_alive ((int)n, old))
+        return take_slot (store, session, dfd, n, claim, out, err);
     }
   return esbx_make_error_kind (err, ESBX_ERR_BUSY, 0,
                                "session `%s`: all %u user namespace id ranges of this host are in "
@@ -290,11 +348,12 @@ esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err)
   char path[64], map[64], byte;
   int sync[2], fd = -1, saved = 0;
   const char *what = NULL;
-  pid_t pid;
+  pid_t pid, parent;
   size_t i;
 
   if (pipe2 (sync, O_CLOEXEC) < 0)
     return esbx_make_error (err, errno, "pipe");
+  parent = getpid ();
   pid = fork ();
   if (pid < 0)
     {
@@ -305,8 +364,13 @@ esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err)
     }
   if (pid == 0)
     {
-      /* A namespace to open, then nothing: killed once it is opened.  */
-      close (sync[0]);
+      /* A namespace to open, then nothing: killed once it is opened, or
+         when the parent dies first (killed as it starts a holder, say).
+         It keeps none of the parent's files: a lock the parent holds
+         (the session's holder.lock) must not outlive the parent in it.  */
+      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
+        _exit (1);
+      esbx_close_fds_except (sync[1], -1);
       if (unshare (CLONE_NEWUSER) < 0)
         _exit (1);
       if (write (sync[1], "u", 1) != 1)

@@ -106,6 +106,11 @@ session_pids() {
     sleep 0.2
     esbx_ok gc
     [ -z "$(session_pids s1)" ]
+    # Nor a child the killed esbx forked (the user namespace's maker):
+    # left, it held the session's holder.lock and the next discard hung.
+    for _ in $(seq 20); do pgrep -f "esbx exec s1 -- sleep 300" >/dev/null || break; sleep 0.1; done
+    run pgrep -af "esbx exec s1 -- sleep 300"
+    assert_failure
     no_cgroup s1
     run grep -F "$ESBX_ROOT/sessions/s1/" /proc/self/mountinfo
     assert_failure

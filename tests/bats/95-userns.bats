@@ -238,3 +238,24 @@ EOF
   run env ESBX_USERNS_RUN_DIR="$BATS_TEST_TMPDIR/userns" ESBX_USERNS_SLOTS=1 "$ESBX" session create p --name s2
   assert_success
 }
+
+@test "a range is taken from the lowest free slot; with every slot claimed, a stale claim is taken back and a live one never" {
+  export ESBX_USERNS_RUN_DIR=$BATS_TEST_TMPDIR/userns ESBX_USERNS_SLOTS=3
+  esbx_ok session create p --name s1
+  # Slot 1: a claim whose session is gone (a crash).  Slot 2 free.
+  printf '%s\ngone\n' "$ESBX_ROOT" >"$ESBX_USERNS_RUN_DIR/1"
+  esbx_ok session create p --name s2
+  [ "$(jq .slot "$ESBX_ROOT/sessions/s2/userns.json")" = 2 ]
+  # Every slot claimed: the stale one is taken back, not s1's or s2's.
+  esbx_ok session create p --name s3
+  [ "$(jq .slot "$ESBX_ROOT/sessions/s3/userns.json")" = 1 ]
+  [ "$(sed -n 2p "$ESBX_USERNS_RUN_DIR/1")" = s3 ]
+  esbx_fails 1 session create p --name s4
+  assert_output --partial "all 3 user namespace id ranges of this host are in use"
+  # Its holder stopped and started again, s2 keeps its slot.
+  esbx_ok session stop s2
+  esbx_ok exec s2 -- true
+  [ "$(jq .slot "$ESBX_ROOT/sessions/s2/userns.json")" = 2 ]
+  for s in s1 s2 s3; do esbx_ok discard --force "$s"; done
+  [ -z "$(find "$ESBX_USERNS_RUN_DIR" -name '[0-9]*')" ]
+}
