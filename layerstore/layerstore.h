@@ -260,6 +260,9 @@ int esbx_userns_record_off (esbx_store_t *store, const char *session, const char
                             esbx_error_t *err);
 /* Drop SESSION's record and its claim, once its view is unmounted.  */
 void esbx_userns_release (esbx_store_t *store, const char *session);
+/* Drop the claims of STORE's sessions that no longer exist (a start
+   killed between claim and record), saying so on REPORT.  */
+void esbx_userns_gc (esbx_store_t *store, FILE *report);
 /* Act on SESSION's merged view as its root: this thread's fsuid and fsgid
    become its root's host id, with the capabilities kept, so that what it
    creates is owned by the session's root (host root has no id there).

@@ -271,12 +271,14 @@ esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns 
       char name[16];
       size_t len;
 
-      snprintf (name, sizeof name, "%d", before.slot);
+      unsigned mine = (unsigned)before.slot;
+
+      snprintf (name, sizeof name, "%u", mine);
       if (esbx_read_file_at (dfd, name, 8192, &old, &len, &ignored) == 0
           && strcmp (old, claim) == 0)
         {
           esbx_userns_clear (&before);
-          return take_slot (store, session, dfd, (unsigned)before.slot, claim, out, err);
+          return take_slot (store, session, dfd, mine, claim, out, err);
         }
     }
   esbx_error_free (&ignored);
@@ -340,6 +342,46 @@ esbx_userns_release (esbx_store_t *store, const char *session)
     unlinkat (dfd, name, 0);
   esbx_error_free (&ignored);
   esbx_userns_clear (&u);
+}
+
+void
+esbx_userns_gc (esbx_store_t *store, FILE *report)
+{
+  _cleanup_close_ int dfd = -1, lock = -1;
+  _cleanup_strv_ char **names = NULL;
+  _cleanup_free_ char *prefix = xasprintf ("%s\n", store->root);
+  esbx_error_t ignored = NULL;
+
+  /* Under the lock, as claims are made: a claim in flight has its
+     session's directory already (made before the view is mounted).  */
+  if ((dfd = open_run_dir (&ignored)) < 0
+      || (lock = esbx_lock_at (dfd, ".lock", true, true, &ignored)) < 0
+      || (names = esbx_list_dir_at (dfd, ".", &ignored)) == NULL)
+    {
+      esbx_error_free (&ignored);
+      return;
+    }
+  for (char **p = names; *p; p++)
+    {
+      _cleanup_free_ char *claim = NULL;
+      char *session, *nl;
+      size_t len;
+
+      if (**p < '0' || **p > '9' || esbx_read_file_at (dfd, *p, 8192, &claim, &len, &ignored) < 0)
+        {
+          esbx_error_free (&ignored);
+          continue;
+        }
+      if (!esbx_has_prefix (claim, prefix))
+        continue;
+      session = claim + strlen (prefix);
+      if ((nl = strchr (session, '\n')) != NULL)
+        *nl = '\0';
+      if (!esbx_name_valid (session) || esbx_session_exists (store, session))
+        continue;
+      if (unlinkat (dfd, *p, 0) == 0 && report)
+        fprintf (report, "freed user namespace range %s of session `%s` (gone)\n", *p, session);
+    }
 }
 
 int

@@ -149,6 +149,7 @@ esbx_sandbox_gc_flags (esbx_store_t *store, unsigned int flags, FILE *report, es
     }
   clean_stray_cgroups (store, report);
   esbx_egress_gc (store, report);
+  esbx_userns_gc (store, report);
   /* Without a daemon, gc is what ends sessions past their lifetime.  */
   {
     struct esbx_expire_result r;

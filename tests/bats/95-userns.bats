@@ -252,10 +252,21 @@ EOF
   [ "$(sed -n 2p "$ESBX_USERNS_RUN_DIR/1")" = s3 ]
   esbx_fails 1 session create p --name s4
   assert_output --partial "all 3 user namespace id ranges of this host are in use"
-  # Its holder stopped and started again, s2 keeps its slot.
+  # Its view unmounted behind its back (a crash between claim and
+  # release) and mounted again, s2 keeps its slot and the range of it.
   esbx_ok session stop s2
+  umount "$ESBX_ROOT/sessions/s2/merged"
   esbx_ok exec s2 -- true
   [ "$(jq .slot "$ESBX_ROOT/sessions/s2/userns.json")" = 2 ]
+  [ "$(jq .uid "$ESBX_ROOT/sessions/s2/userns.json")" = $((1073741824 + 2 * 65536)) ]
+  [ "$(ls "$ESBX_USERNS_RUN_DIR")" = "$(printf '0\n1\n2')" ]
+  # gc frees the claims of sessions of this store that are gone, and only those.
+  printf '%s\ngone\n' "$ESBX_ROOT" >"$ESBX_USERNS_RUN_DIR/2000"
+  printf '/elsewhere\ngone\n' >"$ESBX_USERNS_RUN_DIR/2001"
+  esbx_ok gc
+  assert_output --partial "freed user namespace range 2000 of session \`gone\`"
+  [ "$(ls "$ESBX_USERNS_RUN_DIR")" = "$(printf '0\n1\n2\n2001')" ]
+  rm "$ESBX_USERNS_RUN_DIR/2001"
   for s in s1 s2 s3; do esbx_ok discard --force "$s"; done
   [ -z "$(find "$ESBX_USERNS_RUN_DIR" -name '[0-9]*')" ]
 }
