@@ -197,16 +197,17 @@ claim_alive (int n, const char *claim)
 }
 
 /* Which of the first SLOTS slots have a claim file, from one read of the
-   run directory DFD: TAKEN[N].  */
-static void
-claimed_slots (int dfd, unsigned slots, bool *taken)
+   run directory DFD: TAKEN[N].  A directory that cannot be read is an
+   error, not a directory without claims.  */
+static int
+claimed_slots (int dfd, unsigned slots, bool *taken, esbx_error_t *err)
 {
   _cleanup_strv_ char **names = NULL;
-  esbx_error_t ignored = NULL;
 
-  names = esbx_list_dir_at (dfd, ".", &ignored);
-  esbx_error_free (&ignored);
-  for (char **p = names; p && *p; p++)
+  names = esbx_list_dir_at (dfd, ".", err);
+  if (names == NULL)
+    return esbx_error_wrap (err, "user namespace id ranges (`%s`)", run_dir ());
+  for (char **p = names; *p; p++)
     {
       char *end;
       unsigned long n = strtoul (*p, &end, 10);
@@ -214,6 +215,7 @@ claimed_slots (int dfd, unsigned slots, bool *taken)
       if (**p >= '0' && **p <= '9' && *end == '\0' && n < slots)
         taken[n] = true;
     }
+  return 0;
 }
 
 /* Make slot N SESSION's: its claim file, then the session's record.  */
@@ -267,11 +269,10 @@ esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns 
   if (esbx_userns_load (store, session, &before, &ignored) == 0 && before.on && before.slot >= 0
       && (unsigned)before.slot < slots)
     {
+      unsigned mine = (unsigned)before.slot;
       _cleanup_free_ char *old = NULL;
       char name[16];
       size_t len;
-
-      unsigned mine = (unsigned)before.slot;
 
       snprintf (name, sizeof name, "%u", mine);
       if (esbx_read_file_at (dfd, name, 8192, &old, &len, &ignored) == 0
@@ -284,7 +285,8 @@ esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns 
   esbx_error_free (&ignored);
   esbx_userns_clear (&before);
   taken = xmalloc0 (slots * sizeof *taken);
-  claimed_slots (dfd, slots, taken);
+  if (claimed_slots (dfd, slots, taken, err) < 0)
+    return -1;
   for (n = 0; n < slots; n++)
     if (!taken[n])
       return take_slot (store, session, dfd, n, claim, out, err);
