@@ -158,6 +158,43 @@ esbx_userns_record_off (esbx_store_t *store, const char *session, const char *re
   return write_record (store, session, &u, err);
 }
 
+/* A claim's text: the store's root and the session, a line each.  */
+static char *
+claim_text (esbx_store_t *store, const char *session)
+{
+  return xasprintf ("%s\n%s\n", store->root, session);
+}
+
+/* CLAIM split in place into its store's ROOT and SESSION; false when it
+   is not a claim.  */
+static bool
+claim_split (char *claim, char **root, char **session)
+{
+  char *nl = strchr (claim, '\n');
+
+  if (nl == NULL || claim[0] != '/')
+    return false;
+  *nl = '\0';
+  *root = claim;
+  *session = nl + 1;
+  if ((nl = strchr (*session, '\n')) != NULL)
+    *nl = '\0';
+  return esbx_name_valid (*session);
+}
+
+/* The slot a claim file's NAME stands for; -1 for another file.  */
+static long
+slot_of_name (const char *name)
+{
+  char *end;
+  unsigned long n;
+
+  if (name[0] < '0' || name[0] > '9')
+    return -1;
+  n = strtoul (name, &end, 10);
+  return *end == '\0' && n <= UINT32_MAX ? (long)n : -1;
+}
+
 /* Whether slot N's claim (its content CLAIM) is still in force: its store
    and session exist, the session's record names slot N and its merged
    view is mounted.  */
@@ -168,22 +205,13 @@ claim_alive (int n, const char *claim)
   _cleanup_free_ char *rec = NULL, *merged = NULL;
   _cleanup_json_ json_t *j = NULL;
   esbx_error_t ignored = NULL;
-  char *nl = strchr (copy, '\n'), *session;
+  char *root, *session;
   int64_t slot = -1;
 
-  if (nl == NULL)
+  if (!claim_split (copy, &root, &session))
     return false;
-  *nl = '\0';
-  session = nl + 1;
-  if ((nl = strchr (session, '\n')) != NULL)
-    *nl = '\0';
-  if (copy[0] != '/' || esbx_check_name ("session", session, &ignored) < 0)
-    {
-      esbx_error_free (&ignored);
-      return false;
-    }
-  rec = xasprintf ("%s/sessions/%s/" USERNS_JSON, copy, session);
-  merged = xasprintf ("%s/sessions/%s/merged", copy, session);
+  rec = xasprintf ("%s/sessions/%s/" USERNS_JSON, root, session);
+  merged = xasprintf ("%s/sessions/%s/merged", root, session);
   j = json_parse_file_at (AT_FDCWD, rec, &ignored);
   if (j == NULL)
     {
@@ -209,10 +237,9 @@ claimed_slots (int dfd, unsigned slots, bool *taken, esbx_error_t *err)
     return esbx_error_wrap (err, "user namespace id ranges (`%s`)", run_dir ());
   for (char **p = names; *p; p++)
     {
-      char *end;
-      unsigned long n = strtoul (*p, &end, 10);
+      long n = slot_of_name (*p);
 
-      if (**p >= '0' && **p <= '9' && *end == '\0' && n < slots)
+      if (n >= 0 && (unsigned long)n < slots)
         taken[n] = true;
     }
   return 0;
@@ -265,7 +292,7 @@ esbx_userns_claim (esbx_store_t *store, const char *session, struct esbx_userns 
   lock = esbx_lock_at (dfd, ".lock", true, true, err);
   if (lock < 0)
     return -1;
-  claim = xasprintf ("%s\n%s\n", store->root, session);
+  claim = claim_text (store, session);
   if (esbx_userns_load (store, session, &before, &ignored) == 0 && before.on && before.slot >= 0
       && (unsigned)before.slot < slots)
     {
@@ -338,7 +365,7 @@ esbx_userns_release (esbx_store_t *store, const char *session)
       return;
     }
   snprintf (name, sizeof name, "%d", u.slot);
-  claim = xasprintf ("%s\n%s\n", store->root, session);
+  claim = claim_text (store, session);
   /* Only our own claim: another session may have taken a slot we lost.  */
   if (esbx_read_file_at (dfd, name, 8192, &old, &len, &ignored) == 0 && strcmp (old, claim) == 0)
     unlinkat (dfd, name, 0);
@@ -351,11 +378,10 @@ esbx_userns_gc (esbx_store_t *store, FILE *report)
 {
   _cleanup_close_ int dfd = -1, lock = -1;
   _cleanup_strv_ char **names = NULL;
-  _cleanup_free_ char *prefix = xasprintf ("%s\n", store->root);
   esbx_error_t ignored = NULL;
 
   /* Under the lock, as claims are made: a claim in flight has its
-     session's directory already (made before the view is mounted).  */
+     session's record already (made before the view is mounted).  */
   if ((dfd = open_run_dir (&ignored)) < 0
       || (lock = esbx_lock_at (dfd, ".lock", true, true, &ignored)) < 0
       || (names = esbx_list_dir_at (dfd, ".", &ignored)) == NULL)
@@ -366,20 +392,16 @@ esbx_userns_gc (esbx_store_t *store, FILE *report)
   for (char **p = names; *p; p++)
     {
       _cleanup_free_ char *claim = NULL;
-      char *session, *nl;
+      char *root, *session;
       size_t len;
 
-      if (**p < '0' || **p > '9' || esbx_read_file_at (dfd, *p, 8192, &claim, &len, &ignored) < 0)
+      if (slot_of_name (*p) < 0 || esbx_read_file_at (dfd, *p, 8192, &claim, &len, &ignored) < 0)
         {
           esbx_error_free (&ignored);
           continue;
         }
-      if (!esbx_has_prefix (claim, prefix))
-        continue;
-      session = claim + strlen (prefix);
-      if ((nl = strchr (session, '\n')) != NULL)
-        *nl = '\0';
-      if (!esbx_name_valid (session) || esbx_session_exists (store, session))
+      if (!claim_split (claim, &root, &session) || strcmp (root, store->root) != 0
+          || esbx_session_exists (store, session))
         continue;
       if (unlinkat (dfd, *p, 0) == 0 && report)
         fprintf (report, "freed user namespace range %s of session `%s` (gone)\n", *p, session);
