@@ -45,6 +45,12 @@ bool esbx_is_mountpoint_at (int dirfd, const char *rel);
    the same filesystem (mount.c).  */
 int esbx_overlay_upper_in_use (const char *upper, const char *empty);
 
+/* An inotify fd watching the root of the overlay mounted at TARGET (-1
+   when none can be made), and, after TARGET is unmounted, whether that
+   overlay's superblock ended: no mount of it is left anywhere (mount.c).  */
+int esbx_overlay_watch (const char *target);
+bool esbx_overlay_watch_ended (int fd);
+
 /* The ids of the view of layer UPTO of PROJECT (NULL: the head), bottom
    to top: the stack up to it, or, for a layer the merge queue is testing,
    the stack up to its first parent there and the pending layers above.  */

@@ -189,24 +189,31 @@ name_taken (esbx_store_t *store, const char *name)
 /* Take down the host's view of S so that its upper can be renamed: its
    merged view unmounted (not when something has a file or a directory
    open in it: EBUSY), and no overlay left anywhere that writes into the
-   upper (esbx_overlay_upper_in_use: a container's bind of the view, the
-   holder's workspace when the caller did not detach it).  *MOUNTED: the
-   view was mounted and is mounted again by the caller after the move.
-   False when the upper must be copied instead.  */
+   upper (a container's bind of the view, the holder's workspace when the
+   caller did not detach it: the view's superblock outlives our unmount,
+   esbx_overlay_watch; esbx_overlay_upper_in_use when it was not mounted
+   here).  *MOUNTED: the view was mounted and is mounted again by the
+   caller after the move.  False when the upper must be copied instead.  */
 static bool
 take_down (esbx_store_t *store, const struct esbx_session *s, bool *mounted)
 {
   _cleanup_free_ char *merged = esbx_session_merged (store, s->name);
   _cleanup_free_ char *upper = esbx_session_upper (store, s->name);
+  _cleanup_close_ int watch = -1;
   esbx_error_t e = NULL;
 
   *mounted = esbx_is_mountpoint (merged);
+  if (*mounted)
+    watch = esbx_overlay_watch (merged);
   if (*mounted && umount2 (merged, UMOUNT_NOFOLLOW) < 0)
     {
       *mounted = false; /* still mounted, untouched */
       return false;
     }
-  if (esbx_overlay_upper_in_use (upper, merged) == 0)
+  /* Watched: the view's superblock ended with our unmount, or lives on
+     in another mount.  Not mounted here (or no watch): the probe.  */
+  if (watch >= 0 ? esbx_overlay_watch_ended (watch)
+                 : esbx_overlay_upper_in_use (upper, merged) == 0)
     return true;
   /* Another overlay still has it: the caller copies, over the same view
      as before.  */

@@ -88,6 +88,26 @@ snapdir() {
   [ "$(cat "$m/new.txt")" = new ]
 }
 
+@test "a view mounted in another mount namespace keeps the upper: the snapshot copies it" {
+  setup_session
+  echo one >"$m/a.txt"
+  # A mount namespace of its own holds a mount of the view (as a
+  # container's bind does) after esbx unmounts its own.
+  unshare -m --propagation private sleep 60 &
+  ns=$!
+  until [ "$(readlink /proc/$ns/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ]; do sleep 0.02; done
+  esbx_ok session snapshot s1 --name held
+  esbx_ok events s1
+  assert_output --partial 'snapshot snapshot=held moved=false'
+  # What is written through that mount after the snapshot lands in the
+  # session's upper, never in the snapshot.
+  nsenter -t "$ns" -m sh -c "echo two >'$m/a.txt'"
+  kill "$ns"
+  wait "$ns" || true
+  [ "$(cat "$(snapdir held)/a.txt")" = one ]
+  [ "$(cat "$ESBX_ROOT/sessions/s1/upper/a.txt")" = two ]
+}
+
 @test "a snapshot taken while a detached process writes is a consistent point" {
   setup_session
   # The writer appends i to the log, then writes i to the counter: at any
