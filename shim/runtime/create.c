@@ -178,5 +178,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     }
   record_attached (rt, ss, args.id, realpath (bundle, bundle_real) ? bundle_real : bundle, &info,
                    cgroup, steal_pointer (&withheld));
+  if (joined && !runtime_is_crun (rt) && strcmp (rt->argv[rt->verb], "create") == 0)
+    return joined_create_runc (rt, args.id, err);
   return runtime_exec_runc (rt, err);
 }

@@ -136,5 +136,10 @@ char *runtime_map_take (const char *store_root, const char *id);
    exec'd runc).  */
 int cmd_create (struct runtime *rt, esbx_error_t *err);
 int cmd_delete (struct runtime *rt, esbx_error_t *err);
+/* joined_exec.c: exec into a joined container (runc 1.1's order), and the
+   create that prepares it: runc as a child, its state then patched; exits
+   with runc's status.  */
+int cmd_exec (struct runtime *rt, esbx_error_t *err);
+int joined_create_runc (struct runtime *rt, const char *id, esbx_error_t *err);
 
 #endif
