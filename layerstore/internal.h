@@ -13,18 +13,6 @@
    `lowerdir+` where the kernel has it, relative short paths otherwise.  */
 int esbx_mount_overlay (char *const *lowers, size_t n, const char *upper, const char *work,
                         const char *target, esbx_error_t *err);
-/* The layers of a session in a user namespace (mount_idmap.c): each seen
-   through an idmapped mount of USERNS_FD, the overlay created as UID.  */
-struct esbx_idmap
-{
-  int userns_fd;
-  uint32_t uid;
-};
-/* The overlay of esbx_mount_overlay over idmapped layers; -2 (ERR set)
-   when a layer's filesystem or the kernel cannot idmap them.  */
-int esbx_mount_overlay_idmapped (char *const *lowers, size_t n, const char *upper, const char *work,
-                                 const char *target, const struct esbx_idmap *map,
-                                 esbx_error_t *err);
 /* Inspect's "userns" of S (userns.c): what it asked for, and the mode its
    mounted view runs in (null while it is not mounted).  */
 json_t *esbx_userns_json (esbx_store_t *store, const struct esbx_session *s);

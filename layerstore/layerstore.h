@@ -274,6 +274,25 @@ void esbx_userns_fs_leave (void);
 void esbx_userns_fs_ids (uint32_t id);
 /* A new user namespace mapping ids 0..COUNT-1 to UID..: an fd of it.  */
 int esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err);
+/* Layers seen through idmapped mounts (mount_idmap.c), for a session's
+   view and for a container that joins a session (shim/runtime/): each
+   through an idmapped mount of USERNS_FD, an overlay created as UID.  */
+struct esbx_idmap
+{
+  int userns_fd;
+  uint32_t uid;
+};
+/* An overlay at TARGET from LOWERS (absolute paths, bottom to top) and
+   UPPER and WORK (NULL: read-only; both in one directory), every layer
+   idmapped; -2 (ERR set) when a layer's filesystem or the kernel cannot
+   idmap them.  */
+int esbx_mount_overlay_idmapped (char *const *lowers, size_t n, const char *upper, const char *work,
+                                 const char *target, const struct esbx_idmap *map,
+                                 esbx_error_t *err);
+/* A bind mount of DIR at TARGET, idmapped through USERNS_FD; -2 (ERR set)
+   when its filesystem cannot be idmapped (an overlay never can).  */
+int esbx_mount_idmapped_bind (const char *dir, const char *target, int userns_fd,
+                              esbx_error_t *err);
 
 /* ---- sessions --------------------------------------------------------- */
 

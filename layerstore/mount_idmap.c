@@ -13,7 +13,11 @@
  * capabilities of host root: what the overlay writes for itself is owned
  * by 0 on disk, as what the session's root writes is.  A lower layer that
  * is an overlay already (the folded bottom of a deep stack, mount.c) is
- * idmapped through its own layers and passed as it is.  */
+ * idmapped through its own layers and passed as it is.
+ *
+ * esbx-runtime builds a joined container's root the same way, over the
+ * layers of the engine's overlay, or as one idmapped bind of a plain
+ * directory (shim/runtime/joined_rootfs.c).  */
 #include "internal.h"
 #include "utils.h"
 
@@ -59,24 +63,14 @@ fs_name (long type)
     }
 }
 
-/* DIR cloned and idmapped: an fd; -2 (ERR set) when its filesystem cannot
-   be idmapped.  An overlay is opened as it is.  */
+/* DIR (on a filesystem of type FS_TYPE) cloned and idmapped: an fd; -2
+   (ERR set) when its filesystem cannot be idmapped.  */
 static int
-idmapped_tree (const char *dir, int userns_fd, esbx_error_t *err)
+clone_idmapped (const char *dir, long fs_type, int userns_fd, esbx_error_t *err)
 {
   struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
   _cleanup_close_ int fd = -1;
-  struct statfs sfs;
 
-  if (statfs (dir, &sfs) < 0)
-    return esbx_make_error (err, errno, "statfs `%s`", dir);
-  if (sfs.f_type == 0x794c7630)
-    {
-      fd = TEMP_FAILURE_RETRY (open (dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (fd < 0)
-        return esbx_make_error (err, errno, "open `%s`", dir);
-      return take_fd (&fd);
-    }
   fd = (int)syscall (SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (fd < 0)
     return esbx_make_error (err, errno, "clone the mount of `%s`", dir);
@@ -84,10 +78,49 @@ idmapped_tree (const char *dir, int userns_fd, esbx_error_t *err)
     {
       int saved = errno;
 
-      esbx_make_error (err, saved, "`%s`: %s cannot be idmapped", dir, fs_name (sfs.f_type));
+      esbx_make_error (err, saved, "`%s`: %s cannot be idmapped", dir, fs_name (fs_type));
       return saved == EINVAL || saved == EPERM || saved == ENOTSUP || saved == ENOSYS ? -2 : -1;
     }
   return take_fd (&fd);
+}
+
+/* A layer of an overlay: DIR cloned and idmapped, or, when DIR is an
+   overlay, opened as it is.  */
+static int
+idmapped_tree (const char *dir, int userns_fd, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = -1;
+  struct statfs sfs;
+
+  if (statfs (dir, &sfs) < 0)
+    return esbx_make_error (err, errno, "statfs `%s`", dir);
+  if (sfs.f_type != 0x794c7630)
+    return clone_idmapped (dir, sfs.f_type, userns_fd, err);
+  fd = TEMP_FAILURE_RETRY (open (dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd < 0)
+    return esbx_make_error (err, errno, "open `%s`", dir);
+  return take_fd (&fd);
+}
+
+int
+esbx_mount_idmapped_bind (const char *dir, const char *target, int userns_fd, esbx_error_t *err)
+{
+  _cleanup_close_ int fd = -1;
+  struct statfs sfs;
+
+  if (statfs (dir, &sfs) < 0)
+    return esbx_make_error (err, errno, "statfs `%s`", dir);
+  if (sfs.f_type == 0x794c7630)
+    {
+      esbx_make_error (err, EINVAL, "`%s`: %s cannot be idmapped", dir, fs_name (sfs.f_type));
+      return -2;
+    }
+  fd = clone_idmapped (dir, sfs.f_type, userns_fd, err);
+  if (fd < 0)
+    return fd;
+  if (syscall (SYS_move_mount, fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return esbx_make_error (err, errno, "move the idmapped mount of `%s` to `%s`", dir, target);
+  return 0;
 }
 
 static int

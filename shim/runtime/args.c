@@ -14,8 +14,26 @@ static const char *const global_value_flags[]
     = { "root", "log", "log-format", "criu", "rootless", "cgroup-manager" };
 
 /* Flags of create, run and delete that take a value.  */
-static const char *const verb_value_flags[]
-    = { "bundle", "b", "console-socket", "pid-file", "preserve-fds" };
+/* create, run, delete and exec: the flags that take a value.  */
+static const char *const verb_value_flags[] = { "bundle",
+                                                "b",
+                                                "console-socket",
+                                                "pid-file",
+                                                "preserve-fds",
+                                                "process",
+                                                "p",
+                                                "cwd",
+                                                "env",
+                                                "e",
+                                                "user",
+                                                "u",
+                                                "additional-gids",
+                                                "g",
+                                                "cap",
+                                                "c",
+                                                "apparmor",
+                                                "process-label",
+                                                "cgroup" };
 
 static bool
 in_list (const char *name, size_t len, const char *const *list, size_t n)

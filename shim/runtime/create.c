@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void
 cleanup_holder_infop (struct esbx_holder_info *info)
@@ -112,7 +113,10 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
   _cleanup_json_ json_t *withheld = NULL;
   _cleanup_free_ char *session = NULL;
   _cleanup_free_ char *cgroup = NULL;
+  _cleanup_free_ char *joined = NULL;
   _cleanup_close_ int bundlefd = -1;
+  /* Held into runc (joined_dir.c): never closed on success.  */
+  int joined_lock = -1;
   char bundle_real[PATH_MAX];
   struct verb_args args;
   const char *bundle, *store_root;
@@ -144,7 +148,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     }
   if (esbx_holder_ensure (ss, &info, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`: start its holder", session);
-  if (spec_refuse_join (session, &info, err) < 0)
+  if (spec_refuse_join (session, &info, config, err) < 0)
     return -1;
 
   cgroup = cgroups_path (rt, &info, args.id ? args.id : "container");
@@ -153,8 +157,19 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     return esbx_error_wrap (err, "esbx session `%s`", session);
   spec_join_holder (config, session, info.pid, cgroup);
   withheld = spec_fill_env (config, ss->rec->env);
-  if (write_config (bundlefd, bundle, config, err) < 0)
+  if (spec_join_userns (rt, config, session, bundle, args.id, &info, &joined, &joined_lock, err)
+      < 0)
     return -1;
+  if (write_config (bundlefd, bundle, config, err) < 0)
+    {
+      esbx_error_t ignored = NULL;
+
+      if (joined && joined_dir_remove (joined, &ignored) < 0)
+        esbx_error_free (&ignored);
+      if (joined_lock >= 0)
+        close (joined_lock);
+      return -1;
+    }
   if (runtime_map_set (store_root, args.id, session, err) < 0)
     {
       /* Only `delete`'s event depends on the map.  */
@@ -163,5 +178,7 @@ cmd_create (struct runtime *rt, esbx_error_t *err)
     }
   record_attached (rt, ss, args.id, realpath (bundle, bundle_real) ? bundle_real : bundle, &info,
                    cgroup, steal_pointer (&withheld));
+  if (joined && !runtime_is_crun (rt) && strcmp (rt->argv[rt->verb], "create") == 0)
+    return joined_create_runc (rt, args.id, err);
   return runtime_exec_runc (rt, err);
 }

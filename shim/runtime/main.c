@@ -22,6 +22,8 @@ main (int argc, char **argv)
     cmd_create (&rt, &err);
   else if (strcmp (verb, "delete") == 0)
     cmd_delete (&rt, &err);
+  else if (strcmp (verb, "exec") == 0)
+    cmd_exec (&rt, &err);
   else
     runtime_exec_runc (&rt, &err);
 

@@ -75,6 +75,14 @@ runtime_is_crun (const struct runtime *rt)
   return strcmp (base ? base + 1 : rt->runc, "crun") == 0;
 }
 
+const char *
+runtime_root (const struct runtime *rt)
+{
+  if (rt->runc_root && rt->runc_root[0])
+    return rt->runc_root;
+  return runtime_is_crun (rt) ? "/run/crun" : "/run/runc";
+}
+
 int
 runtime_find_runc (struct runtime *rt, esbx_error_t *err)
 {

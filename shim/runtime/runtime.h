@@ -71,9 +71,38 @@ int spec_find_session (const json_t *config, char *const *roots, char **session,
    NULL) and the session annotation.  */
 void spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cgroups_path);
 /* unjoinable.c: refuse to join a session whose holder (INFO) is a gVisor
-   sandbox or runs in a user namespace.  */
+   sandbox, or one in a user namespace from a runtime that is not host
+   root (podman rootless) or for a CONFIG with a user namespace of its own
+   (Docker's userns-remap, podman --userns).  */
 struct esbx_holder_info;
-int spec_refuse_join (const char *session, const struct esbx_holder_info *info, esbx_error_t *err);
+int spec_refuse_join (const char *session, const struct esbx_holder_info *info,
+                      const json_t *config, esbx_error_t *err);
+/* joined_userns.c: for a session in a user namespace (INFO), give the
+   container its map, its root filesystem through idmapped mounts and the
+   session's sysfs and mqueue, all made in *DIR (owned), whose lock *LOCK_FD
+   (not close-on-exec) runc must inherit.  Nothing to do (*DIR NULL) for
+   another session; on error nothing is left.  BUNDLE: root.path may be
+   relative to it.  */
+int spec_join_userns (struct runtime *rt, json_t *config, const char *session, const char *bundle,
+                      const char *id, const struct esbx_holder_info *info, char **dir, int *lock_fd,
+                      esbx_error_t *err);
+/* joined_dir.c: a joined container's directory of host-side mounts.  */
+char *joined_dir_path (const char *runc_root, const char *id);
+int joined_dir_make (struct runtime *rt, const char *runc_root, const char *id, char **path,
+                     int *lock_fd, esbx_error_t *err);
+int joined_dir_set_work (const char *path, const char *work, esbx_error_t *err);
+/* Unmount, remove the work directory, remove the entry; missing is fine.  */
+int joined_dir_remove (const char *path, esbx_error_t *err);
+/* joined_rootfs.c: ROOT (the engine's overlay or a plain directory) at
+   TARGET through idmapped layers of MAP; *WORK (owned) the work directory
+   made for it.  -2 when its filesystem cannot be idmapped.  */
+struct esbx_idmap;
+int joined_rootfs_mount (const char *root, const char *target, const struct esbx_idmap *map,
+                         char **work, esbx_error_t *err);
+/* joined_nsfs.c: the sysfs of the holder's net namespace, the mqueue of its
+   ipc namespace, mounted at TARGET.  */
+int joined_mount_sysfs (pid_t holder, const char *target, esbx_error_t *err);
+int joined_mount_mqueue (pid_t holder, const char *target, esbx_error_t *err);
 /* env.c: add the session's env (an object of strings) to process.env, key
    by key, where the config does not set the key: the image's ENV and
    `docker run -e` win.  Never HOME (runc takes the image user's), and no
@@ -90,6 +119,8 @@ int runtime_find_runc (struct runtime *rt, esbx_error_t *err);
 /* Whether the wrapped runtime is crun (by its file name), whose text log
    lines differ from runc's.  */
 bool runtime_is_crun (const struct runtime *rt);
+/* The wrapped runtime's --root, or its default.  */
+const char *runtime_root (const struct runtime *rt);
 int runtime_exec_runc (struct runtime *rt, esbx_error_t *err);
 
 /* logfile.c: runc's log lines in --log (json or text) and on stderr.  */
@@ -105,5 +136,10 @@ char *runtime_map_take (const char *store_root, const char *id);
    exec'd runc).  */
 int cmd_create (struct runtime *rt, esbx_error_t *err);
 int cmd_delete (struct runtime *rt, esbx_error_t *err);
+/* joined_exec.c: exec into a joined container (runc 1.1's order), and the
+   create that prepares it: runc as a child, its state then patched; exits
+   with runc's status.  */
+int cmd_exec (struct runtime *rt, esbx_error_t *err);
+int joined_create_runc (struct runtime *rt, const char *id, esbx_error_t *err);
 
 #endif

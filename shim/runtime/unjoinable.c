@@ -1,32 +1,51 @@
 /* The sessions a container cannot join, refused with the way out in the
- * message: one whose holder is a gVisor sandbox (shim/lib/gvisor.c), whose
- * processes live in gVisor's kernel where runc cannot put a container,
- * and one that runs in a user namespace (layerstore/userns.c):
+ * message.
  *
- * Joining would mean a user namespace with the session's map for the
- * container, so that root means the same host id on both sides.  runc
- * can make one after joining the holder's net, uts and ipc namespaces,
- * but the container's own root filesystem then belongs to an id its
- * root does not have: Docker's image layers (and a bundle's rootfs) are
- * owned by host root under directories only host root may enter, so runc
- * cannot even bind the rootfs ("permission denied"), and where it could,
- * root in the container could write nothing of its image.  Docker's
- * userns-remap solves that with image layers chowned to the range; esbx
- * has no say over Docker's layers.  A container in the host's user
- * namespace next to the session's commands would make "root" mean two
- * things in one session (the container could signal and read what the
- * session's root cannot), which is what the user namespace is there to
- * end.  So: refused.  Volumes made by the Docker plugin run without a
- * user namespace unless asked (-o userns=auto), so `--runtime esbx`
- * works with them as before.  */
+ * A gVisor sandbox (shim/lib/gvisor.c): its processes live in gVisor's
+ * kernel, where runc cannot put a container.
+ *
+ * A session in a user namespace is joined with the session's map
+ * (joined_userns.c), but only by a runtime that is host root and for a
+ * container that has no user namespace of its own:
+ * - podman rootless runs the runtime as an unprivileged user, which can
+ *   neither join the holder's namespaces (the host's user namespace owns
+ *   them) nor make the idmapped mounts of the container's root;
+ * - Docker's userns-remap (and podman --userns, --uidmap) give the
+ *   container a map of their own, with image layers chowned to it: the
+ *   container's root would be another host id than the session's, which
+ *   is what joining in the session's map is there to end.  Rather than
+ *   pick one of the two maps, the create is refused.  */
 #include "runtime.h"
 #include "holder.h"
 #include "utils.h"
 
 #include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool
+has_own_user_namespace (const json_t *config)
+{
+  const json_t *linux_ = json_get (config, "linux");
+  const json_t *ns = json_get (linux_, "namespaces");
+  size_t i;
+
+  if (json_get (linux_, "uidMappings") || json_get (linux_, "gidMappings"))
+    return true;
+  if (ns == NULL || ns->type != JSON_ARRAY)
+    return false;
+  for (i = 0; i < json_len (ns); i++)
+    {
+      const char *type = json_get_string (json_at (ns, i), "type");
+      if (type && strcmp (type, "user") == 0)
+        return true;
+    }
+  return false;
+}
 
 int
-spec_refuse_join (const char *session, const struct esbx_holder_info *info, esbx_error_t *err)
+spec_refuse_join (const char *session, const struct esbx_holder_info *info, const json_t *config,
+                  esbx_error_t *err)
 {
   if (info->gvisor_id)
     return esbx_make_error_kind (
@@ -37,10 +56,19 @@ spec_refuse_join (const char *session, const struct esbx_holder_info *info, esbx
         session);
   if (info->userns_uid == 0)
     return 0;
-  return esbx_make_error_kind (
-      err, ESBX_ERR_FORBIDDEN, 0,
-      "esbx session `%s` runs in a user namespace (its root is host uid %" PRIu32
-      "): a container cannot join it, its image root belongs to host root; create the session "
-      "with `--userns off` (Docker volumes: -o userns=off, their default)",
-      session, info->userns_uid);
+  if (geteuid () != 0)
+    return esbx_make_error_kind (
+        err, ESBX_ERR_FORBIDDEN, 0,
+        "esbx session `%s` runs in a user namespace and the runtime runs as uid %u, not as host "
+        "root (podman rootless?): a container joins it only from a rootful engine",
+        session, (unsigned)geteuid ());
+  if (has_own_user_namespace (config))
+    return esbx_make_error_kind (
+        err, ESBX_ERR_FORBIDDEN, 0,
+        "esbx session `%s` runs in a user namespace (its root is host uid %" PRIu32
+        ") and the container asks for one of its own (Docker's userns-remap, podman --userns): "
+        "a container joins with the session's map only; run it without one, or create the "
+        "session with `--userns off`",
+        session, info->userns_uid);
+  return 0;
 }

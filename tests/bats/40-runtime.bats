@@ -9,8 +9,8 @@
 # on $PATH as it does on a Docker host.
 
 # Containers join sessions without a user namespace (helpers.bash's
-# default for the suites; shim/runtime/userns.c refuses the others, see
-# the last test).
+# default for the suites) unless a test asks for one (--userns auto):
+# then the container gets the session's map (shim/runtime/joined_userns.c).
 load helpers
 load runtime_helpers
 
@@ -44,8 +44,17 @@ setup() {
 teardown() {
   local id
   for id in $("$OCI" --root "$RUNC_ROOT" list -q 2>/dev/null); do
-    "$OCI" --root "$RUNC_ROOT" delete -f "$id" >/dev/null 2>&1 || true
+    "$RT" --root "$RUNC_ROOT" delete -f "$id" >/dev/null 2>&1 || true
   done
+  # What esbx-runtime made for a joined container runc was left to delete.
+  local d m
+  for d in "$(joined_dir '')"*; do
+    [ -d "$d" ] || continue
+    for m in sys mqueue root; do umount -l "$d/$m" 2>/dev/null || true; done
+    rm -rf "$d"
+  done
+  unmount_engine_roots
+  umount -l "$BATS_TEST_TMPDIR/ram" 2>/dev/null || true
   if [ -d "$BATS_TEST_TMPDIR/crun" ]; then
     for id in $(crun --root "$BATS_TEST_TMPDIR/crun" list -q 2>/dev/null); do
       crun --root "$BATS_TEST_TMPDIR/crun" delete -f "$id" >/dev/null 2>&1 || true
@@ -107,8 +116,9 @@ rt_start() {
   "$RT" --root "$RUNC_ROOT" --log "$LOG" --log-format json start "$1"
 }
 
+# Through esbx-runtime, as the containerd shim calls it for `docker exec`.
 in_ctr() {
-  "$OCI" --root "$RUNC_ROOT" exec "$@" </dev/null
+  "$RT" --root "$RUNC_ROOT" exec "$@" </dev/null
 }
 
 containers() {
@@ -427,21 +437,199 @@ EOF
   assert_output ""
 }
 
-@test "runtime: a session in a user namespace is not joined: refused, the config untouched" {
+# `engine_root NAME`: a container root as Docker's overlay2 makes one, an
+# overlay over $ROOTFS mounted from the layer directory with a relative
+# lower (l/NAME) and an upper of its own: DIR/c/merged, echoed.
+engine_root() {
+  local home=$BATS_TEST_TMPDIR/ovl-$1
+  mkdir -p "$home/l" "$home/c/diff" "$home/c/work" "$home/c/merged"
+  ln -s "$ROOTFS" "$home/l/$1"
+  (cd "$home" && mount -t overlay overlay \
+    -o "lowerdir=l/$1,upperdir=$home/c/diff,workdir=$home/c/work" "$home/c/merged")
+  echo "$home/c/merged"
+}
+
+unmount_engine_roots() {
+  local m
+  for m in "$BATS_TEST_TMPDIR"/ovl-*/c/merged; do
+    [ -d "$m" ] && umount "$m" 2>/dev/null
+  done
+  return 0
+}
+
+# esbx-runtime's directory of a container ID of this test's runc root.
+joined_dir() {
+  echo "/run/esbx/containers/$(printf %s "$RUNC_ROOT" | sha256sum | cut -c1-8)-$1"
+}
+
+@test "runtime: a container joins a session in a user namespace with its map; owners are real on disk" {
   new_session s1 --userns auto
+  local root
+  root=$(engine_root img)
+  make_bundle "$BATS_TEST_TMPDIR/b1" \
+    '["sh", "-c", "echo x >/work/by-ctr && touch /etc/x && chown 1000:1001 /etc/x && exec sleep 1001"]' \
+    "$(merged s1)" /work
+  docker_like "$BATS_TEST_TMPDIR/b1"
+  jq --arg r "$root" '.root = {path: $r, readonly: false}' "$BATS_TEST_TMPDIR/b1/config.json" \
+    >"$BATS_TEST_TMPDIR/c.json" && mv "$BATS_TEST_TMPDIR/c.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  rt_start c1
+  local i
+  for i in $(seq 50); do
+    [ -e "$(merged s1)/by-ctr" ] && [ -e "$BATS_TEST_TMPDIR/ovl-img/c/diff/etc/x" ] && break
+    sleep 0.1
+  done
+  # One meaning of root on both sides.
+  esbx_ok exec s1 -- cat /proc/self/uid_map
+  local want=$output
+  refute_output --regexp '^ *0 +0 '
+  run in_ctr c1 cat /proc/self/uid_map
+  assert_output "$want"
+  run in_ctr c1 cat /proc/self/gid_map
+  assert_output "$want"
+  # An exec joins the session's uts (and net, ipc) namespaces, as create did.
+  run in_ctr c1 hostname
+  assert_output s1
+  # What it wrote to the workspace: 0 on disk and for the session's root.
+  run stat -c '%u:%g' "$ESBX_ROOT/sessions/s1/upper/by-ctr"
+  assert_output 0:0
+  esbx_ok exec s1 -- stat -c '%u:%g' /workspace/by-ctr
+  assert_output 0:0
+  esbx_ok export s1 -o "$BATS_TEST_TMPDIR/s1.tar"
+  run tar -tvf "$BATS_TEST_TMPDIR/s1.tar" --numeric-owner
+  assert_line --regexp '^-rw-r--r-- 0/0 .* by-ctr$'
+  # Its image is its root's: the write went to the engine's upper with the
+  # ids the container gave it, the image itself untouched.
+  run stat -c '%u:%g' "$BATS_TEST_TMPDIR/ovl-img/c/diff/etc/x"
+  assert_output 1000:1001
+  [ ! -e "$ROOTFS/etc/x" ]
+  run in_ctr c1 sh -c 'stat -c %u:%g /etc/x /bin/busybox && echo y >/bin/new && rm /bin/new && echo rw'
+  assert_output $'1000:1001\n0:0\nrw'
+  # The engine's own overlay still shows the real owners.
+  run stat -c '%u:%g' "$BATS_TEST_TMPDIR/ovl-img/c/merged/etc/x"
+  assert_output 1000:1001
+  # delete undoes everything made for it.
+  local dir
+  dir=$(joined_dir c1)
+  [ -d "$dir" ]
+  "$OCI" --root "$RUNC_ROOT" kill c1 KILL
+  wait_stopped c1
+  "$RT" --root "$RUNC_ROOT" delete c1
+  [ ! -e "$dir" ]
+  run grep -c " $dir/" /proc/self/mountinfo
+  assert_output 0
+  [ ! -e "$BATS_TEST_TMPDIR/ovl-img/c/esbx-work" ]
+  unmount_engine_roots
+}
+
+@test "runtime: a joined container of a userns session cannot signal or read another session's process" {
+  new_session s1 --userns auto
+  new_session s2 --userns auto
+  esbx_ok exec -d s2 -- sleep 4244
+  local victim pid i
+  for i in $(seq 50); do
+    victim=$(pgrep -x -f "sleep 4244") && break
+    sleep 0.1
+  done
+  [ -n "$victim" ]
   make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  docker_like "$BATS_TEST_TMPDIR/b1"
+  jq '.root.readonly = false' "$BATS_TEST_TMPDIR/b1/config.json" >"$BATS_TEST_TMPDIR/c.json" &&
+    mv "$BATS_TEST_TMPDIR/c.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  rt_start c1
+  pid=$(cat "$BATS_TEST_TMPDIR/c1.pid")
+  # The container's credentials, in the host's pid namespace where they
+  # can name s2's process: root of the container is not root of the host.
+  local attacker=(nsenter --target "$pid" --user --setuid 0 --setgid 0 --)
+  run "${attacker[@]}" cat /proc/self/uid_map
+  refute_output --regexp '^ *0 +0 '
+  run "${attacker[@]}" kill -9 "$victim"
+  assert_failure
+  assert_output --partial 'not permitted'
+  run "${attacker[@]}" cat "/proc/$victim/environ"
+  assert_failure
+  kill -0 "$victim"
+}
+
+@test "runtime: a joined container and a userns session's command cannot read each other's environ" {
+  new_session s1 --userns auto
+  esbx_ok exec s1 --detach --env SESSION_TOKEN=session-env-5e1d -- sleep 1002
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  docker_like "$BATS_TEST_TMPDIR/b1" CTR_TOKEN=ctr-credential-77c0
+  jq '.root.readonly = false' "$BATS_TEST_TMPDIR/b1/config.json" >"$BATS_TEST_TMPDIR/c.json" &&
+    mv "$BATS_TEST_TMPDIR/c.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  rt_start c1
+  run in_ctr c1 sh -c 'echo "$CTR_TOKEN"
+    for p in /proc/[0-9]*; do tr "\0" "\n" <"$p/environ" 2>/dev/null | grep SESSION_TOKEN; done
+    ps -o args | grep "sleep 100[2]"; true'
+  assert_success
+  assert_output ctr-credential-77c0
+  run "$ESBX" exec s1 -- sh -c '
+    for p in /proc/[0-9]*; do tr "\0" "\n" <"$p/environ" 2>/dev/null | grep CTR_TOKEN; done
+    ps -o args | grep "sleep 100[1]"; true'
+  assert_success
+  refute_output --partial ctr-credential-77c0
+  refute_output --partial "sleep 1001"
+}
+
+@test "runtime: joining a userns session is refused for a container with a user namespace of its own, or a root that cannot idmap" {
+  new_session s1 --userns auto
+  # Docker's userns-remap asks for a map of its own.
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  jq '.linux.namespaces += [{"type": "user"}]
+      | .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+      | .linux.gidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]' \
+    "$BATS_TEST_TMPDIR/b1/config.json" >"$BATS_TEST_TMPDIR/c.json" &&
+    mv "$BATS_TEST_TMPDIR/c.json" "$BATS_TEST_TMPDIR/b1/config.json"
   cp "$BATS_TEST_TMPDIR/b1/config.json" "$BATS_TEST_TMPDIR/orig.json"
   run rt_create c1 "$BATS_TEST_TMPDIR/b1"
   assert_failure 1
   run last_error
   assert_output --partial "esbx session \`s1\` runs in a user namespace"
-  assert_output --partial "--userns off"
+  assert_output --partial "userns-remap"
   cmp "$BATS_TEST_TMPDIR/orig.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  # A root on a filesystem that cannot idmap (ramfs).
+  local ram=$BATS_TEST_TMPDIR/ram
+  mkdir -p "$ram"
+  mount -t ramfs ramfs "$ram"
+  cp -a "$ROOTFS/." "$ram/"
+  make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1001"]' "$(merged s1)" /work
+  jq --arg r "$ram" '.root.path = $r' "$BATS_TEST_TMPDIR/b2/config.json" >"$BATS_TEST_TMPDIR/c.json" &&
+    mv "$BATS_TEST_TMPDIR/c.json" "$BATS_TEST_TMPDIR/b2/config.json"
+  run rt_create c2 "$BATS_TEST_TMPDIR/b2"
+  umount "$ram"
+  assert_failure 1
+  run last_error
+  assert_output --partial "esbx session \`s1\` runs in a user namespace"
+  assert_output --partial "ramfs cannot be idmapped"
+  [ "$(wc -l <<<"$output")" -eq 1 ]
   run containers
   assert_output ""
-  # Nor does the session's command see a container of host root beside it.
-  esbx_ok exec s1 -- cat /proc/self/uid_map
-  refute_output --regexp '^ *0 +0 '
+  [ ! -e "$(joined_dir c1)" ] && [ ! -e "$(joined_dir c2)" ]
+}
+
+@test "runtime: what a joined container left behind its runtime's back goes at the next create" {
+  new_session s1 --userns auto
+  make_bundle "$BATS_TEST_TMPDIR/b1" '["sleep", "1001"]' "$(merged s1)" /work
+  jq '.root.readonly = false' "$BATS_TEST_TMPDIR/b1/config.json" >"$BATS_TEST_TMPDIR/c.json" &&
+    mv "$BATS_TEST_TMPDIR/c.json" "$BATS_TEST_TMPDIR/b1/config.json"
+  cp -r "$BATS_TEST_TMPDIR/b1" "$BATS_TEST_TMPDIR/b2"
+  rt_create_ok c1 "$BATS_TEST_TMPDIR/b1"
+  local dir
+  dir=$(joined_dir c1)
+  grep -q " $dir/root " /proc/self/mountinfo
+  # The engine deletes through runc itself (or dies): no delete of ours.
+  "$OCI" --root "$RUNC_ROOT" delete -f c1
+  [ -d "$dir" ]
+  rt_create_ok c2 "$BATS_TEST_TMPDIR/b2"
+  [ ! -e "$dir" ]
+  run grep -c " $dir/" /proc/self/mountinfo
+  assert_output 0
+  [ -d "$(joined_dir c2)" ]
+  "$OCI" --root "$RUNC_ROOT" delete -f c2
+  "$RT" --root "$RUNC_ROOT" delete c2 2>/dev/null || true
 }
 
 @test "runtime: mounts of two sessions are refused" {

@@ -286,20 +286,36 @@ mkvol() {
   [ ! -s "$ESBX_ROOT/sessions/$S1/holder.json" ] || ! kill -0 "$(holder_pid "$S1")" 2>/dev/null
 }
 
-@test "runtime/docker: volumes run without a user namespace unless asked; one that runs in it is not joined" {
+@test "runtime/docker: a container joins a volume in a user namespace with its map; nothing stays mounted after rm" {
   mkvol "$S1"
   esbx_ok session inspect "$S1"
   assert_output --partial '"requested": "off"'
   echo "$S2" >>"$BATS_TEST_TMPDIR/volumes"
   docker volume create -d "$DRIVER" -o project=demo -o userns=auto "$S2" >/dev/null
-  run drun --runtime esbx -v "$S2":/work "$ESBX_TEST_IMAGE" true
-  assert_failure
-  assert_output --partial "runs in a user namespace"
-  assert_output --partial "--userns off"
-  run docker ps -aq --filter "label=esbx-test=$DRIVER"
-  assert_output ""
   esbx_ok exec "$S2" -- cat /proc/self/uid_map
+  local want=$output
   refute_output --regexp '^ *0 +0 '
+  dstart a1 --runtime esbx -v "$S2":/work -e CTR_TOKEN=ctr-credential-91ab "$ESBX_TEST_IMAGE" \
+    sh -c 'echo x >/work/by-ctr && touch /etc/x && chown 1000:1000 /etc/x && exec sleep 300'
+  local id
+  id=$(docker inspect -f '{{.Id}}' "a1-$DRIVER")
+  run docker exec "a1-$DRIVER" sh -c 'sleep 0.3; cat /proc/self/uid_map; stat -c %u:%g /etc/x /work/by-ctr'
+  assert_output "$(printf '%s\n1000:1000\n0:0' "$want")"
+  run stat -c '%u:%g' "$ESBX_ROOT/sessions/$S2/upper/by-ctr"
+  assert_output 0:0
+  esbx_ok exec "$S2" -- stat -c '%u:%g' /workspace/by-ctr
+  assert_output 0:0
+  # Round 2's attack, in the user namespace.
+  run "$ESBX" exec "$S2" -- sh -c '
+    for p in /proc/[0-9]*; do tr "\0" "\n" <"$p/environ" 2>/dev/null | grep CTR_TOKEN; done; true'
+  assert_success
+  refute_output --partial ctr-credential-91ab
+  grep -q "/run/esbx/containers/[0-9a-f]*-$id/root " /proc/self/mountinfo
+  docker rm -f "a1-$DRIVER" >/dev/null
+  run grep -c "/run/esbx/containers/[0-9a-f]*-$id/" /proc/self/mountinfo
+  assert_output 0
+  run sh -c "ls -d /run/esbx/containers/*-$id 2>/dev/null"
+  assert_output ""
   run docker volume create -d "$DRIVER" -o project=demo -o userns=maybe "${DRIVER}s3"
   assert_failure
   assert_output --partial 'option `userns`'
