@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <yajl/yajl_gen.h>
-#include <yajl/yajl_tree.h>
+#include <yajl/yajl_parse.h>
 
 json_t *
 json_new (enum json_type type)
@@ -238,115 +238,165 @@ json_remove (json_t *obj, const char *key)
   obj->n--;
 }
 
-/* Takes V's strings and keys (yajl's tree allocates them with malloc and
-   frees NULL as nothing): most of a document is its strings, copied once
-   instead of twice.  */
-static json_t *
-from_yajl (yajl_val v)
+/* The parser: yajl's event API building json_t directly.  (yajl's tree
+   built a tree of its own, converted and freed it, and turned every number
+   into a long long and a double nobody read: half the cost of reading a
+   session record.)  The stack holds the open arrays and objects, and KEY
+   the member name an object waits a value for.  */
+#define DEPTH_TEXT(n)  DEPTH_TEXT_ (n)
+#define DEPTH_TEXT_(n) #n
+
+struct parse
+{
+  json_t *root;
+  json_t *stack[JSON_MAX_DEPTH];
+  size_t depth;
+  char *key;
+  const char *why; /* our reason for stopping yajl, NULL when it was yajl's */
+};
+
+/* A string of yajl's (LEN bytes, a "\u0000" escape among them possibly):
+   a C string ends at its first NUL, as yajl's tree had it.  Refused when
+   esbx_utf8_valid refuses it: yajl's own check lets overlong and surrogate
+   encodings through, which serialising would then replace, so a parsed
+   document always serialises to the same strings.  */
+static char *
+parsed_string (struct parse *p, const unsigned char *s, size_t len)
+{
+  char *c = xstrndup ((const char *)s, len);
+
+  if (esbx_utf8_valid (c, strlen (c)))
+    return c;
+  free (c);
+  p->why = "a string is not valid UTF-8";
+  return NULL;
+}
+
+/* VALUE (owned) into the open container, or as the root.  */
+static int
+add (struct parse *p, json_t *value)
+{
+  json_t *top = p->depth ? p->stack[p->depth - 1] : NULL;
+  ssize_t i;
+
+  if (top == NULL)
+    {
+      json_free (p->root);
+      p->root = value;
+      return 1;
+    }
+  if (top->type == JSON_ARRAY)
+    {
+      json_append (top, value);
+      return 1;
+    }
+  /* A key said twice: the last one counts, as json_set does.  */
+  i = find_key (top, p->key);
+  if (i >= 0)
+    {
+      json_free (top->items[i]);
+      top->items[i] = value;
+      free (steal_pointer (&p->key));
+      return 1;
+    }
+  grow (top);
+  top->keys[top->n] = steal_pointer (&p->key);
+  top->items[top->n++] = value;
+  return 1;
+}
+
+static int
+on_null (void *ctx)
+{
+  return add (ctx, json_new (JSON_NULL));
+}
+
+static int
+on_bool (void *ctx, int v)
+{
+  return add (ctx, json_new_bool (v));
+}
+
+static int
+on_number (void *ctx, const char *s, size_t len)
+{
+  json_t *j = json_new (JSON_NUMBER);
+
+  j->text = xstrndup (s, len);
+  return add (ctx, j);
+}
+
+static int
+on_string (void *ctx, const unsigned char *s, size_t len)
+{
+  char *text = parsed_string (ctx, s, len);
+  json_t *j;
+
+  if (text == NULL)
+    return 0;
+  j = json_new (JSON_STRING);
+  j->text = text;
+  return add (ctx, j);
+}
+
+static int
+on_key (void *ctx, const unsigned char *s, size_t len)
+{
+  struct parse *p = ctx;
+
+  free (p->key);
+  p->key = parsed_string (p, s, len);
+  return p->key != NULL;
+}
+
+static int
+open_container (struct parse *p, enum json_type type)
 {
   json_t *j;
-  size_t i;
 
-  switch (v->type)
+  if (p->depth == JSON_MAX_DEPTH)
     {
-    case yajl_t_string:
-      j = json_new (JSON_STRING);
-      j->text = steal_pointer (&v->u.string);
-      return j;
-    case yajl_t_number:
-      j = json_new (JSON_NUMBER);
-      j->text = xstrdup (v->u.number.r);
-      return j;
-    case yajl_t_true:
-      return json_new_bool (true);
-    case yajl_t_false:
-      return json_new_bool (false);
-    case yajl_t_array:
-      j = json_new (JSON_ARRAY);
-      for (i = 0; i < v->u.array.len; i++)
-        json_append (j, from_yajl (v->u.array.values[i]));
-      return j;
-    case yajl_t_object:
-      j = json_new (JSON_OBJECT);
-      for (i = 0; i < v->u.object.len; i++)
-        {
-          json_t *value = from_yajl (v->u.object.values[i]);
-
-          /* A key said twice: the last one counts, as json_set does.  */
-          if (find_key (j, v->u.object.keys[i]) >= 0)
-            json_set (j, v->u.object.keys[i], value);
-          else
-            {
-              grow (j);
-              j->keys[j->n] = (char *)steal_pointer (&v->u.object.keys[i]);
-              j->items[j->n++] = value;
-            }
-        }
-      return j;
-    case yajl_t_null:
-    default:
-      return json_new (JSON_NULL);
+      p->why = "nested deeper than " DEPTH_TEXT (JSON_MAX_DEPTH);
+      return 0;
     }
+  j = json_new (type);
+  add (p, j);
+  p->stack[p->depth++] = j;
+  return 1;
 }
 
-/* yajl's own check lets overlong and surrogate encodings through, which
-   serialising would then replace: refuse what esbx_utf8_valid refuses, so
-   that a parsed document always serialises to the same strings.  */
-static bool
-strings_valid (yajl_val v)
+static int
+on_start_map (void *ctx)
 {
-  size_t i;
-
-  switch (v->type)
-    {
-    case yajl_t_string:
-      return esbx_utf8_valid (v->u.string, strlen (v->u.string));
-    case yajl_t_array:
-      for (i = 0; i < v->u.array.len; i++)
-        if (!strings_valid (v->u.array.values[i]))
-          return false;
-      return true;
-    case yajl_t_object:
-      for (i = 0; i < v->u.object.len; i++)
-        if (!esbx_utf8_valid (v->u.object.keys[i], strlen (v->u.object.keys[i]))
-            || !strings_valid (v->u.object.values[i]))
-          return false;
-      return true;
-    default:
-      return true;
-    }
+  return open_container (ctx, JSON_OBJECT);
 }
 
-/* Whether BUF/LEN nests arrays and objects at most JSON_MAX_DEPTH deep
-   (brackets inside strings do not count).  */
-static bool
-depth_ok (const char *buf, size_t len)
+static int
+on_start_array (void *ctx)
 {
-  bool in_string = false, escaped = false;
-  size_t depth = 0, i;
-
-  for (i = 0; i < len; i++)
-    {
-      char c = buf[i];
-
-      if (in_string)
-        {
-          if (escaped)
-            escaped = false;
-          else if (c == '\\')
-            escaped = true;
-          else if (c == '"')
-            in_string = false;
-        }
-      else if (c == '"')
-        in_string = true;
-      else if ((c == '[' || c == '{') && ++depth > JSON_MAX_DEPTH)
-        return false;
-      else if ((c == ']' || c == '}') && depth > 0)
-        depth--;
-    }
-  return true;
+  return open_container (ctx, JSON_ARRAY);
 }
+
+static int
+on_end (void *ctx)
+{
+  struct parse *p = ctx;
+
+  p->depth--;
+  return 1;
+}
+
+static const yajl_callbacks parse_callbacks = {
+  .yajl_null = on_null,
+  .yajl_boolean = on_bool,
+  .yajl_number = on_number,
+  .yajl_string = on_string,
+  .yajl_start_map = on_start_map,
+  .yajl_map_key = on_key,
+  .yajl_end_map = on_end,
+  .yajl_start_array = on_start_array,
+  .yajl_end_array = on_end,
+};
 
 json_t *
 json_parse (const char *buf, size_t len, esbx_error_t *err)
@@ -357,37 +407,47 @@ json_parse (const char *buf, size_t len, esbx_error_t *err)
 json_t *
 json_parse_limit (const char *buf, size_t len, size_t limit, esbx_error_t *err)
 {
-  _cleanup_free_ char *copy = NULL;
-  char errbuf[256] = "";
-  yajl_val v;
-  json_t *j;
-  char *nl;
+  struct parse p = { 0 };
+  yajl_handle h;
+  yajl_status st;
 
   if (len > limit)
     return esbx_make_error (err, 0, "JSON document too large (%zu bytes, limit %zu)", len, limit),
            NULL;
   if (memchr (buf, '\0', len) != NULL)
     return esbx_make_error (err, 0, "invalid JSON: NUL byte in document"), NULL;
-  if (!depth_ok (buf, len))
-    return esbx_make_error (err, 0, "invalid JSON: nested deeper than %d", JSON_MAX_DEPTH), NULL;
-  copy = xstrndup (buf, len);
-  v = yajl_tree_parse (copy, errbuf, sizeof errbuf);
-  if (v == NULL)
+  h = yajl_alloc (&parse_callbacks, NULL, &p);
+  if (h == NULL)
+    abort ();
+  /* As yajl's tree parser had it.  */
+  yajl_config (h, yajl_allow_comments, 1);
+  st = yajl_parse (h, (const unsigned char *)buf, len);
+  if (st == yajl_status_ok)
+    st = yajl_complete_parse (h);
+  if (st != yajl_status_ok)
     {
-      /* yajl's message spans lines; keep the first.  */
-      nl = strchr (errbuf, '\n');
-      if (nl)
-        *nl = '\0';
-      return esbx_make_error (err, 0, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error"), NULL;
+      if (p.why)
+        esbx_make_error (err, 0, "invalid JSON: %s", p.why);
+      else
+        {
+          unsigned char *msg = yajl_get_error (h, 0, NULL, 0);
+          const char *text = msg ? (const char *)msg : "parse error";
+
+          /* yajl's message ends its line; keep the line.  */
+          esbx_make_error (err, 0, "invalid JSON: %.*s", (int)strcspn (text, "\n"), text);
+          if (msg)
+            yajl_free_error (h, msg);
+        }
+      yajl_free (h);
+      free (p.key);
+      json_free (p.root);
+      return NULL;
     }
-  if (!strings_valid (v))
-    {
-      yajl_tree_free (v);
-      return esbx_make_error (err, 0, "invalid JSON: a string is not valid UTF-8"), NULL;
-    }
-  j = from_yajl (v);
-  yajl_tree_free (v);
-  return j;
+  yajl_free (h);
+  free (p.key);
+  if (p.root == NULL)
+    return esbx_make_error (err, 0, "invalid JSON: parse error: premature EOF"), NULL;
+  return p.root;
 }
 
 static void

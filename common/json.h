@@ -1,5 +1,6 @@
 /* esbx: a small mutable JSON document type.  This module is the only one
-   that talks to yajl: it parses with yajl_tree and writes with yajl_gen.  */
+   that talks to yajl: it parses with yajl's event API and writes with
+   yajl_gen.  */
 #ifndef ESBX_JSON_H
 #define ESBX_JSON_H
 

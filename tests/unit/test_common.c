@@ -54,6 +54,77 @@ test_json_errors (void **state)
   esbx_error_free (&err);
 }
 
+/* The parser's edges, as they were with yajl's tree: comments allowed, a
+   scalar document, a key said twice keeps the last value, a string ends
+   at an escaped NUL, nesting limited, invalid UTF-8 and trailing content
+   refused, each in one line.  */
+static void
+test_json_parse_edges (void **state)
+{
+  static const struct
+  {
+    const char *doc;
+    const char *out; /* compact serialisation, NULL: refused */
+    const char *why; /* in the message when refused */
+  } cases[] = {
+    { "/* c */ {\"a\": 1 // d\n}", "{\"a\":1}", NULL },
+    { "  3.50e1 ", "3.50e1", NULL },
+    { "\"x\"", "\"x\"", NULL },
+    { "{\"k\":1,\"j\":[],\"k\":{\"z\":null}}", "{\"k\":{\"z\":null},\"j\":[]}", NULL },
+    { "[\"a\\u0000b\", true, false, null, -0]", "[\"a\",true,false,null,-0]", NULL },
+    { "{\"\\u00e9\\ud83d\\ude00\": \"\\\"\"}", "{\"\xc3\xa9\xf0\x9f\x98\x80\":\"\\\"\"}", NULL },
+    { "[1] [2]", NULL, "invalid JSON" },
+    { "", NULL, "invalid JSON" },
+    { "{\"a\" 1}", NULL, "invalid JSON" },
+    { "[\"\xc0\xaf\"]", NULL, "UTF-8" },
+    { "{\"\xed\xa0\x80\": 1}", NULL, "UTF-8" },
+    { "[\"\xff\"]", NULL, "invalid JSON" },
+  };
+  char deep[2 * 300 + 1];
+  size_t i;
+
+  (void)state;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      esbx_error_t err = NULL;
+      _cleanup_json_ json_t *j = json_parse (cases[i].doc, strlen (cases[i].doc), &err);
+
+      if (cases[i].out)
+        {
+          _cleanup_free_ char *out = NULL;
+
+          assert_non_null (j);
+          out = json_serialize (j, false, NULL);
+          assert_string_equal (out, cases[i].out);
+          continue;
+        }
+      assert_null (j);
+      assert_non_null (err);
+      assert_non_null (strstr (err->msg, cases[i].why));
+      assert_null (strchr (err->msg, '\n'));
+      esbx_error_free (&err);
+    }
+  /* 256 levels parse, 257 do not.  */
+  for (i = 257; i <= 258; i++)
+    {
+      esbx_error_t err = NULL;
+      json_t *j;
+
+      memset (deep, '[', i - 1);
+      memset (deep + i - 1, ']', i - 1);
+      j = json_parse (deep, 2 * (i - 1), &err);
+      if (i == 257)
+        {
+          assert_non_null (j);
+          json_free (j);
+          continue;
+        }
+      assert_null (j);
+      assert_non_null (strstr (err->msg, "nested deeper than 256"));
+      esbx_error_free (&err);
+    }
+}
+
 static void
 test_json_set_remove (void **state)
 {
@@ -458,6 +529,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_json_roundtrip),
     cmocka_unit_test (test_json_errors),
+    cmocka_unit_test (test_json_parse_edges),
     cmocka_unit_test (test_json_set_remove),
     cmocka_unit_test (test_json_iterate),
     cmocka_unit_test (test_json_invalid_utf8_output),
