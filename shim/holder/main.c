@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <malloc.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -107,6 +108,7 @@ run_holder (const struct holder_config *cfg, const sigset_t *signals)
     _exit (1);
   close (ready_fd);
   ready_fd = -1;
+  malloc_trim (0);
 
   for (;;)
     {
