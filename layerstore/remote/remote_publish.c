@@ -178,10 +178,12 @@ besides_join (struct besides *bs)
 }
 
 /* What a publish needs from the remote before it can push, begun on a
-   thread when the publish starts, beside its scan and staging: the remote
-   loaded, libcurl and libarchive loaded, the uploads started, and the
-   head's manifest read (a publish names the layer on it).  Whatever fails
-   here is done again, and reported, by the publish itself.  */
+   thread when the publish starts, beside its scan and staging (the
+   remote's settings are read before, so that the layer's blob can be made
+   while the thread still runs): libcurl and libarchive loaded, the uploads
+   started, and the head's manifest read (a publish names the layer on
+   it).  Whatever fails here is done again, and reported, by the publish
+   itself.  */
 struct esbx_remote_warm
 {
   struct esbx_thread thread;
@@ -237,10 +239,8 @@ warm_main (void *arg)
   struct esbx_registry reg = { 0 };
   esbx_error_t ignored = NULL;
 
-  if (esbx_remote_load (w->store, &w->rm, &ignored) < 0)
-    goto out;
-  w->loaded = true;
-  besides_init (&w->bs, &w->rm, w->project);
+  if (!w->loaded)
+    return NULL;
   beside_start (&w->bs.layer, BESIDE_START);
   beside_start (&w->bs.rec, BESIDE_START);
   beside_start (&w->bs.cfg, BESIDE_START);
@@ -265,9 +265,18 @@ struct esbx_remote_warm *
 esbx_remote_warm_start (esbx_store_t *store, const char *project)
 {
   struct esbx_remote_warm *w = xmalloc0 (sizeof *w);
+  esbx_error_t ignored = NULL;
 
   w->store = store;
   w->project = xstrdup (project);
+  /* The settings are read here (a small file): the layer's blob is made
+     from them while the thread may still run.  */
+  if (esbx_remote_load (store, &w->rm, &ignored) == 0)
+    {
+      w->loaded = true;
+      besides_init (&w->bs, &w->rm, w->project);
+    }
+  esbx_error_free (&ignored);
   esbx_thread_start_or_run (&w->thread, warm_main, w);
   return w;
 }
@@ -548,7 +557,6 @@ commit (esbx_store_t *store, const struct esbx_session *s, struct esbx_staged *s
   size_t nlocal = 0;
   int i, k = -1;
 
-  warm_join (w);
   if (!w->loaded)
     {
       /* Why the remote could not be loaded.  */
@@ -577,6 +585,7 @@ commit (esbx_store_t *store, const struct esbx_session *s, struct esbx_staged *s
   w->bs.make.tmp = tmp;
   w->bs.make.desc = &mine;
   beside_start (&w->bs.make, BESIDE_MAKE);
+  warm_join (w);
   for (i = 0; i < MAX_ATTEMPTS; i++)
     {
       _cleanup_close_ int plock = esbx_project_lock (store, s->project, err);
@@ -595,7 +604,9 @@ commit (esbx_store_t *store, const struct esbx_session *s, struct esbx_staged *s
 
 out:
   /* Before the blob's fd and file go: a conflict may have come first.
-     The tag `head` goes on (esbx_remote_warm_free waits for it).  */
+     The tag `head` goes on (esbx_remote_warm_free waits for it).  The
+     warm thread starts the uploads of BS: it ends first.  */
+  warm_join (w);
   if (w->loaded)
     {
       beside_close (&w->bs.make);
