@@ -106,6 +106,17 @@ sandbox_procs() {
   assert_failure
 }
 
+@test "gvisor: a secret the proxy puts in is a placeholder in the sandbox, whatever its network" {
+  api_secret
+  esbx_ok session create p --name gp --isolation gvisor --secret api,inject,env=API_TOKEN,file=/run/secrets/api
+  esbx_ok exec gp -- printenv API_TOKEN
+  ph=$output
+  [[ $ph == esbx-placeholder-* ]]
+  # Digests: output is redacted of the session's secret values.
+  esbx_ok exec gp -- sh -c 'sha256sum </run/secrets/api | cut -c1-64'
+  [ "$output" = "$(printf %s "$ph" | sha256sum | cut -c1-64)" ]
+}
+
 @test "gvisor: the network is gVisor's loopback by default; --network host is the host's" {
   esbx_ok exec g1 -- cat /proc/net/dev
   assert_output --partial 'lo:'
