@@ -31,7 +31,7 @@
  * exits.  Before it takes over a namespace's interfaces, runsc checks
  * that it is not the host's: that /proc/sys/net/core/rmem_default is
  * missing there, which is true of no net namespace on kernels that have
- * those sysctls in every namespace (6.x), so Debian's runsc refuses
+ * those sysctls in every namespace (6.18 here), so Debian's runsc refuses
  * ("cannot run with network enabled in root network namespace").  runsc
  * is started in a mount namespace of its own (a slave of the host's)
  * where /proc/sys/net is an empty tmpfs: the check passes, the namespace
