@@ -64,7 +64,10 @@ urllib.request.urlopen(r, timeout=5).read()
 open("/tmp/called", "w").close()
 time.sleep(60)'
   for _ in $(seq 50); do "$ESBX" exec s1 -- test -e /tmp/called && break; sleep 0.2; done
-  esbx_ok exec s1 -- python3 -c '
+  # gVisor keeps /proc/PID/mem of another command closed: read it in the
+  # other tiers.
+  if [ "${ESBX_TEST_ISOLATION:-}" != gvisor ]; then
+    esbx_ok exec s1 -- python3 -c '
 import os, re, sys
 ph, tok = sys.argv[1].encode(), bytes.fromhex(sys.argv[2])
 pid = [p for p in os.listdir("/proc") if p.isdigit() and b"/v1/mem" in open("/proc/%s/cmdline" % p, "rb").read()][0]
@@ -84,7 +87,8 @@ with open("/proc/%s/maps" % pid) as maps, open("/proc/%s/mem" % pid, "rb", 0) as
         found["tok"] += chunk.count(tok)
 print("placeholder seen %d, token seen %d" % (found["ph"], found["tok"]))
 ' "$ph" "$(printf '%s' "$TOKEN" | od -An -tx1 | tr -d ' \n')"
-  assert_output --regexp "placeholder seen [1-9][0-9]*, token seen 0"
+    assert_output --regexp "placeholder seen [1-9][0-9]*, token seen 0"
+  fi
   received api.test | tail -1 | jq -e --arg t "Bearer $TOKEN" '.path == "/v1/mem" and .authorization == $t'
   # Reversed or encoded, the placeholder reveals nothing.
   esbx_ok exec s1 -- sh -c 'echo "$API_TOKEN" | rev; echo "$API_TOKEN" | base64; cat /run/secrets/api | rev'
