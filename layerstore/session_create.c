@@ -131,12 +131,6 @@ check_opts (const struct esbx_session_opts *o, esbx_error_t *err)
                                  o->isolation);
   if (o->isolation && strcmp (o->isolation, "gvisor") == 0)
     {
-      /* See shim/lib/gvisor.c for why.  */
-      if (o->network && strcmp (o->network, "none") != 0)
-        return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
-                                     "--isolation gvisor: network `%s` is not available (gVisor's "
-                                     "own network stack, loopback only); use --network none",
-                                     o->network);
       if (o->rootfs)
         return esbx_make_error_kind (err, ESBX_ERR_USAGE, 0,
                                      "--isolation gvisor: --rootfs is not available; the sandbox "

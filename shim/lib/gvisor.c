@@ -18,11 +18,26 @@
  * Platform: $ESBX_RUNSC_PLATFORM, else ptrace (Debian 12's runsc,
  * 20221219, has no systrap; kvm is not chosen by itself: a /dev/kvm that
  * opens inside a VM without nested virtualisation left the sandbox
- * spinning at start here).  Network: none
- * (gVisor's netstack with loopback only); Debian's runsc refuses to copy
- * a net namespace's interfaces (--network sandbox) on kernels where every
- * net namespace has net.core.rmem_default, which it takes for the root
- * one, so egress sessions are not available in this tier.  */
+ * spinning at start here).
+ *
+ * Network: none is gVisor's netstack with loopback only; host is runsc's
+ * hostinet in the host's net namespace (the spec names none).  egress is
+ * the other tiers' network (shim/lib/egress.h): a net namespace made here
+ * by a child that waits in it (the keeper) gets the slot's veth, address
+ * and route (esbx_egress_link), the spec names it, and runsc --network
+ * sandbox hands its interfaces to gVisor's netstack, which sends through
+ * the veth (an AF_PACKET socket) past the slot's nftables table as a
+ * holder's packets go; the sandbox keeps the namespace once the keeper
+ * exits.  Before it takes over a namespace's interfaces, runsc checks
+ * that it is not the host's: that /proc/sys/net/core/rmem_default is
+ * missing there, which is true of no net namespace on kernels that have
+ * those sysctls in every namespace (6.18 here), so Debian's runsc refuses
+ * ("cannot run with network enabled in root network namespace").  runsc
+ * is started in a mount namespace of its own (a slave of the host's)
+ * where /proc/sys/net is an empty tmpfs: the check passes, the namespace
+ * being the one made here and never the host's; nothing else changes
+ * (the sandbox and the gofer mount their own /proc, the session sees
+ * gVisor's).  */
 #include "gvisor.h"
 #include "confine.h"
 #include "cgroup.h"
@@ -40,7 +55,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,12 +119,33 @@ last_line (int dfd, const char *log)
   return xstrdup (p ? p + 1 : buf);
 }
 
-/* Run ARGV (runsc) with stdout into OUT (-1: /dev/null) and stderr into
-   LOG in DFD, in the session cgroup CGROUP when not NULL; its exit status
-   in *STATUS.  */
+/* In the child that becomes runsc (system calls only): a mount namespace
+   of its own, where /proc/sys/net is empty and passes runsc's check of a
+   net namespace that is not the host's (see the top of this file).  */
 static int
-run_runsc (char *const *argv, int dfd, const char *log, const char *cgroup, int out, int *status,
-           esbx_error_t *err)
+hide_net_sysctls (void)
+{
+  static const char msg[] = "esbx: cannot hide /proc/sys/net from runsc\n";
+
+  if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0
+      || mount ("esbx-runsc", "/proc/sys/net", "tmpfs",
+                MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
+             < 0)
+    {
+      ssize_t n = write (STDERR_FILENO, msg, sizeof msg - 1);
+
+      (void)n;
+      return -1;
+    }
+  return 0;
+}
+
+/* Run ARGV (runsc) with stdout into OUT (-1: /dev/null) and stderr into
+   LOG in DFD, in the session cgroup CGROUP when not NULL, with
+   /proc/sys/net hidden when HIDE_NET; its exit status in *STATUS.  */
+static int
+run_runsc (char *const *argv, int dfd, const char *log, const char *cgroup, bool hide_net, int out,
+           int *status, esbx_error_t *err)
 {
   _cleanup_close_ int logfd = -1, null = -1;
   int go[2];
@@ -139,6 +178,8 @@ run_runsc (char *const *argv, int dfd, const char *log, const char *cgroup, int 
       if (read (go[0], &byte, 1) != 1)
         _exit (126);
       if (dup2 (null, 0) < 0 || dup2 (out >= 0 ? out : null, 1) < 0 || dup2 (logfd, 2) < 0)
+        _exit (126);
+      if (hide_net && hide_net_sysctls () < 0)
         _exit (126);
       esbx_close_fds_from (3);
       execv (argv[0], argv);
@@ -184,7 +225,7 @@ write_record (struct esbx_sandbox_session *ss, const char *cgroup, pid_t pid, co
   json_set_int (rec, "pid", pid);
   json_set_int (rec, "starttime", (int64_t)start);
   json_set_string (rec, "cgroup", cgroup);
-  json_set_string (rec, "network", "none");
+  json_set_string (rec, "network", ss->rec->network ? ss->rec->network : "none");
   json_set_string (rec, "workspace", ss->rec->workspace ? ss->rec->workspace : "/workspace");
   json_set_string (rec, "started", now);
   json_set_string (g, "id", id);
@@ -211,7 +252,7 @@ sandbox_pid (char *const *argv, int gdfd, pid_t *pid, esbx_error_t *err)
       openat (gdfd, "state.json", O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out < 0)
     return esbx_make_error (err, errno, "open `state.json`");
-  if (run_runsc (argv, gdfd, "runsc-state.log", NULL, out, &status, err) < 0)
+  if (run_runsc (argv, gdfd, "runsc-state.log", NULL, false, out, &status, err) < 0)
     return -1;
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     {
@@ -229,8 +270,9 @@ sandbox_pid (char *const *argv, int gdfd, pid_t *pid, esbx_error_t *err)
   return 0;
 }
 
-int
-esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup, esbx_error_t *err)
+static int
+start_sandbox (struct esbx_sandbox_session *ss, const char *cgroup,
+               const struct esbx_gvisor_net *net, esbx_error_t *err)
 {
   _cleanup_free_ char *runsc = esbx_gvisor_runsc ();
   _cleanup_free_ char *sdir = esbx_session_dir (ss->store, ss->name);
@@ -268,7 +310,7 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup, esbx_err
   bdfd = esbx_open_dir_at (gdfd, "bundle", err);
   if (bdfd < 0 || esbx_gvisor_root_prepare (ss, root, err) < 0)
     return -1;
-  spec = esbx_gvisor_spec (ss, root, err);
+  spec = esbx_gvisor_spec (ss, root, net, err);
   if (spec == NULL)
     return -1;
   data = json_serialize (spec, true, &len);
@@ -283,7 +325,9 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup, esbx_err
                          (char *)"--platform",
                          (char *)platform (),
                          (char *)"--network",
-                         (char *)"none",
+                         (char *)(net->host    ? "host"
+                                  : net->netns ? "sandbox"
+                                               : "none"),
                          (char *)"--ignore-cgroups",
                          (char *)"run",
                          (char *)"--detach",
@@ -291,7 +335,7 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup, esbx_err
                          bundle,
                          id,
                          NULL };
-    if (run_runsc (run_argv, gdfd, "runsc.log", cgroup, -1, &status, err) < 0)
+    if (run_runsc (run_argv, gdfd, "runsc.log", cgroup, net->netns != NULL, -1, &status, err) < 0)
       return esbx_error_wrap (err, "session `%s`: start its gVisor sandbox", ss->name);
     if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
       {
@@ -309,12 +353,89 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup, esbx_err
             = { runsc, (char *)"--root", state, (char *)"delete", (char *)"--force", id, NULL };
         esbx_error_t ignored = NULL;
 
-        run_runsc (kill_argv, gdfd, "runsc-delete.log", NULL, -1, &status, &ignored);
+        run_runsc (kill_argv, gdfd, "runsc-delete.log", NULL, false, -1, &status, &ignored);
         esbx_error_free (&ignored);
         return esbx_error_wrap (err, "session `%s`: start its gVisor sandbox", ss->name);
       }
   }
   return 0;
+}
+
+/* A child in a net namespace of its own (the keeper), which waits there
+   until killed, in *PID.  */
+static int
+netns_keeper (pid_t *pid, esbx_error_t *err)
+{
+  pid_t parent = getpid (), child;
+  char byte = 0;
+  int p[2];
+
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return esbx_make_error (err, errno, "pipe");
+  child = fork ();
+  if (child < 0)
+    {
+      int saved = errno;
+      close (p[0]);
+      close (p[1]);
+      return esbx_make_error (err, saved, "fork");
+    }
+  if (child == 0)
+    {
+      sigset_t none;
+
+      /* System calls only: the parent may be threaded.  */
+      sigemptyset (&none);
+      sigprocmask (SIG_SETMASK, &none, NULL);
+      close (p[0]);
+      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
+        _exit (1);
+      byte = unshare (CLONE_NEWNET) == 0 ? 'k' : 'e';
+      if (write (p[1], &byte, 1) != 1 || byte != 'k')
+        _exit (1);
+      close (p[1]);
+      for (;;)
+        pause ();
+    }
+  close (p[1]);
+  if (TEMP_FAILURE_RETRY (read (p[0], &byte, 1)) != 1 || byte != 'k')
+    {
+      close (p[0]);
+      kill (child, SIGKILL);
+      TEMP_FAILURE_RETRY (waitpid (child, NULL, 0));
+      return esbx_make_error (err, 0, "make a net namespace for the sandbox");
+    }
+  close (p[0]);
+  *pid = child;
+  return 0;
+}
+
+int
+esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup,
+                   const struct esbx_egress *net, esbx_error_t *err)
+{
+  struct esbx_gvisor_net gnet
+      = { .host = ss->rec->network && strcmp (ss->rec->network, "host") == 0 };
+  _cleanup_free_ char *netns = NULL;
+  pid_t keeper = 0;
+  int ret;
+
+  if (net == NULL || net->slot < 0)
+    return start_sandbox (ss, cgroup, &gnet, err);
+  if (netns_keeper (&keeper, err) < 0)
+    return esbx_error_wrap (err, "session `%s`: start its gVisor sandbox", ss->name);
+  netns = xasprintf ("/proc/%d/ns/net", (int)keeper);
+  gnet.netns = netns;
+  gnet.resolv_conf = net->resolv_conf;
+  gnet.ca_bundle = net->proxy.ca_bundle;
+  /* The link before runsc starts: it takes the interfaces it finds.  */
+  ret = esbx_egress_link (ss->rec, net, keeper, err);
+  if (ret == 0)
+    ret = start_sandbox (ss, cgroup, &gnet, err);
+  /* The sandbox holds the namespace now (or nothing does).  */
+  kill (keeper, SIGKILL);
+  TEMP_FAILURE_RETRY (waitpid (keeper, NULL, 0));
+  return ret;
 }
 
 /* A memfd holding the process.json of a command: ARGV as UID:GID in CWD

@@ -11,12 +11,17 @@
  *                           machine-id, docker, containerd, esbx too (the
  *                           rules of etc_mask.c, which the holder follows)
  *   /tmp /run /home /root   gVisor's own tmpfs, in the sandbox's memory
- *   /run/secrets/F          the session's secret files, read-only
+ *   /run/secrets/F          the session's secret files, read-only; a
+ *                           placeholder for those the egress proxy puts
+ *                           in (ROOT.placeholder.NAME)
+ *   /etc/resolv.conf        an egress session's resolver and the proxy's
+ *   /etc/ssl/certs/ca-...   CA with the host's, as the holder binds them
  *   /proc /sys /dev         gVisor's own
  *   WORKSPACE               the session's merged view, read-write
  *
  * Docker's capability set, no_new_privs, and a pid, mount, ipc, uts and
- * net namespace of its own (gVisor's network stack, loopback only).  */
+ * net namespace of its own: empty (loopback only), the one made for an
+ * egress session, or none with --network host (the host's).  */
 #include "gvisor.h"
 #include "confine.h"
 #include "etc_mask.h"
@@ -137,6 +142,49 @@ mask_one (void *data, const char *path, const struct stat *st, esbx_error_t *err
   return 0;
 }
 
+/* The placeholder of a secret the proxy puts in (SECRET, of the session's
+   record) is in a file beside the sandbox's root DIR/BASE:
+   DIR/BASE.placeholder.NAME; NULL when SECRET is no such secret.  */
+static char *
+placeholder_file (const char *base, const json_t *secret)
+{
+  const char *name = json_get_string (secret, "name");
+
+  if (name == NULL || !esbx_name_valid (name) || !json_get_bool (secret, "inject", false)
+      || json_get_string (secret, "placeholder") == NULL)
+    return NULL;
+  return xasprintf ("%s.placeholder.%s", base, name);
+}
+
+/* The files of the placeholders, 0400, what the holder writes in its
+   /run/secrets for them (shim/holder/secrets.c), beside ROOT.  */
+static int
+write_placeholders (const struct esbx_sandbox_session *ss, const char *root, esbx_error_t *err)
+{
+  const json_t *secrets = json_get (ss->rec->record, "secrets"), *a;
+  _cleanup_free_ char *dir = xstrdup (root);
+  _cleanup_close_ int dfd = -1;
+  char *slash = strrchr (dir, '/');
+  size_t i;
+
+  if (slash == NULL)
+    return esbx_make_error (err, EINVAL, "sandbox root `%s`: not a path", root);
+  *slash = '\0';
+  json_array_foreach (secrets, i, a)
+    {
+      _cleanup_free_ char *name = NULL;
+      const char *text = json_get_string (a, "placeholder");
+
+      if (json_get_string (a, "file") == NULL || (name = placeholder_file (slash + 1, a)) == NULL)
+        continue;
+      if (dfd < 0 && (dfd = esbx_open_dir_at (AT_FDCWD, dir, err)) < 0)
+        return -1;
+      if (esbx_replace_file_at (dfd, name, text, strlen (text), 0400, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 int
 esbx_gvisor_root_prepare (const struct esbx_sandbox_session *ss, const char *root,
                           esbx_error_t *err)
@@ -158,6 +206,8 @@ esbx_gvisor_root_prepare (const struct esbx_sandbox_session *ss, const char *roo
   if (fd < 0)
     return esbx_make_error (err, errno, "create `%s`", empty);
   close (fd);
+  if (write_placeholders (ss, root, err) < 0)
+    return -1;
   for (i = 0; i < ARRAY_SIZE (host_allowed); i++)
     {
       struct stat st;
@@ -202,8 +252,19 @@ esbx_gvisor_root_prepare (const struct esbx_sandbox_session *ss, const char *roo
   return 0;
 }
 
+/* FILE of the host's /etc, when it is a regular file, replaced by SOURCE.  */
+static void
+etc_file (json_t *mounts, const char *file, const char *source)
+{
+  struct stat st;
+
+  if (source && lstat (file, &st) == 0 && S_ISREG (st.st_mode))
+    ro_bind (mounts, file, source);
+}
+
 json_t *
-esbx_gvisor_spec (const struct esbx_sandbox_session *ss, const char *root, esbx_error_t *err)
+esbx_gvisor_spec (const struct esbx_sandbox_session *ss, const char *root,
+                  const struct esbx_gvisor_net *net, esbx_error_t *err)
 {
   static const char *const ns_types[] = { "pid", "network", "ipc", "uts", "mount" };
   const struct esbx_session *s = ss->rec;
@@ -279,16 +340,27 @@ esbx_gvisor_spec (const struct esbx_sandbox_session *ss, const char *root, esbx_
 
       if (name == NULL || file == NULL || !esbx_name_valid (name))
         continue;
-      src = esbx_secret_path (ss->store, name);
+      src = placeholder_file (root, a);
+      if (src == NULL)
+        src = esbx_secret_path (ss->store, name);
       add_mount (mounts, file, "bind", src, o, ARRAY_SIZE (o));
     }
+  etc_file (mounts, "/etc/resolv.conf", net->resolv_conf);
+  etc_file (mounts, "/etc/ssl/certs/ca-certificates.crt", net->ca_bundle);
   add_mount (mounts, s->workspace ? s->workspace : "/workspace", "bind", merged, ws_o,
              ARRAY_SIZE (ws_o));
   json_set (spec, "mounts", mounts);
   for (i = 0; i < ARRAY_SIZE (ns_types); i++)
     {
-      json_t *e = json_new (JSON_OBJECT);
+      bool netns = strcmp (ns_types[i], "network") == 0;
+      json_t *e;
+
+      if (netns && net->host)
+        continue;
+      e = json_new (JSON_OBJECT);
       json_set_string (e, "type", ns_types[i]);
+      if (netns && net->netns)
+        json_set_string (e, "path", net->netns);
       json_append (ns, e);
     }
   json_set (linux_, "namespaces", ns);

@@ -311,15 +311,6 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
   limits.cpus = s->cpus;
   if (esbx_cgroup_create (cg, &limits, err) < 0)
     return -1;
-  if (esbx_gvisor_wanted (s))
-    {
-      if (esbx_gvisor_start (ss, cg, err) < 0)
-        {
-          esbx_cgroup_remove (cg, NULL);
-          return -1;
-        }
-      return 0;
-    }
   /* A holder killed with -9 left its network: recorded and removed.  */
   if (egress)
     esbx_egress_down (ss->store, ss->name);
@@ -329,6 +320,20 @@ start_holder (struct esbx_sandbox_session *ss, esbx_error_t *err)
       esbx_egress_down (ss->store, ss->name);
       esbx_cgroup_remove (cg, NULL);
       return -1;
+    }
+  if (esbx_gvisor_wanted (s))
+    {
+      /* The table first: runsc takes the link as it starts.  */
+      ret = egress ? esbx_egress_rules (s, &net, err) : 0;
+      if (ret == 0)
+        ret = esbx_gvisor_start (ss, cg, egress ? &net : NULL, err);
+      esbx_egress_clear (&net);
+      if (ret < 0)
+        {
+          esbx_egress_down (ss->store, ss->name);
+          esbx_cgroup_remove (cg, NULL);
+        }
+      return ret;
     }
   dir = esbx_session_dir (ss->store, ss->name);
   merged = esbx_session_merged (ss->store, ss->name);

@@ -659,7 +659,9 @@ esbx_egress_link (const struct esbx_session *s, const struct esbx_egress *net, p
                          "addr add %s dev %s\n"
                          "link set %s up\n",
                          n.veth, pidtext, gw_cidr, n.veth, n.veth);
-  session_side = xasprintf ("addr add %s dev eth0\n"
+  /* lo too: gVisor's netstack makes the loopback of what is up.  */
+  session_side = xasprintf ("link set lo up\n"
+                            "addr add %s dev eth0\n"
                             "link set eth0 up\n"
                             "route add default via %s\n",
                             addr_cidr, n.gw);
