@@ -144,8 +144,8 @@ sweep (struct runtime *rt)
 }
 
 int
-joined_dir_make (struct runtime *rt, const char *runc_root, const char *id, char **path,
-                 int *lock_fd, esbx_error_t *err)
+joined_dir_make (struct runtime *rt, const char *runc_root, const char *id, gid_t group,
+                 char **path, int *lock_fd, esbx_error_t *err)
 {
   _cleanup_free_ char *dir = joined_dir_path (runc_root, id);
   _cleanup_close_ int parent = -1, dfd = -1, lock = -1;
@@ -169,11 +169,17 @@ joined_dir_make (struct runtime *rt, const char *runc_root, const char *id, char
     return esbx_make_error (err, EEXIST, "container `%s` exists", id);
   if (clean_entry (parent, name, err) < 0)
     return -1;
-  if (mkdirat (parent, name, 0711) < 0)
+  if (mkdirat (parent, name, 0700) < 0)
     return esbx_make_error (err, errno, "mkdir `%s`", dir);
   dfd = esbx_open_dir_at (parent, name, err);
   if (dfd < 0)
     return -1;
+  /* Passed by the session's root group (the container's root, whose
+     runtime mounts from inside its user namespace) and host root only:
+     another host user must not reach the container's root filesystem,
+     which Docker keeps under a directory of mode 0710 too.  */
+  if (fchown (dfd, 0, group) < 0 || fchmod (dfd, 0710) < 0)
+    return esbx_make_error (err, errno, "set the owner of `%s`", dir);
   /* Not O_CLOEXEC: runc inherits it, see above.  */
   lock = TEMP_FAILURE_RETRY (openat (dfd, JOINED_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW, 0600));
   if (lock < 0 || flock (lock, LOCK_EX) < 0)

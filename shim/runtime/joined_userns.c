@@ -200,7 +200,7 @@ spec_join_userns (struct runtime *rt, json_t *config, const char *session, const
   if (path == NULL || path[0] == '\0')
     return esbx_make_error (err, 0, "config.json has no root.path");
   root = path[0] == '/' ? xstrdup (path) : xasprintf ("%s/%s", bundle, path);
-  if (joined_dir_make (rt, runtime_root (rt), id, &d, &lock, err) < 0)
+  if (joined_dir_make (rt, runtime_root (rt), id, (gid_t)info->userns_uid, &d, &lock, err) < 0)
     return esbx_error_wrap (err, "esbx session `%s`", session);
   if (mount_all (config, session, root, d, info, err) < 0)
     {

@@ -88,8 +88,8 @@ int spec_join_userns (struct runtime *rt, json_t *config, const char *session, c
                       esbx_error_t *err);
 /* joined_dir.c: a joined container's directory of host-side mounts.  */
 char *joined_dir_path (const char *runc_root, const char *id);
-int joined_dir_make (struct runtime *rt, const char *runc_root, const char *id, char **path,
-                     int *lock_fd, esbx_error_t *err);
+int joined_dir_make (struct runtime *rt, const char *runc_root, const char *id, gid_t group,
+                     char **path, int *lock_fd, esbx_error_t *err);
 int joined_dir_set_work (const char *path, const char *work, esbx_error_t *err);
 /* Unmount, remove the work directory, remove the entry; missing is fine.  */
 int joined_dir_remove (const char *path, esbx_error_t *err);

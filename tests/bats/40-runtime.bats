@@ -512,6 +512,12 @@ joined_dir() {
   local dir
   dir=$(joined_dir c1)
   [ -d "$dir" ]
+  # Only the session's ids (and host root) pass its directory: another
+  # host user cannot reach the container's root, its image or workspace.
+  setpriv --reuid=65534 --regid=65534 --clear-groups true
+  run setpriv --reuid=65534 --regid=65534 --clear-groups stat "$dir/root/bin/busybox"
+  assert_failure
+  assert_output --partial "Permission denied"
   "$OCI" --root "$RUNC_ROOT" kill c1 KILL
   wait_stopped c1
   "$RT" --root "$RUNC_ROOT" delete c1
