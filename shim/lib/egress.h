@@ -75,6 +75,9 @@ void esbx_egress_for_each_slot (esbx_store_t *store, int dfd,
                                 void (*fn) (esbx_store_t *, int, int, const char *, void *),
                                 void *data);
 void esbx_egress_free_slot (int dfd, int slot);
+/* The name of the nftables table (inet) SLOT's elements are in, from its
+   record (ESBX_EGRESS_RUN opened as DFD), into NAME of SIZE bytes.  */
+int esbx_egress_slot_table (int dfd, int slot, char *name, size_t size);
 
 /* The first 16 hex digits of the SHA-256 of STORE's root: what names the
    store's files under ESBX_EGRESS_RUN (its proxy's directory, the index
