@@ -123,8 +123,8 @@ static int shared_table (char name[SHARED_TABLE_LEN], esbx_error_t *err);
 /* The sets of the shared table whose elements belong to a session, their
    keys starting with its link (see shared_ruleset).  */
 static const char *const session_sets[]
-    = { "refused", "refused_other", "dns_meter", "dns_limited", "allowed", "allowed_port",
-        "proxy_dst", "dns_dst",      "redir",     "src",         "links" };
+    = { "refused",      "refused_other", "refused_new", "dns_meter", "dns_limited", "allowed",
+        "allowed_port", "proxy_dst",     "dns_dst",     "redir",     "src",         "links" };
 
 /* ---- slots ------------------------------------------------------------ */
 
@@ -568,7 +568,14 @@ append (char **buf, const char *fmt, ...)
    Its name carries a digest of its text: a change of the rules or of the
    range is a new table, never a table of mixed rules.  */
 static const char *const shared_chains[]
-    = { "refuse", "prerouting", "forward", "egress", "input", "ingress", "postrouting" };
+    = { "refuse", "refuse_count", "prerouting", "forward",
+        "egress", "input",        "ingress",    "postrouting" };
+/* The new destinations a session's refused packets may add to `refused`
+   and `refused_other`, shared by every session: 4096 at once, then one a
+   second (`refused_new`), so that no session takes the others' room.
+   Packets to destinations already there are counted always.  */
+#define REFUSED_NEW_RATE  1
+#define REFUSED_NEW_BURST 4096
 
 static char *
 shared_ruleset (const char *table, uint32_t range, unsigned prefix)
@@ -593,12 +600,14 @@ shared_ruleset (const char *table, uint32_t range, unsigned prefix)
           "  set allowed_port { type ifname . ipv4_addr . inet_proto . inet_service; "
           "flags interval; }\n"
           "  set refused { type ifname . ipv4_addr . inet_proto . inet_service; flags dynamic; "
-          "counter; size 262144; }\n"
+          "counter; size 1048576; }\n"
           "  set refused_other { type ifname . ipv4_addr . inet_proto; flags dynamic; counter; "
-          "size 65536; }\n"
+          "size 262144; }\n"
+          "  set refused_new { type ifname; flags dynamic; size 65536; }\n"
           "  set dns_meter { type ifname; flags dynamic; size 65536; }\n"
           "  set dns_limited { type ifname; flags dynamic; counter; size 65536; }\n"
           "  chain refuse { }\n"
+          "  chain refuse_count { }\n"
           "  chain prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
           "  chain forward { type filter hook forward priority filter - 10; policy accept; }\n"
           "  chain egress { }\n"
@@ -609,6 +618,15 @@ shared_ruleset (const char *table, uint32_t range, unsigned prefix)
           "%2$s"
           "table inet %1$s {\n"
           "  chain refuse {\n"
+          "    meta l4proto { tcp, udp } iifname . ip daddr . meta l4proto . th dport "
+          "@refused goto refuse_count\n"
+          "    meta l4proto != { tcp, udp } meta nfproto ipv4 iifname . ip daddr . meta l4proto "
+          "@refused_other goto refuse_count\n"
+          "    update @refused_new { iifname limit rate over %7$u/second burst %8$u packets } "
+          "reject with icmpx admin-prohibited\n"
+          "    goto refuse_count\n"
+          "  }\n"
+          "  chain refuse_count {\n"
           "    meta l4proto { tcp, udp } add @refused "
           "{ iifname . ip daddr . meta l4proto . th dport }\n"
           "    meta l4proto != { tcp, udp } meta nfproto ipv4 add @refused_other "
@@ -654,7 +672,8 @@ shared_ruleset (const char *table, uint32_t range, unsigned prefix)
           "    iifname @links oifname != @links masquerade\n"
           "  }\n"
           "}\n",
-          table, flush, rng, prefix, ESBX_EGRESS_DNS_RATE, ESBX_EGRESS_DNS_BURST);
+          table, flush, rng, prefix, ESBX_EGRESS_DNS_RATE, ESBX_EGRESS_DNS_BURST, REFUSED_NEW_RATE,
+          REFUSED_NEW_BURST);
   return out;
 }
 

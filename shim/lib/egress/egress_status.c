@@ -60,8 +60,8 @@ proto_text (uint8_t p, char *buf, size_t size)
    (LINK . ADDR . PROTO): {"destination", "protocol", "port"?, "packets"}
    appended to the array DATA.  */
 static void
-refused_entry (const struct esbx_nft_key *key, const struct esbx_nft_key *end,
-               uint64_t packets, void *data)
+refused_entry (const struct esbx_nft_key *key, const struct esbx_nft_key *end, uint64_t packets,
+               void *data)
 {
   char addr[INET_ADDRSTRLEN], proto[16];
   json_t *o;
@@ -112,8 +112,7 @@ table_state (int slot, json_t **refused, int64_t *limited)
       || esbx_nft_elems_read (table, "refused_other", link.b, link.len, refused_entry, *refused,
                               &err)
              < 0
-      || esbx_nft_elems_read (table, "dns_limited", link.b, link.len, limited_entry, limited,
-                              &err)
+      || esbx_nft_elems_read (table, "dns_limited", link.b, link.len, limited_entry, limited, &err)
              < 0)
     esbx_error_free (&err);
 }

@@ -180,9 +180,8 @@ transaction (uint16_t type, struct nftnl_set **sets, size_t n, esbx_error_t *err
   mnl_nlmsg_batch_next (batch);
   for (i = 0; i < n; i++)
     {
-      struct nlmsghdr *h
-          = nftnl_nlmsg_build_hdr (mnl_nlmsg_batch_current (batch), type, NFPROTO_INET,
-                                   NLM_F_CREATE | NLM_F_ACK, nl.seq++);
+      struct nlmsghdr *h = nftnl_nlmsg_build_hdr (mnl_nlmsg_batch_current (batch), type,
+                                                  NFPROTO_INET, NLM_F_CREATE | NLM_F_ACK, nl.seq++);
       nftnl_set_elems_nlmsg_build_payload (h, sets[i]);
       if (!mnl_nlmsg_batch_next (batch))
         {
@@ -302,8 +301,7 @@ dump (const char *table, const char *name, esbx_error_t *err)
 
   if (nl_open (&nl, err) < 0)
     goto fail;
-  h = nftnl_nlmsg_build_hdr (buf, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP | NLM_F_ACK,
-                             nl.seq);
+  h = nftnl_nlmsg_build_hdr (buf, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP | NLM_F_ACK, nl.seq);
   nftnl_set_elems_nlmsg_build_payload (h, s);
   if (mnl_socket_sendto (nl.sock, h, h->nlmsg_len) < 0)
     {
@@ -360,8 +358,8 @@ packets_of (struct nftnl_set_elem *e)
 }
 
 int
-esbx_nft_elems_read (const char *table, const char *set, const uint8_t *prefix,
-                     size_t prefix_len, esbx_nft_elem_fn fn, void *data, esbx_error_t *err)
+esbx_nft_elems_read (const char *table, const char *set, const uint8_t *prefix, size_t prefix_len,
+                     esbx_nft_elem_fn fn, void *data, esbx_error_t *err)
 {
   struct nftnl_set *s = dump (table, set, err);
   struct nftnl_set_elems_iter *it;
@@ -370,7 +368,8 @@ esbx_nft_elems_read (const char *table, const char *set, const uint8_t *prefix,
   if (s == NULL)
     return -1;
   it = nftnl_set_elems_iter_create (s);
-  for (e = it ? nftnl_set_elems_iter_cur (it) : NULL; e; e = nftnl_set_elems_iter_next (it))
+  /* iter_next returns the current element, then moves on.  */
+  while (it && (e = nftnl_set_elems_iter_next (it)) != NULL)
     {
       struct esbx_nft_key key, end;
 
@@ -418,8 +417,8 @@ remove_one (const struct esbx_nft_key *key, const struct esbx_nft_key *end, uint
 }
 
 int
-esbx_nft_elems_remove (const char *table, const char *set, const uint8_t *prefix,
-                       size_t prefix_len, esbx_error_t *err)
+esbx_nft_elems_remove (const char *table, const char *set, const uint8_t *prefix, size_t prefix_len,
+                       esbx_error_t *err)
 {
   struct removal rm = { table, set, 0, err };
 

@@ -47,8 +47,7 @@ int esbx_nft_elems_add (const char *table, const struct esbx_nft_elem *elems, si
 /* An element read from a set: its key, key end (len 0 when none) and the
    packets of its counter (0 when none).  */
 typedef void (*esbx_nft_elem_fn) (const struct esbx_nft_key *key,
-                                  const struct esbx_nft_key *key_end, uint64_t packets,
-                                  void *data);
+                                  const struct esbx_nft_key *key_end, uint64_t packets, void *data);
 /* Call FN for each element of set SET of TABLE whose key starts with
    PREFIX (PREFIX_LEN bytes).  */
 int esbx_nft_elems_read (const char *table, const char *set, const uint8_t *prefix,
