@@ -1,8 +1,9 @@
-/* The egress network of a session: slot, veth, nftables table (see
-   egress.h), and the store's proxy that its table leads to
-   (proxy_launch.c).  Built with the ip, nft and iptables programs
-   (netcmd.h); every object is named after the slot, so that cleanup needs
-   nothing but the slot record.  */
+/* The egress network of a session: slot, veth, its elements in the
+   shared nftables table (see egress.h), and the store's proxy that the
+   table leads to (proxy_launch.c).  Built with the ip and iptables
+   programs (netcmd.h), nft once for the table, and netlink for the
+   elements (nftset.h); every object is named after the slot or keyed by
+   its link, so that cleanup needs nothing but the slot record.  */
 #include "egress.h"
 #include "events.h"
 #include "fs.h"

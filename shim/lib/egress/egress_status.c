@@ -1,14 +1,14 @@
 /* What an egress session's network shows: its policy for inspect, and the
- * attempts it refused.  The table's set `refused` counts packets per
- * destination (address, protocol, port) and `refused_other` per address and
+ * attempts it refused.  The shared table's set `refused` counts packets per
+ * link and destination (address, protocol, port) and `refused_other` per address and
  * protocol for the rest (ICMP...); nothing but the kernel runs to count
  * them.  They are read when asked (inspect, events) and when the network
  * is removed, and each increase since the last reading becomes an
  * "egress.refused" event, so the event log keeps what the table loses.
  * Names the resolver refused come from its log (egress_names.c) at the
  * same moments, each an "egress.refused_name" event.  Queries to the
- * resolver past its rate limit are dropped by the table and counted in its
- * counter `dns_limited`: an "egress.dns_limited" event.  The requests the
+ * resolver past its rate limit are dropped by the table and counted per
+ * link in its set `dns_limited`: an "egress.dns_limited" event.  The requests the
  * proxy logged become "egress.request" events (egress_requests.c).  What was recorded
  * is kept in /run/esbx/egress/N.seen: "ADDR PROTO PORT" -> packets, "name
  * NAME" -> queries (NAMES_MAX names at most), "log offset" and "dns
