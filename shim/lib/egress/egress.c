@@ -319,15 +319,14 @@ esbx_egress_slot_table (int dfd, int slot, char *name, size_t size)
   return 0;
 }
 
-/* Every element of slot N's link in the shared table; `links` last, so
-   that the rules apply to the link until nothing else of it is left.  */
+/* Every element of slot N's link in the shared table, in one
+   transaction.  */
 static void
 drop_elements (int dfd, int slot, const struct slot_names *n)
 {
   struct esbx_nft_key link = { .len = 0 };
   char table[64];
   esbx_error_t e = NULL;
-  size_t i;
 
   if (esbx_egress_slot_table (dfd, slot, table, sizeof table) < 0
       || esbx_nft_table_exists (table, &e) != 1)
@@ -336,9 +335,9 @@ drop_elements (int dfd, int slot, const struct slot_names *n)
       return;
     }
   esbx_nft_key_ifname (&link, n->veth);
-  for (i = 0; i < ARRAY_SIZE (session_sets); i++)
-    if (esbx_nft_elems_remove (table, session_sets[i], link.b, link.len, &e) < 0)
-      esbx_error_free (&e);
+  if (esbx_nft_elems_remove (table, session_sets, ARRAY_SIZE (session_sets), link.b, link.len, &e)
+      < 0)
+    esbx_error_free (&e);
 }
 
 void

@@ -385,44 +385,97 @@ esbx_nft_elems_read (const char *table, const char *set, const uint8_t *prefix, 
   return 0;
 }
 
-struct removal
+/* Elements of a set being gathered: those whose key starts with PREFIX,
+   into the set object S (of the same table and name).  */
+struct gather
 {
-  const char *table, *set;
-  int failed;
-  esbx_error_t *err;
+  struct nftnl_set *s;
+  size_t count;
 };
 
 static void
-remove_one (const struct esbx_nft_key *key, const struct esbx_nft_key *end, uint64_t packets,
+gather_one (const struct esbx_nft_key *key, const struct esbx_nft_key *end, uint64_t packets,
             void *data)
 {
-  struct removal *rm = data;
-  struct nftnl_set *s = set_of (rm->table, rm->set);
-  esbx_error_t e = NULL;
+  struct gather *g = data;
 
   (void)packets;
-  elem_into (s, key, end, NULL);
-  if (transaction (NFT_MSG_DELSETELEM, &s, 1, &e) < 0)
+  elem_into (g->s, key, end, NULL);
+  g->count++;
+}
+
+/* The elements of S, each in a transaction of its own; one gone
+   meanwhile (another esbx removing them too) is what was asked.  */
+static int
+remove_each (const char *table, struct nftnl_set *s, esbx_error_t *err)
+{
+  struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create (s);
+  struct nftnl_set_elem *e;
+  int ret = 0;
+
+  while (it && (e = nftnl_set_elems_iter_next (it)) != NULL)
     {
-      /* Gone meanwhile: what was asked.  */
-      if (e->status != ENOENT && !rm->failed)
+      struct nftnl_set *one = set_of (table, nftnl_set_get_str (s, NFTNL_SET_NAME));
+      struct esbx_nft_key key, end;
+      esbx_error_t e2 = NULL;
+
+      key_of (e, NFTNL_SET_ELEM_KEY, &key);
+      key_of (e, NFTNL_SET_ELEM_KEY_END, &end);
+      elem_into (one, &key, &end, NULL);
+      if (transaction (NFT_MSG_DELSETELEM, &one, 1, &e2) < 0)
         {
-          rm->failed = 1;
-          *rm->err = e;
-          e = NULL;
+          if (e2->status != ENOENT && ret == 0)
+            {
+              *err = e2;
+              e2 = NULL;
+              ret = -1;
+            }
+          esbx_error_free (&e2);
         }
-      esbx_error_free (&e);
+      nftnl_set_free (one);
     }
-  nftnl_set_free (s);
+  if (it)
+    nftnl_set_elems_iter_destroy (it);
+  return ret;
 }
 
 int
-esbx_nft_elems_remove (const char *table, const char *set, const uint8_t *prefix, size_t prefix_len,
-                       esbx_error_t *err)
+esbx_nft_elems_remove (const char *table, const char *const *sets, size_t nsets,
+                       const uint8_t *prefix, size_t prefix_len, esbx_error_t *err)
 {
-  struct removal rm = { table, set, 0, err };
+  _cleanup_free_ struct nftnl_set **found = xmalloc0 ((nsets + 1) * sizeof *found);
+  esbx_error_t e = NULL;
+  size_t i, n = 0;
+  int ret = 0;
 
-  if (esbx_nft_elems_read (table, set, prefix, prefix_len, remove_one, &rm, err) < 0)
-    return -1;
-  return rm.failed ? -1 : 0;
+  for (i = 0; i < nsets; i++)
+    {
+      struct gather g = { set_of (table, sets[i]), 0 };
+
+      if (esbx_nft_elems_read (table, sets[i], prefix, prefix_len, gather_one, &g, &e) < 0)
+        esbx_error_free (&e);
+      if (g.count)
+        found[n++] = g.s;
+      else
+        nftnl_set_free (g.s);
+    }
+  /* One transaction (each costs the kernel a commit); should an element
+     have gone meanwhile, which fails the whole, one at a time.  */
+  if (n && transaction (NFT_MSG_DELSETELEM, found, n, &e) < 0)
+    {
+      esbx_error_free (&e);
+      for (i = 0; i < n; i++)
+        if (remove_each (table, found[i], &e) < 0)
+          {
+            if (ret == 0)
+              *err = e;
+            else
+              esbx_error_free (&e);
+            e = NULL;
+            ret = -1;
+          }
+    }
+  for (i = 0; i < n; i++)
+    nftnl_set_free (found[i]);
+  return ret;
 }

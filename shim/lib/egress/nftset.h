@@ -52,10 +52,10 @@ typedef void (*esbx_nft_elem_fn) (const struct esbx_nft_key *key,
    PREFIX (PREFIX_LEN bytes).  */
 int esbx_nft_elems_read (const char *table, const char *set, const uint8_t *prefix,
                          size_t prefix_len, esbx_nft_elem_fn fn, void *data, esbx_error_t *err);
-/* Remove from set SET of TABLE every element whose key starts with PREFIX;
-   each in a transaction of its own, so that one gone meanwhile does not
-   keep the others.  */
-int esbx_nft_elems_remove (const char *table, const char *set, const uint8_t *prefix,
-                           size_t prefix_len, esbx_error_t *err);
+/* Remove from the NSETS sets SETS of TABLE every element whose key starts
+   with PREFIX, in one transaction (one at a time should one have gone
+   meanwhile).  A set that does not exist has none.  */
+int esbx_nft_elems_remove (const char *table, const char *const *sets, size_t nsets,
+                           const uint8_t *prefix, size_t prefix_len, esbx_error_t *err);
 
 #endif
