@@ -447,6 +447,43 @@ print(i)
   echo "$output" | jq -se 'any(.type == "egress.refused_name" and .name == "after.test")'
 }
 
+# The refused sets are shared by every egress session of the host: one
+# session's flood of new destinations fills its own room (4096 at once),
+# never the others'.  Session $1 sends one UDP packet to each of $2 ports
+# of $INET.2, none allowed.
+refused_flood() {
+  "$ESBX" exec "$1" -- python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in range(20000, 20000 + int(sys.argv[2])):
+    try:
+        s.sendto(b"x", (sys.argv[1], p))
+    except OSError:
+        pass
+' "$INET.2" "$2"
+}
+
+@test "egress: one session's flood of refused destinations fills its own room in the shared sets, not the others'" {
+  esbx_ok session create p --name s1 --network egress --allow a.test
+  esbx_ok session create p --name s2 --network egress --allow a.test
+  esbx_ok exec s2 -- true
+  run refused_flood s1 6000
+  assert_success
+  esbx_ok session inspect s1
+  n=$(echo "$output" | jq '[.egress.refused[] | select(.protocol == "udp")] | length')
+  echo "s1: $n refused destinations counted of 6000" >&3
+  [ "$n" -ge 4000 ]
+  [ "$n" -le 4200 ]
+  # A destination already counted is counted again.
+  run refused_flood s1 1
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.egress.refused[] | select(.port == 20000) | .packets >= 2'
+  # s2's refusals are counted as ever.
+  run refused_flood s2 3
+  esbx_ok session inspect s2
+  echo "$output" | jq -e '[.egress.refused[] | select(.protocol == "udp")] | length == 3'
+}
+
 @test "egress: an allowed name that resolves into a private range is refused unless the range is allowed (DNS rebinding)" {
   esbx_ok session create p --name s1 --network egress --allow rebind.test:8080
   esbx_ok exec s1 -- getent hosts rebind.test
