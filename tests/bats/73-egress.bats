@@ -482,6 +482,12 @@ for p in range(20000, 20000 + int(sys.argv[2])):
   run refused_flood s2 3
   esbx_ok session inspect s2
   echo "$output" | jq -e '[.egress.refused[] | select(.protocol == "udp")] | length == 3'
+  # Its thousands of elements go with it (one transaction).
+  link=$(egress_link s1)
+  esbx_ok discard s1 --force
+  run nft_names_link "$link"
+  assert_failure
+  assert_file_not_exists "/run/esbx/egress/${link#esbxe}.json"
 }
 
 @test "egress: an allowed name that resolves into a private range is refused unless the range is allowed (DNS rebinding)" {

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +96,16 @@ nl_open (struct nl *nl, esbx_error_t *err)
       nl_close (nl);
       return esbx_make_error (err, saved, "bind a netfilter netlink socket");
     }
+  /* Acknowledgements without the message echoed (a batch of thousands of
+     elements is acknowledged by a few headers); no answer within 10 s is
+     an error, never a wait for ever.  */
+  {
+    struct timeval tv = { .tv_sec = 10 };
+    int one = 1;
+
+    (void)setsockopt (mnl_socket_get_fd (nl->sock), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
+    (void)setsockopt (mnl_socket_get_fd (nl->sock), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
   nl->portid = mnl_socket_get_portid (nl->sock);
   nl->seq = (uint32_t)time (NULL);
   return 0;
@@ -113,8 +125,10 @@ nl_acks (struct nl *nl, size_t count)
       const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
       int len = (int)n;
 
+      if (n < 0 && errno == EINTR)
+        continue;
       if (n < 0)
-        return errno == EINTR ? -EINTR : -errno;
+        return -errno;
       for (; mnl_nlmsg_ok (h, len); h = mnl_nlmsg_next (h, &len))
         if (h->nlmsg_type == NLMSG_ERROR && count > 0)
           {
@@ -126,12 +140,6 @@ nl_acks (struct nl *nl, size_t count)
     }
   return first;
 }
-
-struct group
-{
-  const char *set;
-  struct nftnl_set *s;
-};
 
 static struct nftnl_set *
 set_of (const char *table, const char *name)
@@ -162,33 +170,54 @@ elem_into (struct nftnl_set *s, const struct esbx_nft_key *key, const struct esb
   nftnl_set_elem_add (s, e);
 }
 
-/* One transaction: a message of type TYPE for each of the N sets SETS
-   (their elements).  */
+/* Elements a message carries at most: its list of elements is one
+   netlink attribute, whose length is 16 bits (ELEM_ROOM each at most).  */
+#define ELEMS_PER_MSG 128
+#define ELEM_ROOM     256
+#define MSG_ROOM      512
+
+/* One transaction: messages of type TYPE for the N elements ELEMS of
+   TABLE, consecutive elements of one set in one message (ELEMS_PER_MSG
+   at most).  The buffer holds them all (the kernel's socket buffer made
+   as large): a teardown may remove thousands of refused destinations.  */
 static int
-transaction (uint16_t type, struct nftnl_set **sets, size_t n, esbx_error_t *err)
+transaction (uint16_t type, const char *table, const struct esbx_nft_elem *elems, size_t n,
+             esbx_error_t *err)
 {
-  _cleanup_free_ char *buf = xmalloc0 (BUF_SIZE);
+  size_t size = 2 * (4096 + n * ELEM_ROOM + (n / ELEMS_PER_MSG + n + 2) * MSG_ROOM);
+  _cleanup_free_ char *buf = NULL;
   struct mnl_nlmsg_batch *batch;
   struct nl nl = { 0 };
-  size_t i;
-  int r;
+  size_t i = 0, msgs = 0;
+  int r, sndbuf = (int)(size / 2);
 
+  if (n == 0)
+    return 0;
   if (nl_open (&nl, err) < 0)
     return -1;
-  batch = mnl_nlmsg_batch_start (buf, BUF_SIZE);
+  if (setsockopt (mnl_socket_get_fd (nl.sock), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf)
+      < 0)
+    (void)setsockopt (mnl_socket_get_fd (nl.sock), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  buf = xmalloc0 (size);
+  batch = mnl_nlmsg_batch_start (buf, size / 2);
   nftnl_batch_begin (mnl_nlmsg_batch_current (batch), nl.seq++);
   mnl_nlmsg_batch_next (batch);
-  for (i = 0; i < n; i++)
+  while (i < n)
     {
-      struct nlmsghdr *h = nftnl_nlmsg_build_hdr (mnl_nlmsg_batch_current (batch), type,
-                                                  NFPROTO_INET, NLM_F_CREATE | NLM_F_ACK, nl.seq++);
-      nftnl_set_elems_nlmsg_build_payload (h, sets[i]);
-      if (!mnl_nlmsg_batch_next (batch))
-        {
-          mnl_nlmsg_batch_stop (batch);
-          nl_close (&nl);
-          return esbx_make_error (err, E2BIG, "nftables batch too large");
-        }
+      struct nftnl_set *s = set_of (table, elems[i].set);
+      struct nlmsghdr *h;
+      size_t k;
+
+      for (k = 0; i < n && k < ELEMS_PER_MSG
+                  && strcmp (elems[i].set, nftnl_set_get_str (s, NFTNL_SET_NAME)) == 0;
+           i++, k++)
+        elem_into (s, &elems[i].key, &elems[i].key_end, &elems[i].data);
+      h = nftnl_nlmsg_build_hdr (mnl_nlmsg_batch_current (batch), type, NFPROTO_INET,
+                                 NLM_F_CREATE | NLM_F_ACK, nl.seq++);
+      nftnl_set_elems_nlmsg_build_payload (h, s);
+      nftnl_set_free (s);
+      mnl_nlmsg_batch_next (batch);
+      msgs++;
     }
   nftnl_batch_end (mnl_nlmsg_batch_current (batch), nl.seq++);
   mnl_nlmsg_batch_next (batch);
@@ -200,7 +229,7 @@ transaction (uint16_t type, struct nftnl_set **sets, size_t n, esbx_error_t *err
       return esbx_make_error (err, -r, "send to nftables");
     }
   mnl_nlmsg_batch_stop (batch);
-  r = nl_acks (&nl, n);
+  r = nl_acks (&nl, msgs);
   nl_close (&nl);
   if (r < 0)
     return esbx_make_error (err, -r, "nftables");
@@ -211,23 +240,7 @@ int
 esbx_nft_elems_add (const char *table, const struct esbx_nft_elem *elems, size_t n,
                     esbx_error_t *err)
 {
-  _cleanup_free_ struct nftnl_set **sets = xmalloc0 ((n + 1) * sizeof *sets);
-  size_t i, j, nsets = 0;
-  int r;
-
-  for (i = 0; i < n; i++)
-    {
-      for (j = 0; j < nsets; j++)
-        if (strcmp (nftnl_set_get_str (sets[j], NFTNL_SET_NAME), elems[i].set) == 0)
-          break;
-      if (j == nsets)
-        sets[nsets++] = set_of (table, elems[i].set);
-      elem_into (sets[j], &elems[i].key, &elems[i].key_end, &elems[i].data);
-    }
-  r = transaction (NFT_MSG_NEWSETELEM, sets, nsets, err);
-  for (j = 0; j < nsets; j++)
-    nftnl_set_free (sets[j]);
-  if (r < 0)
+  if (transaction (NFT_MSG_NEWSETELEM, table, elems, n, err) < 0)
     return esbx_error_wrap (err, "add to the sets of table `inet %s`", table);
   return 0;
 }
@@ -385,12 +398,12 @@ esbx_nft_elems_read (const char *table, const char *set, const uint8_t *prefix, 
   return 0;
 }
 
-/* Elements of a set being gathered: those whose key starts with PREFIX,
-   into the set object S (of the same table and name).  */
+/* The elements of a set being gathered, into a list of elements.  */
 struct gather
 {
-  struct nftnl_set *s;
-  size_t count;
+  const char *set;
+  struct esbx_nft_elem *v;
+  size_t n;
 };
 
 static void
@@ -398,84 +411,50 @@ gather_one (const struct esbx_nft_key *key, const struct esbx_nft_key *end, uint
             void *data)
 {
   struct gather *g = data;
+  struct esbx_nft_elem *e;
 
   (void)packets;
-  elem_into (g->s, key, end, NULL);
-  g->count++;
-}
-
-/* The elements of S, each in a transaction of its own; one gone
-   meanwhile (another esbx removing them too) is what was asked.  */
-static int
-remove_each (const char *table, struct nftnl_set *s, esbx_error_t *err)
-{
-  struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create (s);
-  struct nftnl_set_elem *e;
-  int ret = 0;
-
-  while (it && (e = nftnl_set_elems_iter_next (it)) != NULL)
-    {
-      struct nftnl_set *one = set_of (table, nftnl_set_get_str (s, NFTNL_SET_NAME));
-      struct esbx_nft_key key, end;
-      esbx_error_t e2 = NULL;
-
-      key_of (e, NFTNL_SET_ELEM_KEY, &key);
-      key_of (e, NFTNL_SET_ELEM_KEY_END, &end);
-      elem_into (one, &key, &end, NULL);
-      if (transaction (NFT_MSG_DELSETELEM, &one, 1, &e2) < 0)
-        {
-          if (e2->status != ENOENT && ret == 0)
-            {
-              *err = e2;
-              e2 = NULL;
-              ret = -1;
-            }
-          esbx_error_free (&e2);
-        }
-      nftnl_set_free (one);
-    }
-  if (it)
-    nftnl_set_elems_iter_destroy (it);
-  return ret;
+  g->v = xrealloc (g->v, (g->n + 1) * sizeof *g->v);
+  e = &g->v[g->n++];
+  memset (e, 0, sizeof *e);
+  e->set = g->set;
+  e->key = *key;
+  e->key_end = *end;
 }
 
 int
 esbx_nft_elems_remove (const char *table, const char *const *sets, size_t nsets,
                        const uint8_t *prefix, size_t prefix_len, esbx_error_t *err)
 {
-  _cleanup_free_ struct nftnl_set **found = xmalloc0 ((nsets + 1) * sizeof *found);
+  struct gather g = { NULL, NULL, 0 };
   esbx_error_t e = NULL;
-  size_t i, n = 0;
+  size_t i;
   int ret = 0;
 
   for (i = 0; i < nsets; i++)
     {
-      struct gather g = { set_of (table, sets[i]), 0 };
-
+      g.set = sets[i];
       if (esbx_nft_elems_read (table, sets[i], prefix, prefix_len, gather_one, &g, &e) < 0)
         esbx_error_free (&e);
-      if (g.count)
-        found[n++] = g.s;
-      else
-        nftnl_set_free (g.s);
     }
   /* One transaction (each costs the kernel a commit); should an element
-     have gone meanwhile, which fails the whole, one at a time.  */
-  if (n && transaction (NFT_MSG_DELSETELEM, found, n, &e) < 0)
+     have gone meanwhile (another esbx removing them too), which fails the
+     whole, one at a time, and one gone is what was asked.  */
+  if (transaction (NFT_MSG_DELSETELEM, table, g.v, g.n, &e) < 0)
     {
       esbx_error_free (&e);
-      for (i = 0; i < n; i++)
-        if (remove_each (table, found[i], &e) < 0)
+      for (i = 0; i < g.n; i++)
+        if (transaction (NFT_MSG_DELSETELEM, table, &g.v[i], 1, &e) < 0)
           {
-            if (ret == 0)
-              *err = e;
-            else
-              esbx_error_free (&e);
-            e = NULL;
-            ret = -1;
+            if (e->status != ENOENT && ret == 0)
+              {
+                *err = e;
+                e = NULL;
+                ret = -1;
+              }
+            esbx_error_free (&e);
           }
     }
-  for (i = 0; i < n; i++)
-    nftnl_set_free (found[i]);
+  free (g.v);
   return ret;
 }
