@@ -205,10 +205,9 @@ take_slot (int dfd, esbx_store_t *store, const char *session, int *slot, esbx_er
   _cleanup_free_ char *text = NULL, *tmp = NULL;
   uint32_t base;
   unsigned prefix;
+  char table[SHARED_TABLE_LEN];
   size_t len;
   int i, max, fd;
-
-  char table[SHARED_TABLE_LEN];
 
   if (egress_range (&base, &prefix, err) < 0 || shared_table (table, err) < 0)
     return -1;
@@ -320,24 +319,32 @@ esbx_egress_slot_table (int dfd, int slot, char *name, size_t size)
 }
 
 /* Every element of slot N's link in the shared table, in one
-   transaction.  */
-static void
+   transaction; -1 when some could not be removed (the record is kept
+   then, for gc to try again).  */
+static int
 drop_elements (int dfd, int slot, const struct slot_names *n)
 {
   struct esbx_nft_key link = { .len = 0 };
   char table[64];
   esbx_error_t e = NULL;
+  int r;
 
-  if (esbx_egress_slot_table (dfd, slot, table, sizeof table) < 0
-      || esbx_nft_table_exists (table, &e) != 1)
+  if (esbx_egress_slot_table (dfd, slot, table, sizeof table) < 0)
+    return 0;
+  r = esbx_nft_table_exists (table, &e);
+  if (r <= 0)
     {
       esbx_error_free (&e);
-      return;
+      return r;
     }
   esbx_nft_key_ifname (&link, n->veth);
   if (esbx_nft_elems_remove (table, session_sets, ARRAY_SIZE (session_sets), link.b, link.len, &e)
       < 0)
-    esbx_error_free (&e);
+    {
+      esbx_error_free (&e);
+      return -1;
+    }
+  return 0;
 }
 
 void
@@ -347,6 +354,7 @@ esbx_egress_free_slot (int dfd, int slot)
   esbx_error_t e = NULL;
   static const char *const suffixes[] = { "pid", "resolv", "log", "seen", "requests" };
   size_t i;
+  bool kept;
 
   if (slot_names (slot, &n, &e) < 0)
     {
@@ -358,7 +366,7 @@ esbx_egress_free_slot (int dfd, int slot)
     char *argv[] = { (char *)"ip", (char *)"link", (char *)"delete", n.veth, NULL };
     ignore (argv, -1);
   }
-  drop_elements (dfd, slot, &n);
+  kept = drop_elements (dfd, slot, &n) < 0;
   /* A table of its own: a session started by an esbx before the shared
      table.  */
   if (esbx_nft_table_exists (n.table, &e) == 1)
@@ -374,10 +382,11 @@ esbx_egress_free_slot (int dfd, int slot)
       unlinkat (dfd, name, 0);
     }
   /* Last: while the record exists, gc finds what is left.  */
-  {
-    _cleanup_free_ char *name = xasprintf ("%d.json", slot);
-    unlinkat (dfd, name, 0);
-  }
+  if (!kept)
+    {
+      _cleanup_free_ char *name = xasprintf ("%d.json", slot);
+      unlinkat (dfd, name, 0);
+    }
 }
 
 void
