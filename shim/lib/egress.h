@@ -6,8 +6,10 @@
  * nftables tables are: each is a record /run/esbx/egress/N.json naming the
  * store and the session, made with link(2) so that two sessions never
  * share one; at most ESBX_EGRESS_MAX (default 1024) exist at once.  On the
- * host, the nftables table `inet esbx_eN` redirects the session's gateway
- * ports 3128 (HTTP proxy) and 53 (DNS) to the store's egress proxy
+ * host, the nftables table `inet esbx_egress_HASH`, one for every session,
+ * with the session's elements in its sets (keyed by its link), redirects
+ * the session's gateway ports 3128 (HTTP proxy) and 53 (DNS) to the
+ * store's egress proxy
  * (shim/proxy/, one process for every session of the store:
  * proxy_launch.c), lets through the address entries of its allow-list
  * (masqueraded), and refuses everything else.  See docs/SECURITY.md,
@@ -75,6 +77,9 @@ void esbx_egress_for_each_slot (esbx_store_t *store, int dfd,
                                 void (*fn) (esbx_store_t *, int, int, const char *, void *),
                                 void *data);
 void esbx_egress_free_slot (int dfd, int slot);
+/* The name of the nftables table (inet) SLOT's elements are in, from its
+   record (ESBX_EGRESS_RUN opened as DFD), into NAME of SIZE bytes.  */
+int esbx_egress_slot_table (int dfd, int slot, char *name, size_t size);
 
 /* The first 16 hex digits of the SHA-256 of STORE's root: what names the
    store's files under ESBX_EGRESS_RUN (its proxy's directory, the index
@@ -85,7 +90,8 @@ int esbx_egress_slot (esbx_store_t *store, const char *session);
 /* The host side (resolver, gateway) and session side addresses of SLOT,
    INET_ADDRSTRLEN bytes each.  */
 int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *err);
-/* The host-side names of SLOT: link and nftables table (inet family).  */
+/* The host-side names of SLOT: link, and the nftables table (inet) of
+   its own that sessions had before the shared table (removed if found).  */
 #define ESBX_EGRESS_LINK_PREFIX "esbxe"
 #define ESBX_EGRESS_LINK_FMT    ESBX_EGRESS_LINK_PREFIX "%d"
 #define ESBX_EGRESS_TABLE_FMT   "esbx_e%d"
@@ -95,7 +101,7 @@ int esbx_egress_slot_addresses (int slot, char *gw, char *addr, esbx_error_t *er
 #define ESBX_EGRESS_LOG_MAX (2u << 20)
 #define ESBX_EGRESS_LOG_CUT (1u << 20)
 /* Queries a session may send its resolver: a rate per second and a burst;
-   the table drops the rest and counts them (counter dns_limited).  */
+   the table drops the rest and counts them (set dns_limited).  */
 #define ESBX_EGRESS_DNS_RATE  200
 #define ESBX_EGRESS_DNS_BURST 1000
 

@@ -71,6 +71,10 @@ setup() {
 
 teardown() { teardown_store; }
 
+# Whether the host's nftables name link $1: the elements of the egress
+# sessions' shared table (or a table of its own, made by an older esbx).
+nft_names_link() { nft list ruleset 2>/dev/null | grep -qF "\"$1\""; }
+
 # The slot of session $1's network (from inspect), or nothing.
 egress_link() {
   "$ESBX" session inspect "$1" | jq -r '.egress.link // empty'
@@ -270,16 +274,15 @@ proxy_pid() {
   esbx_ok exec s1 -- true
   link=$(egress_link s1)
   [ -n "$link" ]
-  table=esbx_e${link#esbxe}
   ip link show "$link"
-  nft list table inet "$table"
+  nft_names_link "$link"
   dns=$(proxy_pid)
   [ -n "$dns" ]
   grep -qa esbx-proxy "/proc/$dns/cmdline"
   esbx_ok discard s1 --force
   run ip link show "$link"
   assert_failure
-  run nft list table inet "$table"
+  run nft_names_link "$link"
   assert_failure
   wait_gone "$dns" 20
   assert_file_not_exists "/run/esbx/egress/${link#esbxe}.json"
@@ -294,9 +297,9 @@ proxy_pid() {
   [ -n "$dns" ]
   kill -9 "$(holder_pid s1)"
   wait_gone "$(holder_pid s1)"
-  nft list table inet "esbx_e$slot"
+  nft_names_link "$link"
   esbx_ok gc
-  run nft list table inet "esbx_e$slot"
+  run nft_names_link "$link"
   assert_failure
   run ip link show "$link"
   assert_failure
@@ -304,6 +307,31 @@ proxy_pid() {
   assert_file_not_exists "/run/esbx/egress/$slot.json"
   # The session itself is kept: the next exec gets a network again.
   fetch s1 http://a.test:8080/
+  assert_success
+}
+
+@test "egress: a session's start runs no nft and reads nothing of other sessions (set elements over netlink)" {
+  command -v strace >/dev/null || skip "strace is not installed"
+  esbx_ok session create p --name s1 --network egress --allow a.test
+  esbx_ok exec s1 -- true
+  esbx_ok session create p --name s2 --network egress --allow "$INET.3"
+  # strace follows the holder, which stays: stopped (it detaches) once
+  # the exec returned.
+  strace -f -qq -I1 -e trace=execve -o "$BATS_TEST_TMPDIR/trace" "$ESBX" exec s2 -- true &
+  tracer=$!
+  for _ in $(seq 100); do
+    grep -q '+++ exited with 0 +++' "$BATS_TEST_TMPDIR/trace" 2>/dev/null &&
+      [ "$(head -n1 "$BATS_TEST_TMPDIR/trace" | cut -d' ' -f1)" = \
+        "$(grep '+++ exited with 0 +++' "$BATS_TEST_TMPDIR/trace" | head -n1 | cut -d' ' -f1)" ] && break
+    sleep 0.1
+  done
+  kill "$tracer"
+  wait "$tracer" || true
+  grep -q 'execve(".*esbx-holder"' "$BATS_TEST_TMPDIR/trace"
+  run grep -c 'execve("[^"]*/nft"' "$BATS_TEST_TMPDIR/trace"
+  assert_output 0
+  nft_names_link "$(egress_link s2)"
+  fetch s2 "http://$INET.3:8080/"
   assert_success
 }
 
@@ -417,6 +445,49 @@ print(i)
   # (Past the 1024 names whose totals inspect keeps: an event still.)
   esbx_ok events s1 --json
   echo "$output" | jq -se 'any(.type == "egress.refused_name" and .name == "after.test")'
+}
+
+# The refused sets are shared by every egress session of the host: one
+# session's flood of new destinations fills its own room (4096 at once),
+# never the others'.  Session $1 sends one UDP packet to each of $2 ports
+# of $INET.2, none allowed.
+refused_flood() {
+  "$ESBX" exec "$1" -- python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in range(20000, 20000 + int(sys.argv[2])):
+    try:
+        s.sendto(b"x", (sys.argv[1], p))
+    except OSError:
+        pass
+' "$INET.2" "$2"
+}
+
+@test "egress: one session's flood of refused destinations fills its own room in the shared sets, not the others'" {
+  esbx_ok session create p --name s1 --network egress --allow a.test
+  esbx_ok session create p --name s2 --network egress --allow a.test
+  esbx_ok exec s2 -- true
+  run refused_flood s1 6000
+  assert_success
+  esbx_ok session inspect s1
+  n=$(echo "$output" | jq '[.egress.refused[] | select(.protocol == "udp")] | length')
+  echo "s1: $n refused destinations counted of 6000" >&3
+  [ "$n" -ge 4000 ]
+  [ "$n" -le 4200 ]
+  # A destination already counted is counted again.
+  run refused_flood s1 1
+  esbx_ok session inspect s1
+  echo "$output" | jq -e '.egress.refused[] | select(.port == 20000) | .packets >= 2'
+  # s2's refusals are counted as ever.
+  run refused_flood s2 3
+  esbx_ok session inspect s2
+  echo "$output" | jq -e '[.egress.refused[] | select(.protocol == "udp")] | length == 3'
+  # Its thousands of elements go with it (one transaction).
+  link=$(egress_link s1)
+  esbx_ok discard s1 --force
+  run nft_names_link "$link"
+  assert_failure
+  assert_file_not_exists "/run/esbx/egress/${link#esbxe}.json"
 }
 
 @test "egress: an allowed name that resolves into a private range is refused unless the range is allowed (DNS rebinding)" {

@@ -78,7 +78,7 @@ our_slots() {
   [ -z "$(our_slots)" ]
   for s in $slots; do
     ! ip link show "esbxe$s" >/dev/null 2>&1
-    ! nft list table inet "esbx_e$s" >/dev/null 2>&1
+    ! nft list ruleset | grep -qF "\"esbxe$s\""
   done
   [ -z "$(ls "$ESBX_ROOT/sessions")" ]
   wait_gone "$pids" 20

@@ -1,13 +1,15 @@
-/* The egress network of a session: slot, veth, nftables table (see
-   egress.h), and the store's proxy that its table leads to
-   (proxy_launch.c).  Built with the ip, nft and iptables programs
-   (netcmd.h); every object is named after the slot, so that cleanup needs
-   nothing but the slot record.  */
+/* The egress network of a session: slot, veth, its elements in the
+   shared nftables table (see egress.h), and the store's proxy that the
+   table leads to (proxy_launch.c).  Built with the ip and iptables
+   programs (netcmd.h), nft once for the table, and netlink for the
+   elements (nftset.h); every object is named after the slot or keyed by
+   its link, so that cleanup needs nothing but the slot record.  */
 #include "egress.h"
 #include "events.h"
 #include "fs.h"
 #include "hash.h"
 #include "netcmd.h"
+#include "nftset.h"
 #include "proc.h"
 #include "text.h"
 #include "utils.h"
@@ -35,6 +37,7 @@ struct slot_names
   char table[16];
   char gw[INET_ADDRSTRLEN];
   char addr[INET_ADDRSTRLEN];
+  uint32_t gw_a, addr_a; /* host order */
 };
 
 static int
@@ -88,8 +91,10 @@ slot_names (int slot, struct slot_names *n, esbx_error_t *err)
     return -1;
   snprintf (n->veth, sizeof n->veth, ESBX_EGRESS_LINK_FMT, slot);
   snprintf (n->table, sizeof n->table, ESBX_EGRESS_TABLE_FMT, slot);
-  ipv4_text (base + 4u * (uint32_t)slot + 1, n->gw);
-  ipv4_text (base + 4u * (uint32_t)slot + 2, n->addr);
+  n->gw_a = base + 4u * (uint32_t)slot + 1;
+  n->addr_a = base + 4u * (uint32_t)slot + 2;
+  ipv4_text (n->gw_a, n->gw);
+  ipv4_text (n->addr_a, n->addr);
   return 0;
 }
 
@@ -112,6 +117,15 @@ run_dir (esbx_error_t *err)
     return -1;
   return esbx_open_dir_at (AT_FDCWD, EGRESS_RUN, err);
 }
+
+#define SHARED_TABLE_PREFIX "esbx_egress_"
+#define SHARED_TABLE_LEN    (sizeof SHARED_TABLE_PREFIX + 12)
+static int shared_table (char name[SHARED_TABLE_LEN], esbx_error_t *err);
+/* The sets of the shared table whose elements belong to a session, their
+   keys starting with its link (see shared_ruleset).  */
+static const char *const session_sets[]
+    = { "refused",      "refused_other", "refused_new", "dns_meter", "dns_limited", "allowed",
+        "allowed_port", "proxy_dst",     "dns_dst",     "redir",     "src",         "links" };
 
 /* ---- slots ------------------------------------------------------------ */
 
@@ -191,14 +205,18 @@ take_slot (int dfd, esbx_store_t *store, const char *session, int *slot, esbx_er
   _cleanup_free_ char *text = NULL, *tmp = NULL;
   uint32_t base;
   unsigned prefix;
+  char table[SHARED_TABLE_LEN];
   size_t len;
   int i, max, fd;
 
-  if (egress_range (&base, &prefix, err) < 0)
+  if (egress_range (&base, &prefix, err) < 0 || shared_table (table, err) < 0)
     return -1;
   max = egress_max ((uint32_t)1 << (32 - prefix) >> 2);
   json_set_string (rec, "store", store->root);
   json_set_string (rec, "session", session);
+  /* The table the session's elements go to: its end finds them whatever
+     the range is then.  */
+  json_set_string (rec, "table", table);
   text = json_serialize (rec, true, &len);
   tmp = xasprintf (".new.%d", (int)getpid ());
   fd = TEMP_FAILURE_RETRY (
@@ -273,6 +291,62 @@ drop_index (int dfd, int slot)
     unlinkat (dfd, target, 0);
 }
 
+int
+esbx_egress_slot_table (int dfd, int slot, char *name, size_t size)
+{
+  _cleanup_free_ char *rec_name = xasprintf ("%d.json", slot);
+  _cleanup_json_ json_t *rec = NULL;
+  char current[SHARED_TABLE_LEN];
+  esbx_error_t e = NULL;
+  const char *t;
+
+  rec = json_parse_file_at (dfd, rec_name, &e);
+  esbx_error_free (&e);
+  t = rec ? json_get_string (rec, "table") : NULL;
+  if (t == NULL || strncmp (t, SHARED_TABLE_PREFIX, strlen (SHARED_TABLE_PREFIX)) != 0)
+    {
+      if (shared_table (current, &e) < 0)
+        {
+          esbx_error_free (&e);
+          return -1;
+        }
+      t = current;
+    }
+  if (strlen (t) >= size)
+    return -1;
+  strcpy (name, t);
+  return 0;
+}
+
+/* Every element of slot N's link in the shared table, in one
+   transaction; -1 when some could not be removed (the record is kept
+   then, for gc to try again).  */
+static int
+drop_elements (int dfd, int slot, const struct slot_names *n)
+{
+  struct esbx_nft_key link = { .len = 0 };
+  char table[64];
+  esbx_error_t e = NULL;
+  int r;
+
+  if (esbx_egress_slot_table (dfd, slot, table, sizeof table) < 0)
+    return 0;
+  r = esbx_nft_table_exists (table, &e);
+  if (r <= 0)
+    {
+      esbx_error_free (&e);
+      return r;
+    }
+  esbx_nft_key_ifname (&link, n->veth);
+  if (esbx_nft_elems_remove (table, session_sets, ARRAY_SIZE (session_sets), link.b, link.len, &e)
+      < 0)
+    {
+      esbx_error_free (&e);
+      return -1;
+    }
+  return 0;
+}
+
 void
 esbx_egress_free_slot (int dfd, int slot)
 {
@@ -280,6 +354,7 @@ esbx_egress_free_slot (int dfd, int slot)
   esbx_error_t e = NULL;
   static const char *const suffixes[] = { "pid", "resolv", "log", "seen", "requests" };
   size_t i;
+  bool kept;
 
   if (slot_names (slot, &n, &e) < 0)
     {
@@ -288,24 +363,30 @@ esbx_egress_free_slot (int dfd, int slot)
     }
   drop_index (dfd, slot);
   {
-    char *argv[]
-        = { (char *)"nft", (char *)"delete", (char *)"table", (char *)"inet", n.table, NULL };
-    ignore (argv, -1);
-  }
-  {
     char *argv[] = { (char *)"ip", (char *)"link", (char *)"delete", n.veth, NULL };
     ignore (argv, -1);
   }
+  kept = drop_elements (dfd, slot, &n) < 0;
+  /* A table of its own: a session started by an esbx before the shared
+     table.  */
+  if (esbx_nft_table_exists (n.table, &e) == 1)
+    {
+      char *argv[]
+          = { (char *)"nft", (char *)"delete", (char *)"table", (char *)"inet", n.table, NULL };
+      ignore (argv, -1);
+    }
+  esbx_error_free (&e);
   for (i = 0; i < ARRAY_SIZE (suffixes); i++)
     {
       _cleanup_free_ char *name = xasprintf ("%d.%s", slot, suffixes[i]);
       unlinkat (dfd, name, 0);
     }
   /* Last: while the record exists, gc finds what is left.  */
-  {
-    _cleanup_free_ char *name = xasprintf ("%d.json", slot);
-    unlinkat (dfd, name, 0);
-  }
+  if (!kept)
+    {
+      _cleanup_free_ char *name = xasprintf ("%d.json", slot);
+      unlinkat (dfd, name, 0);
+    }
 }
 
 void
@@ -476,28 +557,192 @@ append (char **buf, const char *fmt, ...)
   *buf = xasprintf ("%s%s", old ? old : "", piece);
 }
 
-/* The table of slot N: see docs/SECURITY.md, "Network".  The session
-   reaches its gateway's 3128 and 53, redirected to the store's proxy
-   (PROXY), and the address entries of its allow-list without methods or
-   a path; names go through the proxy only.  Refused packets go through
-   `refuse`, which counts them per destination in the set `refused` (read
-   by esbx_egress_json) and rejects them.  */
+/* The table of every egress session of the host (for the range RANGE/
+   PREFIX): see docs/SECURITY.md, "Network".  Its rules apply to the
+   links in the set `links` and tell sessions apart by their link, through
+   sets whose keys start with it; a session's start adds its elements
+   (session_elems), its end removes them (esbx_egress_free_slot).  A
+   session's gateway 3128 and 53 are redirected to its store's proxy (map
+   `redir`, from the session's own address only); the address entries of
+   its allow-list without methods or a path are in `allowed` (every port)
+   and `allowed_port`; names go through the proxy only.  Refused packets
+   go through `refuse`, which counts them per link and destination in the
+   sets `refused` and `refused_other` (read by esbx_egress_json) and
+   rejects them.  Queries to the resolver over the rate are dropped and
+   counted per link in `dns_limited`.
+
+   The script is idempotent: the chains are declared, flushed and filled
+   in one transaction, so that two esbx making the table at once, or one
+   making it again, leave one copy of each rule and every set's elements.
+   Its name carries a digest of its text: a change of the rules or of the
+   range is a new table, never a table of mixed rules.  */
+static const char *const shared_chains[]
+    = { "refuse", "refuse_count", "prerouting", "forward",
+        "egress", "input",        "ingress",    "postrouting" };
+/* The new destinations a session's refused packets may add to `refused`
+   and `refused_other`, shared by every session: 4096 at once, then one a
+   second (`refused_new`), so that no session takes the others' room.
+   Packets to destinations already there are counted always.  */
+#define REFUSED_NEW_RATE  1
+#define REFUSED_NEW_BURST 4096
+
 static char *
-ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsigned prefix,
-         const struct esbx_egress_proxy *proxy)
+shared_ruleset (const char *table, uint32_t range, unsigned prefix)
 {
-  _cleanup_free_ char *rules = NULL;
+  _cleanup_free_ char *flush = NULL;
   char rng[INET_ADDRSTRLEN];
-  const json_t *a;
   char *out = NULL;
   size_t i;
 
   ipv4_text (range, rng);
+  for (i = 0; i < ARRAY_SIZE (shared_chains); i++)
+    append (&flush, "flush chain inet %s %s\n", table, shared_chains[i]);
+  append (&out,
+          "table inet %1$s {\n"
+          "  set links { type ifname; }\n"
+          "  set src { type ifname . ipv4_addr; }\n"
+          "  map redir { type ifname . ipv4_addr . ipv4_addr . inet_proto . inet_service "
+          ": inet_service; }\n"
+          "  set proxy_dst { type ifname . ipv4_addr . inet_proto . inet_service; }\n"
+          "  set dns_dst { type ifname . ipv4_addr . inet_service; }\n"
+          "  set allowed { type ifname . ipv4_addr; flags interval; }\n"
+          "  set allowed_port { type ifname . ipv4_addr . inet_proto . inet_service; "
+          "flags interval; }\n"
+          "  set refused { type ifname . ipv4_addr . inet_proto . inet_service; flags dynamic; "
+          "counter; size 1048576; }\n"
+          "  set refused_other { type ifname . ipv4_addr . inet_proto; flags dynamic; counter; "
+          "size 262144; }\n"
+          "  set refused_new { type ifname; flags dynamic; size 65536; }\n"
+          "  set dns_meter { type ifname; flags dynamic; size 65536; }\n"
+          "  set dns_limited { type ifname; flags dynamic; counter; size 65536; }\n"
+          "  chain refuse { }\n"
+          "  chain refuse_count { }\n"
+          "  chain prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
+          "  chain forward { type filter hook forward priority filter - 10; policy accept; }\n"
+          "  chain egress { }\n"
+          "  chain input { type filter hook input priority filter - 10; policy accept; }\n"
+          "  chain ingress { }\n"
+          "  chain postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
+          "}\n"
+          "%2$s"
+          "table inet %1$s {\n"
+          "  chain refuse {\n"
+          "    meta l4proto { tcp, udp } iifname . ip daddr . meta l4proto . th dport "
+          "@refused goto refuse_count\n"
+          "    meta l4proto != { tcp, udp } meta nfproto ipv4 iifname . ip daddr . meta l4proto "
+          "@refused_other goto refuse_count\n"
+          "    update @refused_new { iifname limit rate over %7$u/second burst %8$u packets } "
+          "reject with icmpx admin-prohibited\n"
+          "    goto refuse_count\n"
+          "  }\n"
+          "  chain refuse_count {\n"
+          "    meta l4proto { tcp, udp } add @refused "
+          "{ iifname . ip daddr . meta l4proto . th dport }\n"
+          "    meta l4proto != { tcp, udp } meta nfproto ipv4 add @refused_other "
+          "{ iifname . ip daddr . meta l4proto }\n"
+          "    reject with icmpx admin-prohibited\n"
+          "  }\n"
+          "  chain prerouting {\n"
+          "    iifname @links meta nfproto ipv4 meta l4proto { tcp, udp } redirect to "
+          ": iifname . ip saddr . ip daddr . meta l4proto . th dport map @redir\n"
+          "  }\n"
+          "  chain forward {\n"
+          "    iifname @links jump egress\n"
+          "    oifname @links ct state established,related accept\n"
+          "    oifname @links drop\n"
+          "  }\n"
+          "  chain egress {\n"
+          "    meta nfproto ipv6 drop\n"
+          "    iifname . ip saddr != @src drop\n"
+          "    ct state established,related accept\n"
+          "    ip daddr 169.254.0.0/16 goto refuse\n"
+          "    ip daddr 127.0.0.0/8 goto refuse\n"
+          "    ip daddr %3$s/%4$u goto refuse\n"
+          "    iifname . ip daddr @allowed accept\n"
+          "    meta l4proto { tcp, udp } iifname . ip daddr . meta l4proto . th dport "
+          "@allowed_port accept\n"
+          "    goto refuse\n"
+          "  }\n"
+          "  chain input {\n"
+          "    iifname @links jump ingress\n"
+          "  }\n"
+          "  chain ingress {\n"
+          "    meta nfproto ipv6 drop\n"
+          "    iifname . ip saddr != @src drop\n"
+          "    iifname . ip daddr . udp dport @dns_dst update @dns_meter "
+          "{ iifname limit rate over %5$u/second burst %6$u packets } "
+          "add @dns_limited { iifname } drop\n"
+          "    meta l4proto { tcp, udp } iifname . ip daddr . meta l4proto . th dport "
+          "@proxy_dst ct status dnat accept\n"
+          "    ct state established,related accept\n"
+          "    goto refuse\n"
+          "  }\n"
+          "  chain postrouting {\n"
+          "    iifname @links oifname != @links masquerade\n"
+          "  }\n"
+          "}\n",
+          table, flush, rng, prefix, ESBX_EGRESS_DNS_RATE, ESBX_EGRESS_DNS_BURST, REFUSED_NEW_RATE,
+          REFUSED_NEW_BURST);
+  return out;
+}
+
+/* The shared table's name for the current range: its prefix and 12 hex
+   digits of the digest of its script (made with the prefix alone).  */
+static int
+shared_table (char name[SHARED_TABLE_LEN], esbx_error_t *err)
+{
+  _cleanup_free_ char *text = NULL;
+  char hex[ESBX_SHA256_HEX_LEN + 1];
+  uint32_t range;
+  unsigned prefix;
+
+  if (egress_range (&range, &prefix, err) < 0)
+    return -1;
+  text = shared_ruleset (SHARED_TABLE_PREFIX, range, prefix);
+  esbx_sha256_buf (text, strlen (text), hex);
+  snprintf (name, SHARED_TABLE_LEN, SHARED_TABLE_PREFIX "%.12s", hex);
+  return 0;
+}
+
+/* Make the shared table NAME unless it is there: one netlink question
+   each time, an nft run (which reads every table) only the first.  */
+static int
+shared_table_ensure (const char *name, esbx_error_t *err)
+{
+  _cleanup_free_ char *text = NULL;
+  uint32_t range;
+  unsigned prefix;
+  int r = esbx_nft_table_exists (name, err);
+
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  if (egress_range (&range, &prefix, err) < 0)
+    return -1;
+  text = shared_ruleset (name, range, prefix);
+  return RUN (err, -1, text, "nft", "-f", "-");
+}
+
+/* The CIDRs of ALLOW's address entries without methods or a path, in
+   ADDR (network order of their first address) and PREFIX, port PORT
+   (0: every port), without the ones another of the same port holds
+   (CIDRs nest or are apart; a set refuses overlapping ranges).  */
+struct cidr
+{
+  uint32_t first, last;
+  unsigned port;
+};
+
+static size_t
+allowed_cidrs (const json_t *allow, struct cidr **out)
+{
+  struct cidr *c = xmalloc0 ((json_len (allow) + 1) * sizeof *c);
+  const json_t *a;
+  size_t i, j, n = 0, kept = 0;
+
   json_array_foreach (allow, i, a)
     {
       struct esbx_egress_rule r;
       esbx_error_t e = NULL;
-      char addr[INET_ADDRSTRLEN];
 
       if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
         {
@@ -506,68 +751,96 @@ ruleset (const struct slot_names *n, const json_t *allow, uint32_t range, unsign
         }
       if (r.name == NULL && r.methods[0] == NULL && r.path == NULL)
         {
-          ipv4_text (r.addr, addr);
-          append (&rules, "    ip daddr %s/%u", addr, r.prefix);
-          if (r.port)
-            append (&rules, " meta l4proto { tcp, udp } th dport %u", r.port);
-          append (&rules, " accept\n");
+          uint32_t mask = r.prefix ? ~(uint32_t)0 << (32 - r.prefix) : 0;
+          c[n].first = r.addr & mask;
+          c[n].last = c[n].first | ~mask;
+          c[n].port = r.port;
+          n++;
         }
       esbx_egress_rule_clear (&r);
     }
-  append (&out,
-          "table inet %1$s {\n%2$s"
-          "  set refused { type ipv4_addr . inet_proto . inet_service; flags dynamic; counter; "
-          "size 4096; }\n"
-          "  set refused_other { type ipv4_addr . inet_proto; flags dynamic; counter; "
-          "size 1024; }\n"
-          "  counter dns_limited { }\n"
-          "  chain refuse {\n"
-          "    meta l4proto { tcp, udp } add @refused { ip daddr . meta l4proto . th dport }\n"
-          "    meta l4proto != { tcp, udp } meta nfproto ipv4 add @refused_other "
-          "{ ip daddr . meta l4proto }\n"
-          "    reject with icmpx admin-prohibited\n"
-          "  }\n"
-          "  chain prerouting {\n"
-          "    type nat hook prerouting priority dstnat; policy accept;\n"
-          "    iifname \"%3$s\" ip saddr %10$s ip daddr %7$s tcp dport %11$u redirect to :%8$u\n"
-          "    iifname \"%3$s\" ip saddr %10$s ip daddr %7$s udp dport 53 redirect to :%9$u\n"
-          "  }\n"
-          "  chain forward {\n"
-          "    type filter hook forward priority filter - 10; policy accept;\n"
-          "    iifname \"%3$s\" jump egress\n"
-          "    oifname \"%3$s\" ct state established,related accept\n"
-          "    oifname \"%3$s\" drop\n"
-          "  }\n"
-          "  chain egress {\n"
-          "    meta nfproto ipv6 drop\n"
-          "    ip saddr != %10$s drop\n"
-          "    ct state established,related accept\n"
-          "    ip daddr 169.254.0.0/16 goto refuse\n"
-          "    ip daddr 127.0.0.0/8 goto refuse\n"
-          "    ip daddr %4$s/%5$u goto refuse\n"
-          "%6$s"
-          "    goto refuse\n"
-          "  }\n"
-          "  chain input {\n"
-          "    type filter hook input priority filter - 10; policy accept;\n"
-          "    iifname \"%3$s\" meta nfproto ipv6 drop\n"
-          "    iifname \"%3$s\" ip saddr != %10$s drop\n"
-          "    iifname \"%3$s\" ip daddr %7$s udp dport %9$u "
-          "limit rate over %12$u/second burst %13$u packets counter name dns_limited drop\n"
-          "    iifname \"%3$s\" ip daddr %7$s udp dport %9$u ct status dnat accept\n"
-          "    iifname \"%3$s\" ip daddr %7$s tcp dport %8$u ct status dnat accept\n"
-          "    iifname \"%3$s\" ct state established,related accept\n"
-          "    iifname \"%3$s\" goto refuse\n"
-          "  }\n"
-          "  chain postrouting {\n"
-          "    type nat hook postrouting priority srcnat; policy accept;\n"
-          "    iifname \"%3$s\" oifname != \"%3$s\" masquerade\n"
-          "  }\n"
-          "}\n",
-          n->table, "", n->veth, rng, prefix, rules ? rules : "", n->gw, proxy->http_port,
-          proxy->dns_port, n->addr, ESBX_EGRESS_PROXY_PORT, ESBX_EGRESS_DNS_RATE,
-          ESBX_EGRESS_DNS_BURST);
-  return out;
+  for (i = 0; i < n; i++)
+    {
+      bool held = false;
+
+      for (j = 0; j < n && !held; j++)
+        held = j != i && c[j].port == c[i].port && c[j].first <= c[i].first
+               && c[i].last <= c[j].last
+               && (c[j].first != c[i].first || c[j].last != c[i].last || j < i);
+      if (!held)
+        c[kept++] = c[i];
+    }
+  *out = c;
+  return kept;
+}
+
+#define PROTO_TCP 6
+#define PROTO_UDP 17
+
+static struct esbx_nft_elem *
+elem_next (struct esbx_nft_elem **v, size_t *n, const char *set, const char *link)
+{
+  struct esbx_nft_elem *e;
+
+  *v = xrealloc (*v, (*n + 1) * sizeof **v);
+  e = &(*v)[(*n)++];
+  memset (e, 0, sizeof *e);
+  e->set = set;
+  esbx_nft_key_ifname (&e->key, link);
+  return e;
+}
+
+/* The elements of slot N's session in the shared table: its link, its
+   address, the redirections to PROXY and the proxy's ports it may reach
+   on its gateway, the address entries of ALLOW.  */
+static size_t
+session_elems (const struct slot_names *n, const json_t *allow,
+               const struct esbx_egress_proxy *proxy, struct esbx_nft_elem **out)
+{
+  static const uint8_t protos[] = { PROTO_TCP, PROTO_UDP };
+  _cleanup_free_ struct cidr *c = NULL;
+  struct esbx_nft_elem *v = NULL, *e;
+  size_t count = 0, i, k, nc = allowed_cidrs (allow, &c);
+
+  elem_next (&v, &count, "links", n->veth);
+  e = elem_next (&v, &count, "src", n->veth);
+  esbx_nft_key_ipv4 (&e->key, n->addr_a);
+  for (k = 0; k < ARRAY_SIZE (protos); k++)
+    {
+      bool tcp = protos[k] == PROTO_TCP;
+      uint16_t to = (uint16_t)(tcp ? proxy->http_port : proxy->dns_port);
+
+      e = elem_next (&v, &count, "redir", n->veth);
+      esbx_nft_key_ipv4 (&e->key, n->addr_a);
+      esbx_nft_key_ipv4 (&e->key, n->gw_a);
+      esbx_nft_key_u8 (&e->key, protos[k]);
+      esbx_nft_key_port (&e->key, tcp ? ESBX_EGRESS_PROXY_PORT : 53);
+      esbx_nft_data_port (&e->data, to);
+      e = elem_next (&v, &count, "proxy_dst", n->veth);
+      esbx_nft_key_ipv4 (&e->key, n->gw_a);
+      esbx_nft_key_u8 (&e->key, protos[k]);
+      esbx_nft_key_port (&e->key, to);
+    }
+  e = elem_next (&v, &count, "dns_dst", n->veth);
+  esbx_nft_key_ipv4 (&e->key, n->gw_a);
+  esbx_nft_key_port (&e->key, (uint16_t)proxy->dns_port);
+  for (i = 0; i < nc; i++)
+    for (k = 0; k < (c[i].port ? ARRAY_SIZE (protos) : 1); k++)
+      {
+        e = elem_next (&v, &count, c[i].port ? "allowed_port" : "allowed", n->veth);
+        esbx_nft_key_ifname (&e->key_end, n->veth);
+        esbx_nft_key_ipv4 (&e->key, c[i].first);
+        esbx_nft_key_ipv4 (&e->key_end, c[i].last);
+        if (c[i].port)
+          {
+            esbx_nft_key_u8 (&e->key, protos[k]);
+            esbx_nft_key_u8 (&e->key_end, protos[k]);
+            esbx_nft_key_port (&e->key, (uint16_t)c[i].port);
+            esbx_nft_key_port (&e->key_end, (uint16_t)c[i].port);
+          }
+      }
+  *out = v;
+  return count;
 }
 
 /* Docker's iptables FORWARD policy is drop: its DOCKER-USER chain, where
@@ -608,25 +881,27 @@ add_forward_exception (esbx_error_t *err)
   return 0;
 }
 
-/* The table of NET's slot, before the holder's network exists (its rules
-   name the link, not the namespace): run while the holder sets up.  */
+/* NET's session in the shared table, before the holder's network exists
+   (its elements name the link, not the namespace): run while the holder
+   sets up.  Set elements only, over netlink: nothing of other sessions is
+   read.  */
 int
 esbx_egress_rules (const struct esbx_session *s, const struct esbx_egress *net, esbx_error_t *err)
 {
-  _cleanup_free_ char *rules = NULL;
+  _cleanup_free_ struct esbx_nft_elem *elems = NULL;
   const json_t *allow = json_get (s->record, "allow");
   _cleanup_json_ json_t *none = NULL;
+  char table[SHARED_TABLE_LEN];
   struct slot_names n;
-  uint32_t range;
-  unsigned prefix;
+  size_t count;
 
   if (allow == NULL || allow->type != JSON_ARRAY)
     allow = none = json_new (JSON_ARRAY);
   if (check_forwarding (err) < 0 || slot_names (net->slot, &n, err) < 0
-      || egress_range (&range, &prefix, err) < 0)
+      || shared_table (table, err) < 0 || shared_table_ensure (table, err) < 0)
     goto fail;
-  rules = ruleset (&n, allow, range, prefix, &net->proxy);
-  if (RUN (err, -1, rules, "nft", "-f", "-") < 0 || add_forward_exception (err) < 0)
+  count = session_elems (&n, allow, &net->proxy, &elems);
+  if (esbx_nft_elems_add (table, elems, count, err) < 0 || add_forward_exception (err) < 0)
     goto fail;
   return 0;
 fail:

@@ -1,14 +1,14 @@
 /* What an egress session's network shows: its policy for inspect, and the
- * attempts it refused.  The table's set `refused` counts packets per
- * destination (address, protocol, port) and `refused_other` per address and
+ * attempts it refused.  The shared table's set `refused` counts packets per
+ * link and destination (address, protocol, port) and `refused_other` per address and
  * protocol for the rest (ICMP...); nothing but the kernel runs to count
  * them.  They are read when asked (inspect, events) and when the network
  * is removed, and each increase since the last reading becomes an
  * "egress.refused" event, so the event log keeps what the table loses.
  * Names the resolver refused come from its log (egress_names.c) at the
  * same moments, each an "egress.refused_name" event.  Queries to the
- * resolver past its rate limit are dropped by the table and counted in its
- * counter `dns_limited`: an "egress.dns_limited" event.  The requests the
+ * resolver past its rate limit are dropped by the table and counted per
+ * link in its set `dns_limited`: an "egress.dns_limited" event.  The requests the
  * proxy logged become "egress.request" events (egress_requests.c).  What was recorded
  * is kept in /run/esbx/egress/N.seen: "ADDR PROTO PORT" -> packets, "name
  * NAME" -> queries (NAMES_MAX names at most), "log offset" and "dns
@@ -18,6 +18,7 @@
 #include "fs.h"
 #include "log.h"
 #include "netcmd.h"
+#include "nftset.h"
 #include "utils.h"
 
 #include <arpa/inet.h>
@@ -32,74 +33,88 @@
 #define DNS_LIMITED    "dns limited"
 #define REQUESTS_SHOWN 100
 
-/* One entry of `nft -j list set`: {"elem": {"val": {"concat": [ADDR,
-   PROTO, PORT]}, "counter": {"packets": N, ...}}}.  */
-static json_t *
-refused_entry (const json_t *item)
+/* The name of protocol number P as nft shows it, else the number.  */
+static void
+proto_text (uint8_t p, char *buf, size_t size)
 {
-  const json_t *elem = json_get (item, "elem"), *val, *concat, *counter;
-  int64_t packets = 0, port = 0;
-  json_t *o;
-
-  if (elem == NULL || (val = json_get (elem, "val")) == NULL
-      || (concat = json_get (val, "concat")) == NULL || concat->type != JSON_ARRAY
-      || json_len (concat) < 2 || json_at (concat, 0)->type != JSON_STRING
-      || json_at (concat, 1)->type != JSON_STRING)
-    return NULL;
-  counter = json_get (elem, "counter");
-  if (counter)
-    json_get_int (counter, "packets", &packets);
-  o = json_new (JSON_OBJECT);
-  json_set_string (o, "destination", json_at (concat, 0)->text);
-  json_set_string (o, "protocol", json_at (concat, 1)->text);
-  if (json_len (concat) > 2 && json_int_value (json_at (concat, 2), &port))
-    json_set_int (o, "port", port);
-  json_set_int (o, "packets", packets);
-  return o;
+  switch (p)
+    {
+    case 1:
+      snprintf (buf, size, "icmp");
+      break;
+    case 6:
+      snprintf (buf, size, "tcp");
+      break;
+    case 17:
+      snprintf (buf, size, "udp");
+      break;
+    case 132:
+      snprintf (buf, size, "sctp");
+      break;
+    default:
+      snprintf (buf, size, "%u", p);
+    }
 }
 
-/* What SLOT's table counted, in one `nft -j list table` (each nft reads
-   the ruleset; with a thousand tables, one call a reading, not three):
-   the elements of the sets `refused` and `refused_other` into *REFUSED,
-   the packets of the counter `dns_limited` into *LIMITED.  */
+/* An element of `refused` (LINK . ADDR . PROTO . PORT) or `refused_other`
+   (LINK . ADDR . PROTO): {"destination", "protocol", "port"?, "packets"}
+   appended to the array DATA.  */
+static void
+refused_entry (const struct esbx_nft_key *key, const struct esbx_nft_key *end, uint64_t packets,
+               void *data)
+{
+  char addr[INET_ADDRSTRLEN], proto[16];
+  json_t *o;
+
+  (void)end;
+  if (key->len < 24)
+    return;
+  inet_ntop (AF_INET, key->b + 16, addr, sizeof addr);
+  proto_text (key->b[20], proto, sizeof proto);
+  o = json_new (JSON_OBJECT);
+  json_set_string (o, "destination", addr);
+  json_set_string (o, "protocol", proto);
+  if (key->len >= 28)
+    json_set_int (o, "port", (int64_t)key->b[24] << 8 | key->b[25]);
+  json_set_int (o, "packets", (int64_t)packets);
+  json_append (data, o);
+}
+
+static void
+limited_entry (const struct esbx_nft_key *key, const struct esbx_nft_key *end, uint64_t packets,
+               void *data)
+{
+  (void)key;
+  (void)end;
+  *(int64_t *)data += (int64_t)packets;
+}
+
+/* What the shared table counted for SLOT's link, read over netlink from
+   three sets (nothing else of the table): the elements of `refused` and
+   `refused_other` into *REFUSED, the packets `dns_limited` counted into
+   *LIMITED.  */
 static void
 table_state (int slot, json_t **refused, int64_t *limited)
 {
-  _cleanup_free_ char *text = NULL;
-  _cleanup_json_ json_t *j = NULL;
-  char table[32];
-  char *argv[] = { (char *)"nft", (char *)"-j", (char *)"list", (char *)"table", (char *)"inet",
-                   table,         NULL };
-  const json_t *item, *st, *elems, *e, *c;
+  _cleanup_close_ int dfd = -1;
+  struct esbx_nft_key link = { .len = 0 };
+  char table[64], name[16];
   esbx_error_t err = NULL;
-  size_t i, k;
 
   *refused = json_new (JSON_ARRAY);
   *limited = 0;
-  snprintf (table, sizeof table, ESBX_EGRESS_TABLE_FMT, slot);
-  if (esbx_netcmd (argv, -1, NULL, &text, &err) < 0
-      || (j = json_parse (text, strlen (text), &err)) == NULL)
-    {
-      esbx_error_free (&err);
-      return;
-    }
-  json_array_foreach (json_get (j, "nftables"), i, item)
-    {
-      if ((c = json_get (item, "counter")) != NULL && json_get_string (c, "name")
-          && strcmp (json_get_string (c, "name"), "dns_limited") == 0)
-        json_get_int (c, "packets", limited);
-      if ((st = json_get (item, "set")) == NULL || (elems = json_get (st, "elem")) == NULL
-          || json_get_string (st, "name") == NULL
-          || (strcmp (json_get_string (st, "name"), "refused") != 0
-              && strcmp (json_get_string (st, "name"), "refused_other") != 0))
-        continue;
-      json_array_foreach (elems, k, e)
-        {
-          json_t *o = refused_entry (e);
-          if (o)
-            json_append (*refused, o);
-        }
-    }
+  dfd = TEMP_FAILURE_RETRY (open (ESBX_EGRESS_RUN, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd < 0 || esbx_egress_slot_table (dfd, slot, table, sizeof table) < 0)
+    return;
+  snprintf (name, sizeof name, ESBX_EGRESS_LINK_FMT, slot);
+  esbx_nft_key_ifname (&link, name);
+  if (esbx_nft_elems_read (table, "refused", link.b, link.len, refused_entry, *refused, &err) < 0
+      || esbx_nft_elems_read (table, "refused_other", link.b, link.len, refused_entry, *refused,
+                              &err)
+             < 0
+      || esbx_nft_elems_read (table, "dns_limited", link.b, link.len, limited_entry, limited, &err)
+             < 0)
+    esbx_error_free (&err);
 }
 
 static json_t *
