@@ -296,3 +296,22 @@ esbx_url_escape (const char *s)
   *o = '\0';
   return out;
 }
+
+void
+esbx_unescape_mountinfo (char *s)
+{
+  char *w = s;
+
+  for (; *s; s++)
+    {
+      if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0'
+          && s[3] <= '7')
+        {
+          *w++ = (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
+          s += 3;
+        }
+      else
+        *w++ = *s;
+    }
+  *w = '\0';
+}

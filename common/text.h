@@ -45,4 +45,8 @@ int esbx_parse_duration (const char *s, int64_t *seconds, esbx_error_t *err);
 
 bool esbx_has_prefix (const char *s, const char *prefix);
 
+/* A field of /proc/self/mountinfo with its octal escapes (\040 for a
+   space, tab, newline, backslash) decoded in place.  */
+void esbx_unescape_mountinfo (char *s);
+
 #endif

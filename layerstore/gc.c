@@ -17,27 +17,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-/* A mount point as /proc/self/mountinfo shows it, with its octal escapes
-   (space, tab, newline, backslash) decoded in place.  */
-static void
-unescape_mountinfo (char *s)
-{
-  char *w = s;
-
-  for (; *s; s++)
-    {
-      if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0'
-          && s[3] <= '7')
-        {
-          *w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-          s += 3;
-        }
-      else
-        *w++ = *s;
-    }
-  *w = '\0';
-}
-
 static int
 longer_first (const void *a, const void *b)
 {
@@ -65,7 +44,7 @@ unmount_beneath (const char *path, esbx_error_t *err)
         field = strtok_r (NULL, " ", &save);
       if (field == NULL)
         continue;
-      unescape_mountinfo (field);
+      esbx_unescape_mountinfo (field);
       if (strncmp (field, path, len) == 0 && (field[len] == '\0' || field[len] == '/'))
         strv_push (&found, xstrdup (field));
     }

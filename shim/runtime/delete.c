@@ -43,19 +43,9 @@ delete_then_clean (struct runtime *rt, const char *dir, const char *id, esbx_err
   _cleanup_free_ char *state = xasprintf ("%s/%s", runtime_root (rt), id);
   esbx_error_t e = NULL;
   int status;
-  pid_t pid;
 
-  pid = fork ();
-  if (pid < 0)
-    return esbx_make_error (err, errno, "fork");
-  if (pid == 0)
-    {
-      runtime_exec_runc (rt, &e);
-      runtime_log (rt, "error", e->msg);
-      _exit (127);
-    }
-  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
-    return esbx_make_error (err, errno, "wait for `%s delete`", rt->runc);
+  if (runtime_run_runc (rt, "delete", &status, err) < 0)
+    return -1;
   if (access (state, F_OK) < 0 && errno == ENOENT && joined_dir_remove (dir, &e) < 0)
     {
       runtime_log (rt, "warning", e->msg);

@@ -84,19 +84,9 @@ joined_create_runc (struct runtime *rt, const char *id, esbx_error_t *err)
 {
   esbx_error_t e = NULL;
   int status;
-  pid_t pid;
 
-  pid = fork ();
-  if (pid < 0)
-    return esbx_make_error (err, errno, "fork");
-  if (pid == 0)
-    {
-      runtime_exec_runc (rt, &e);
-      runtime_log (rt, "error", e->msg);
-      _exit (127);
-    }
-  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) < 0)
-    return esbx_make_error (err, errno, "wait for `%s create`", rt->runc);
+  if (runtime_run_runc (rt, "create", &status, err) < 0)
+    return -1;
   if (WIFEXITED (status) && WEXITSTATUS (status) == 0 && patch_state (rt, id, &e) < 0)
     {
       runtime_log (rt, "error", e->msg);

@@ -34,26 +34,6 @@
 
 #define OVERLAYFS_MAGIC 0x794c7630
 
-/* mountinfo's octal escapes (\040 for a space) undone in place.  */
-static void
-unescape (char *s)
-{
-  char *w = s;
-
-  for (; *s; s++)
-    {
-      if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0'
-          && s[3] <= '7')
-        {
-          *w++ = (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
-          s += 3;
-        }
-      else
-        *w++ = *s;
-    }
-  *w = '\0';
-}
-
 struct overlay_opts
 {
   struct strv lowers; /* top first, as in the options */
@@ -96,7 +76,7 @@ overlay_at (const char *path, struct overlay_opts *out, esbx_error_t *err)
         }
       if (i < 5)
         continue;
-      unescape (fields[4]);
+      esbx_unescape_mountinfo (fields[4]);
       if (strcmp (fields[4], path) != 0)
         continue;
       sep = strstr (s, " - ");
@@ -120,20 +100,20 @@ overlay_at (const char *path, struct overlay_opts *out, esbx_error_t *err)
             goto data_only;
           for (l = strtok_r (list, ":", &lsave); l; l = strtok_r (NULL, ":", &lsave))
             {
-              unescape (l);
+              esbx_unescape_mountinfo (l);
               strv_push (&out->lowers, xstrdup (l));
             }
         }
       else if (esbx_has_prefix (opt, "lowerdir+="))
         {
-          unescape (opt);
+          esbx_unescape_mountinfo (opt);
           strv_push (&out->lowers, xstrdup (opt + strlen ("lowerdir+=")));
         }
       else if (esbx_has_prefix (opt, "datadir+="))
         goto data_only;
       else if (esbx_has_prefix (opt, "upperdir="))
         {
-          unescape (opt);
+          esbx_unescape_mountinfo (opt);
           free (out->upper);
           out->upper = xstrdup (opt + strlen ("upperdir="));
         }

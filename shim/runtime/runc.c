@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 extern char **environ;
 
@@ -102,4 +103,24 @@ runtime_exec_runc (struct runtime *rt, esbx_error_t *err)
   rt->argv[0] = rt->runc;
   execve (rt->runc, rt->argv, environ);
   return esbx_make_error (err, errno, "exec `%s`", rt->runc);
+}
+
+int
+runtime_run_runc (struct runtime *rt, const char *verb, int *status, esbx_error_t *err)
+{
+  esbx_error_t e = NULL;
+  pid_t pid;
+
+  pid = fork ();
+  if (pid < 0)
+    return esbx_make_error (err, errno, "fork");
+  if (pid == 0)
+    {
+      runtime_exec_runc (rt, &e);
+      runtime_log (rt, "error", e->msg);
+      _exit (127);
+    }
+  if (TEMP_FAILURE_RETRY (waitpid (pid, status, 0)) < 0)
+    return esbx_make_error (err, errno, "wait for `%s %s`", rt->runc, verb);
+  return 0;
 }

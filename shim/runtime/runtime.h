@@ -122,6 +122,10 @@ bool runtime_is_crun (const struct runtime *rt);
 /* The wrapped runtime's --root, or its default.  */
 const char *runtime_root (const struct runtime *rt);
 int runtime_exec_runc (struct runtime *rt, esbx_error_t *err);
+/* runc with the original arguments, as a child of ours (VERB names it in
+   an error): its wait status in *STATUS.  For the verbs that have more to
+   do after runc (a joined container's create and delete).  */
+int runtime_run_runc (struct runtime *rt, const char *verb, int *status, esbx_error_t *err);
 
 /* logfile.c: runc's log lines in --log (json or text) and on stderr.  */
 void runtime_log (const struct runtime *rt, const char *level, const char *msg);

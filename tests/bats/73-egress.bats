@@ -71,10 +71,6 @@ setup() {
 
 teardown() { teardown_store; }
 
-# Whether the host's nftables name link $1: the elements of the egress
-# sessions' shared table (or a table of its own, made by an older esbx).
-nft_names_link() { nft list ruleset 2>/dev/null | grep -qF "\"$1\""; }
-
 # The slot of session $1's network (from inspect), or nothing.
 egress_link() {
   "$ESBX" session inspect "$1" | jq -r '.egress.link // empty'

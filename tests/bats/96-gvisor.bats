@@ -133,11 +133,10 @@ sandbox_procs() {
   assert_output --partial 'invalid --isolation `maybe`'
 }
 
-# The slot, link and table of session $1's egress network (from inspect).
+# The link of session $1's egress network (from inspect).
 egress_objects() {
   link=$("$ESBX" session inspect "$1" | jq -r '.egress.link // empty')
   [ -n "$link" ]
-  table=esbx_e${link#esbxe}
 }
 
 @test "gvisor: egress goes through the store's proxy and allow-list; the kernel rules hold underneath" {
@@ -218,20 +217,20 @@ netns_used() {
   return 1
 }
 
-@test "gvisor: egress: stop and discard leave no link, table, slot or net namespace" {
+@test "gvisor: egress: stop and discard leave no link, set element, slot or net namespace" {
   esbx_ok session create p --name gd --isolation gvisor --network egress --allow plain.test:80
   esbx_ok exec gd -- curl -fsS -m 10 http://plain.test/one
   egress_objects gd
   ns=$(readlink "/proc/$(holder_pid gd)/ns/net")
   [ "$ns" != "$(readlink /proc/self/ns/net)" ]
   ip link show "$link"
-  nft list table inet "$table" >/dev/null
+  nft_names_link "$link"
   slot=${link#esbxe}
   [ -e "/run/esbx/egress/$slot.json" ]
   esbx_ok session stop gd
   run ip link show "$link"
   assert_failure
-  run nft list table inet "$table"
+  run nft_names_link "$link"
   assert_failure
   [ ! -e "/run/esbx/egress/$slot.json" ]
   run netns_used "$ns"
@@ -243,7 +242,7 @@ netns_used() {
   esbx_ok discard gd
   run ip link show "$link"
   assert_failure
-  run nft list table inet "esbx_e${link#esbxe}"
+  run nft_names_link "$link"
   assert_failure
   [ ! -e "/run/esbx/egress/${link#esbxe}.json" ]
   run netns_used "$ns"

@@ -288,3 +288,7 @@ free_port() {
     ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
   done
 }
+
+# Whether the host's nftables name link $1: the elements of the egress
+# sessions' shared table (or a table of its own, made by an older esbx).
+nft_names_link() { nft list ruleset 2>/dev/null | grep -qF "\"$1\""; }
