@@ -41,19 +41,6 @@
 #include <string.h>
 
 static json_t *
-object_member (json_t *obj, const char *key)
-{
-  json_t *v = json_get (obj, key);
-
-  if (v == NULL || v->type != JSON_OBJECT)
-    {
-      v = json_new (JSON_OBJECT);
-      json_set (obj, key, v);
-    }
-  return v;
-}
-
-static json_t *
 id_map (uint32_t uid, uint32_t count)
 {
   json_t *list = json_new (JSON_ARRAY);
@@ -69,7 +56,7 @@ id_map (uint32_t uid, uint32_t count)
 static void
 set_user_namespace (json_t *config, const struct esbx_holder_info *info)
 {
-  json_t *linux_ = object_member (config, "linux");
+  json_t *linux_ = spec_object_member (config, "linux");
   json_t *ns = json_get (linux_, "namespaces");
   json_t *user = json_new (JSON_OBJECT);
 
@@ -179,7 +166,7 @@ mount_all (json_t *config, const char *session, const char *root, const char *di
     return esbx_error_wrap (err, "esbx session `%s`", session);
   rebind (config, "sysfs", sys);
   rebind (config, "mqueue", mqueue);
-  json_set_string (object_member (config, "root"), "path", target);
+  json_set_string (spec_object_member (config, "root"), "path", target);
   return 0;
 }
 

@@ -75,6 +75,9 @@ void spec_join_holder (json_t *config, const char *session, pid_t pid, const cha
    root (podman rootless) or for a CONFIG with a user namespace of its own
    (Docker's userns-remap, podman --userns).  */
 struct esbx_holder_info;
+/* OBJ's member KEY as an object, made (replacing what was there) when it
+   is not one.  */
+json_t *spec_object_member (json_t *obj, const char *key);
 int spec_refuse_join (const char *session, const struct esbx_holder_info *info,
                       const json_t *config, esbx_error_t *err);
 /* joined_userns.c: for a session in a user namespace (INFO), give the

@@ -382,8 +382,8 @@ ns_entry (const char *type, pid_t pid)
   return e;
 }
 
-static json_t *
-object_member (json_t *obj, const char *key)
+json_t *
+spec_object_member (json_t *obj, const char *key)
 {
   json_t *v = json_get (obj, key);
 
@@ -467,7 +467,7 @@ drop_network_hooks (json_t *config)
 void
 spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cgroups_path)
 {
-  json_t *linux_ = object_member (config, "linux");
+  json_t *linux_ = spec_object_member (config, "linux");
 
   join_namespaces (linux_, pid);
   /* runc would set the hostname inside the joined uts namespace, i.e. the
@@ -477,5 +477,5 @@ spec_join_holder (json_t *config, const char *session, pid_t pid, const char *cg
   drop_network_hooks (config);
   if (cgroups_path)
     json_set_string (linux_, "cgroupsPath", cgroups_path);
-  json_set_string (object_member (config, "annotations"), ESBX_SESSION_ANNOTATION, session);
+  json_set_string (spec_object_member (config, "annotations"), ESBX_SESSION_ANNOTATION, session);
 }
