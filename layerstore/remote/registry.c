@@ -301,8 +301,8 @@ esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char
 }
 
 static int
-registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **out,
-                            esbx_error_t *err)
+registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **out, char **body,
+                            size_t *len, esbx_error_t *err)
 {
   _cleanup_free_ char *url = xasprintf ("%s/v2/%s/manifests/%s", r->base, r->repo, ref);
   _cleanup_free_ char *what = xasprintf ("manifest `%s`", ref);
@@ -327,6 +327,11 @@ registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **o
       return -1;
     }
   *out = json_parse (rs.body, rs.len, err);
+  if (*out && body)
+    {
+      *body = steal_pointer (&rs.body);
+      *len = rs.len;
+    }
   esbx_http_response_free (&rs);
   if (*out == NULL)
     return esbx_error_wrap (err, "registry `%s`: %s", r->shown, what);
@@ -339,6 +344,8 @@ struct read
 {
   const char *ref; /* digest or tag */
   json_t **manifest;
+  char **body; /* NULL, or the manifest's bytes too */
+  size_t *len;
 };
 typedef int (*read_once_fn) (struct esbx_registry *r, const struct read *a, esbx_error_t *err);
 
@@ -361,7 +368,7 @@ with_retries (struct esbx_registry *r, read_once_fn once, const struct read *a, 
 static int
 manifest_once (struct esbx_registry *r, const struct read *a, esbx_error_t *err)
 {
-  return registry_get_manifest_once (r, a->ref, a->manifest, err);
+  return registry_get_manifest_once (r, a->ref, a->manifest, a->body, a->len, err);
 }
 
 int
@@ -369,6 +376,15 @@ esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **o
                             esbx_error_t *err)
 {
   const struct read a = { .ref = ref, .manifest = out };
+
+  return with_retries (r, manifest_once, &a, err);
+}
+
+int
+esbx_registry_get_manifest_body (struct esbx_registry *r, const char *ref, json_t **out,
+                                 char **body, size_t *len, esbx_error_t *err)
+{
+  const struct read a = { .ref = ref, .manifest = out, .body = body, .len = len };
 
   return with_retries (r, manifest_once, &a, err);
 }

@@ -372,7 +372,9 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
     {
       const json_t *annot = json_get (l, "annotations");
       const char *id = json_get_string (annot, ESBX_ANNOT_LAYER);
-      const char *record = json_get_string (annot, ESBX_ANNOT_RECORD);
+      const char *in_config = json_get_string (annot, ESBX_ANNOT_RECORD_CONFIG);
+      const char *own = json_get_string (annot, ESBX_ANNOT_RECORD);
+      const char *record = in_config ? in_config : own;
       const char *digest = json_get_string (l, "digest");
       const char *media = json_get_string (l, "mediaType");
       const char *diff_id = json_get_string (annot, ESBX_ANNOT_DIFF_ID);
@@ -380,7 +382,7 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
       /* The digests go into blob URLs, the id into paths of the store.  */
       if (!esbx_name_valid (id) || !json_get_int (l, "size", &d[i].size)
           || !esbx_registry_digest_valid (digest) || !esbx_registry_digest_valid (record)
-          || (diff_id && !esbx_registry_digest_valid (diff_id)))
+          || (in_config && own) || (diff_id && !esbx_registry_digest_valid (diff_id)))
         {
           esbx_remote_descs_free (d, i);
           return esbx_make_error (err, 0, "manifest: layer %zu is not an esbx layer", i);
@@ -397,6 +399,7 @@ esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, 
       d[i].digest = xstrdup (digest);
       d[i].diff_id = xstrdup (d[i].gzip ? diff_id : digest);
       d[i].record = xstrdup (record);
+      d[i].record_in_config = in_config != NULL;
     }
   *out = d;
   *n = json_len (layers);

@@ -11,11 +11,11 @@
 #define ESBX_OCI_CONFIG          "application/vnd.oci.image.config.v1+json"
 #define ESBX_OCI_LAYER           "application/vnd.oci.image.layer.v1.tar"
 #define ESBX_OCI_LAYER_GZ        "application/vnd.oci.image.layer.v1.tar+gzip"
-#define ESBX_RECORD_TYPE         "application/vnd.esbx.layer.record.v1+json"
 #define ESBX_ANNOT_LAYER         "io.esbx.layer"
 #define ESBX_ANNOT_RECORD        "io.esbx.record"
+#define ESBX_ANNOT_RECORD_CONFIG "io.esbx.record-config"
 #define ESBX_ANNOT_DIFF_ID       "io.esbx.diff-id"
-#define ESBX_RECORD_TAG_SUFFIX   "-record"
+#define ESBX_CONFIG_RECORD       "io.esbx.record"
 #define ESBX_SNAPSHOT_TYPE       "application/vnd.esbx.snapshot.v1+json"
 #define ESBX_ANNOT_SNAPSHOT      "io.esbx.snapshot"
 #define ESBX_SNAPSHOT_TAG_PREFIX "snap."
@@ -106,6 +106,9 @@ bool esbx_registry_digest_valid (const char *digest);
 /* The manifest REF (tag or digest), verified against REF when a digest.  */
 int esbx_registry_get_manifest (struct esbx_registry *r, const char *ref, json_t **out,
                                 esbx_error_t *err);
+/* The same, and its bytes in *BODY (*LEN).  */
+int esbx_registry_get_manifest_body (struct esbx_registry *r, const char *ref, json_t **out,
+                                     char **body, size_t *len, esbx_error_t *err);
 
 /* etcd's v3 JSON gateway at URL (etcd.c).  */
 struct esbx_etcd_kv
@@ -182,7 +185,9 @@ void esbx_remote_head_free (struct esbx_remote_head *h);
 char *esbx_remote_head_value (char *const *ids, size_t n, const char *manifest);
 
 /* A layer as a manifest lists it: its blob and the annotations naming its
-   id and record blob.  */
+   id and where its record is: in the config of the manifest that added
+   the layer (RECORD_IN_CONFIG), or, as layers pushed before that form
+   were, a record blob of its own.  */
 struct esbx_remote_desc
 {
   char *id;
@@ -190,7 +195,8 @@ struct esbx_remote_desc
   int64_t size;
   bool gzip;
   char *diff_id; /* "sha256:..." of the layer tar */
-  char *record;  /* "sha256:..." of record.json */
+  char *record;  /* "sha256:..." of that config, or of record.json */
+  bool record_in_config;
 };
 int esbx_remote_descs_parse (const json_t *manifest, struct esbx_remote_desc **out, size_t *n,
                              esbx_error_t *err);
@@ -205,12 +211,19 @@ struct esbx_remote_manifest
 void esbx_remote_manifest_free (struct esbx_remote_manifest *m);
 /* Build the config and the image manifest of the stack D[0..N) into M and
    push the config; the manifest is put by the caller (it names blobs that
-   must be in the registry first) (remote_push.c).  */
-int esbx_remote_push_config (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
-                             unsigned flags, struct esbx_remote_manifest *m, esbx_error_t *err);
+   must be in the registry first) (remote_push.c).  The config carries
+   RECORD (LEN bytes), the top layer's record.json: D[N - 1].record
+   becomes the config's digest.  */
+int esbx_remote_push_config (struct esbx_registry *reg, struct esbx_remote_desc *d, size_t n,
+                             const char *record, size_t len, unsigned flags,
+                             struct esbx_remote_manifest *m, esbx_error_t *err);
 /* The same and put the manifest, tagged TAG.  */
-int esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d,
-                               size_t n, const char *tag, struct esbx_remote_manifest *m,
+int esbx_remote_push_manifest (struct esbx_registry *reg, struct esbx_remote_desc *d, size_t n,
+                               const char *record, size_t len, const char *tag,
+                               struct esbx_remote_manifest *m, esbx_error_t *err);
+/* The record.json a config carries: *TEXT (*LEN bytes, allocated), or an
+   error when CONFIG (CLEN bytes) has none.  */
+int esbx_remote_config_record (const char *config, size_t clen, char **text, size_t *len,
                                esbx_error_t *err);
 /* Export the layer diff DIFFD to TMP/layer.tar and gzip it unless the
    remote says none: D->digest, D->size, D->gzip and D->diff_id are
@@ -220,14 +233,15 @@ int esbx_remote_make_diff (const struct esbx_registry *reg, int diffd, const cha
 /* The same, and push the blob.  */
 int esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
                            struct esbx_remote_desc *d, unsigned flags, esbx_error_t *err);
-/* Push the record of layer ID and the artifact manifest tagged
-   ID-record that lists it: *DIGEST receives the record's digest.  */
-int esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text,
-                             size_t len, unsigned flags, char **digest, esbx_error_t *err);
-/* That manifest's text (*MLEN bytes) for the record DIGEST of LEN bytes,
-   and its tag (ID-record) in *TAG.  */
-char *esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen,
-                                   char **tag);
+
+/* The last head manifest of PROJECT this store pushed or read
+   (manifest_cache.c): kept (best-effort), and read back for DIGEST, from
+   the store when the kept one is DIGEST's, else from the registry (and
+   kept).  */
+void esbx_remote_manifest_keep (esbx_store_t *store, const char *project, const char *body,
+                                size_t len);
+int esbx_remote_get_manifest (esbx_store_t *store, struct esbx_registry *reg, const char *project,
+                              const char *digest, json_t **out, esbx_error_t *err);
 
 /* IN's bytes gzip-compressed into OUT, the same for the same input
    (gzip.c).  */

@@ -74,15 +74,27 @@ overlay_markers (int diffd, const struct esbx_layer *l, esbx_error_t *err)
   return 0;
 }
 
-/* The record of P (downloaded into REC) parsed and checked against its
+/* The record of P (downloaded into REC: the record, or the config that
+   carries it, which it then replaces) parsed and checked against its
    place in the stack.  */
 static int
-read_record (struct pull *p, const struct esbx_registry_blob *rec, const char *parent,
-             esbx_error_t *err)
+read_record (struct pull *p, struct esbx_registry_blob *rec, const char *parent, esbx_error_t *err)
 {
-  _cleanup_json_ json_t *j = json_parse (rec->buf, rec->len, err);
+  _cleanup_json_ json_t *j = NULL;
   const struct esbx_layer *l;
 
+  if (p->d->record_in_config)
+    {
+      char *text;
+      size_t len;
+
+      if (esbx_remote_config_record (rec->buf, rec->len, &text, &len, err) < 0)
+        return esbx_error_wrap (err, "record");
+      free (rec->buf);
+      rec->buf = text;
+      rec->len = len;
+    }
+  j = json_parse (rec->buf, rec->len, err);
   if (j == NULL || esbx_layer_from_json (j, &p->l, err) < 0)
     return esbx_error_wrap (err, "record");
   l = p->l;
@@ -182,7 +194,7 @@ esbx_remote_fetch_layers (esbx_store_t *store, struct esbx_registry *reg, const 
     goto out;
   for (i = 0; i < n; i++)
     {
-      const struct esbx_registry_blob *rec = &b[p[i].blob];
+      struct esbx_registry_blob *rec = &b[p[i].blob];
 
       close (b[p[i].blob + 1].fd);
       b[p[i].blob + 1].fd = -1;

@@ -2,7 +2,8 @@
  * (docs/SCALE-OUT.md, "publish").  The staged layer's tar is pushed once;
  * then, under the project lock, each attempt brings the local stack to
  * the etcd head, runs the conflict check of local publish, names the layer
- * on that head, pushes its record and manifest, and moves the head with
+ * on that head, pushes its config (which carries its record) and
+ * manifest, and moves the head with
  * one etcd transaction that compares the key's mod_revision.  Only the
  * winner installs the layer locally; a loser starts over from the new
  * head.  */
@@ -146,14 +147,15 @@ beside_close (struct beside *b)
 }
 
 /* What runs beside a publish: the layer's blob made (MAKE) and pushed
-   (LAYER), the record (REC) and the config (CFG) pushed, each on the
-   handle it started its upload on.  */
+   (LAYER), and the config, which carries the layer's record (CFG), each on
+   the handle it started its upload on; the tag `head` is moved on LAYER's
+   once the publish won.  */
 struct besides
 {
-  struct beside make, layer, rec, cfg;
+  struct beside make, layer, cfg;
   bool layer_pushed;
 };
-#define N_BESIDES 4
+#define N_BESIDES 3
 
 /* The members of BS into EACH.  */
 static void
@@ -161,8 +163,7 @@ besides_list (struct besides *bs, struct beside *each[N_BESIDES])
 {
   each[0] = &bs->make;
   each[1] = &bs->layer;
-  each[2] = &bs->rec;
-  each[3] = &bs->cfg;
+  each[2] = &bs->cfg;
 }
 
 /* No thread beside a sync, which forks the importer.  */
@@ -197,8 +198,8 @@ struct esbx_remote_warm
   json_t *manifest;
   struct esbx_remote_head head; /* read ahead, for the first attempt */
   bool have_head;
-  char *tag;    /* the manifest tag `head` is being moved to, by BS.rec */
-  bool tagging; /* BS.rec runs until esbx_remote_warm_free */
+  char *tag;    /* the manifest tag `head` is being moved to, by BS.layer */
+  bool tagging; /* BS.layer runs until esbx_remote_warm_free */
 };
 
 static void
@@ -242,13 +243,13 @@ warm_main (void *arg)
   if (!w->loaded)
     return NULL;
   beside_start (&w->bs.layer, BESIDE_START);
-  beside_start (&w->bs.rec, BESIDE_START);
   beside_start (&w->bs.cfg, BESIDE_START);
   if (esbx_archive_load (&ignored) < 0
       || esbx_remote_head_read (&w->rm, w->project, &h, &ignored) < 0 || !h.exists
       || esbx_registry_open (&w->rm, w->project, &reg, &ignored) < 0)
     goto out;
-  if (esbx_registry_get_manifest (&reg, h.manifest, &w->manifest, &ignored) == 0)
+  if (esbx_remote_get_manifest (w->store, &reg, w->project, h.manifest, &w->manifest, &ignored)
+      == 0)
     w->digest = xstrdup (h.manifest);
   w->head = h;
   memset (&h, 0, sizeof h);
@@ -300,7 +301,7 @@ esbx_remote_warm_free (struct esbx_remote_warm *w)
   if (w->tagging)
     {
       esbx_error_t failed = NULL;
-      if (beside_wait (&w->bs.rec, &failed) < 0)
+      if (beside_wait (&w->bs.layer, &failed) < 0)
         {
           esbx_warn ("publish in project `%s`: tag head: %s", w->project, failed->msg);
           esbx_error_free (&failed);
@@ -332,17 +333,15 @@ at_head (char *const *ids, size_t n, const struct esbx_remote_head *h)
   return true;
 }
 
-/* Push the layer's blob (once), its record and the config of the stack
-   D[0..ND) beside each other; then the image manifest M (tag ID) and,
-   beside it, the record's manifest.  */
+/* Push the layer's blob (once) and, beside it, the config of the stack
+   D[0..ND), which carries RECORD (LEN bytes); then the image manifest M,
+   tagged ID.  */
 static int
 push_layer (struct besides *bs, const char *id, const char *record, size_t len,
-            const struct esbx_remote_desc *d, size_t nd, struct esbx_remote_manifest *m,
+            struct esbx_remote_desc *d, size_t nd, struct esbx_remote_manifest *m,
             esbx_error_t *err)
 {
   const struct esbx_remote_desc *mine = &d[nd - 1];
-  _cleanup_free_ char *rtext = NULL, *rtag = NULL;
-  size_t rlen;
   int k;
 
   if (!bs->layer_pushed)
@@ -352,30 +351,14 @@ push_layer (struct besides *bs, const char *id, const char *record, size_t len,
       bs->layer.fd = bs->make.fd;
       beside_start (&bs->layer, BESIDE_BLOB);
     }
-  beside_join (&bs->rec);
-  bs->rec.digest = mine->record;
-  bs->rec.fd = -1;
-  bs->rec.text = record;
-  bs->rec.len = len;
-  beside_start (&bs->rec, BESIDE_BLOB);
   beside_wait_start (&bs->cfg);
-  k = esbx_remote_push_config (&bs->cfg.reg, d, nd, ESBX_PUSH_NEW, m, err);
+  k = esbx_remote_push_config (&bs->cfg.reg, d, nd, record, len, ESBX_PUSH_NEW, m, err);
   if (!bs->layer_pushed && beside_wait (&bs->layer, err) < 0)
     k = -1;
   bs->layer_pushed = k == 0;
-  if (beside_wait (&bs->rec, err) < 0 || k < 0)
+  if (k < 0)
     return -1;
-  /* The image manifest names the layer blob and the config, and the
-     record in an annotation; the record's own manifest keeps it.  */
-  rtext = esbx_remote_record_manifest (id, mine->record, len, &rlen, &rtag);
-  bs->rec.tag = rtag;
-  bs->rec.text = rtext;
-  bs->rec.len = rlen;
-  beside_start (&bs->rec, BESIDE_TAG);
-  k = esbx_registry_put_manifest (&bs->cfg.reg, id, m->body, m->len, err);
-  if (beside_wait (&bs->rec, err) < 0)
-    k = -1;
-  return k;
+  return esbx_registry_put_manifest (&bs->cfg.reg, id, m->body, m->len, err);
 }
 
 /* Make the layer's blob again (its directories changed): the one made
@@ -415,7 +398,6 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   json_t *manifest;
   _cleanup_free_ char *record = NULL;
   struct esbx_remote_manifest m = { 0 };
-  char hex[ESBX_SHA256_HEX_LEN + 1];
   _cleanup_free_ char *key = NULL, *value = NULL, *id = NULL;
   _cleanup_strv_ char **ids = NULL;
   char **next = NULL;
@@ -471,7 +453,7 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   manifest = w->manifest;
   if (w->digest == NULL || strcmp (w->digest, h.manifest) != 0)
     {
-      if (esbx_registry_get_manifest (reg, h.manifest, &fetched, err) < 0)
+      if (esbx_remote_get_manifest (store, reg, s->project, h.manifest, &fetched, err) < 0)
         goto out;
       manifest = fetched;
     }
@@ -480,14 +462,13 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
   /* The layer's blob, made beside all of the above.  */
   if (beside_wait (&bs->make, err) < 0)
     goto out;
-  esbx_sha256_buf (record, len, hex);
   d = xrealloc (d, (nd + 1) * sizeof *d);
+  memset (&d[nd], 0, sizeof d[nd]);
   d[nd].id = xstrdup (id);
   d[nd].digest = xstrdup (mine->digest);
   d[nd].size = mine->size;
   d[nd].gzip = mine->gzip;
   d[nd].diff_id = xstrdup (mine->diff_id);
-  d[nd].record = xasprintf ("sha256:%s", hex);
   nd++;
   if (push_layer (bs, id, record, len, d, nd, &m, err) < 0)
     goto out;
@@ -507,16 +488,19 @@ attempt (esbx_store_t *store, struct esbx_remote_warm *w, struct esbx_registry *
       goto out;
     }
   esbx_failpoint ("remote-head-moved");
+  esbx_remote_manifest_keep (store, s->project, m.body, m.len);
   /* The tag is for people and image tools (etcd is the head): moved
      beside the local commit.  */
   /* It goes on beside the local install and the session's record, and
      is waited for by esbx_remote_warm_free: a failure only warns.  */
   free (w->tag);
   w->tag = xstrndup (m.body, m.len);
-  bs->rec.tag = "head";
-  bs->rec.text = w->tag;
-  bs->rec.len = m.len;
-  beside_start (&bs->rec, BESIDE_TAG);
+  beside_join (&bs->layer);
+  bs->layer.tag = "head";
+  bs->layer.fd = -1;
+  bs->layer.text = w->tag;
+  bs->layer.len = m.len;
+  beside_start (&bs->layer, BESIDE_TAG);
   w->tagging = true;
   /* esbx_layer_commit names the layer again, from the same fields.  */
   free (l->parent);
@@ -610,10 +594,9 @@ out:
   if (w->loaded)
     {
       beside_close (&w->bs.make);
-      beside_close (&w->bs.layer);
       beside_close (&w->bs.cfg);
       if (!w->tagging)
-        beside_close (&w->bs.rec);
+        beside_close (&w->bs.layer);
       if (w->bs.make.fd >= 0)
         close (w->bs.make.fd);
       w->bs.make.fd = -1;

@@ -31,42 +31,6 @@ descriptor (const char *media_type, const char *digest, int64_t size)
   return j;
 }
 
-char *
-esbx_remote_record_manifest (const char *id, const char *digest, size_t len, size_t *mlen,
-                             char **tag)
-{
-  _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
-  json_t *annot = json_new (JSON_OBJECT);
-
-  /* The image manifests name the record in an annotation only, which the
-     registry's garbage-collect does not follow: this artifact manifest,
-     with the record as its config, is what keeps the blob.  */
-  json_set_int (manifest, "schemaVersion", 2);
-  json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
-  json_set (manifest, "config", descriptor (ESBX_RECORD_TYPE, digest, (int64_t)len));
-  json_set (manifest, "layers", json_new (JSON_ARRAY));
-  json_set_string (annot, ESBX_ANNOT_LAYER, id);
-  json_set (manifest, "annotations", annot);
-  *tag = xasprintf ("%s%s", id, ESBX_RECORD_TAG_SUFFIX);
-  return json_serialize (manifest, false, mlen);
-}
-
-int
-esbx_remote_push_record (struct esbx_registry *reg, const char *id, const char *text, size_t len,
-                         unsigned flags, char **digest, esbx_error_t *err)
-{
-  _cleanup_free_ char *mtext = NULL, *tag = NULL;
-  char hex[ESBX_SHA256_HEX_LEN + 1];
-  size_t mlen;
-
-  esbx_sha256_buf (text, len, hex);
-  *digest = xasprintf ("sha256:%s", hex);
-  if (esbx_registry_push_blob (reg, *digest, text, len, flags, err) < 0)
-    return -1;
-  mtext = esbx_remote_record_manifest (id, *digest, len, &mlen, &tag);
-  return esbx_registry_put_manifest (reg, tag, mtext, mlen, err);
-}
-
 void
 esbx_remote_manifest_free (struct esbx_remote_manifest *m)
 {
@@ -76,12 +40,13 @@ esbx_remote_manifest_free (struct esbx_remote_manifest *m)
 }
 
 int
-esbx_remote_push_config (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
-                         unsigned flags, struct esbx_remote_manifest *m, esbx_error_t *err)
+esbx_remote_push_config (struct esbx_registry *reg, struct esbx_remote_desc *d, size_t n,
+                         const char *record, size_t len, unsigned flags,
+                         struct esbx_remote_manifest *m, esbx_error_t *err)
 {
   _cleanup_json_ json_t *config = json_new (JSON_OBJECT);
   _cleanup_json_ json_t *manifest = json_new (JSON_OBJECT);
-  _cleanup_free_ char *ctext = NULL, *cdigest = NULL;
+  _cleanup_free_ char *ctext = NULL, *rtext = xstrndup (record, len);
   json_t *rootfs = json_new (JSON_OBJECT), *diff_ids = json_new (JSON_ARRAY);
   json_t *history = json_new (JSON_ARRAY), *layers = json_new (JSON_ARRAY);
   char hex[ESBX_SHA256_HEX_LEN + 1];
@@ -90,21 +55,12 @@ esbx_remote_push_config (struct esbx_registry *reg, const struct esbx_remote_des
   memset (m, 0, sizeof *m);
   for (i = 0; i < n; i++)
     {
-      json_t *h = json_new (JSON_OBJECT), *l, *annot = json_new (JSON_OBJECT);
+      json_t *h = json_new (JSON_OBJECT);
       _cleanup_free_ char *by = xasprintf ("esbx layer %s", d[i].id);
 
       json_append (diff_ids, json_new_string (d[i].diff_id));
       json_set_string (h, "created_by", by);
       json_append (history, h);
-      l = descriptor (d[i].gzip ? ESBX_OCI_LAYER_GZ : ESBX_OCI_LAYER, d[i].digest, d[i].size);
-      json_set_string (annot, ESBX_ANNOT_LAYER, d[i].id);
-      json_set_string (annot, ESBX_ANNOT_RECORD, d[i].record);
-      /* Readers of the manifest alone (the next publish) need it for the
-         config; image tools read the config's diff_ids.  */
-      if (d[i].gzip)
-        json_set_string (annot, ESBX_ANNOT_DIFF_ID, d[i].diff_id);
-      json_set (l, "annotations", annot);
-      json_append (layers, l);
     }
   json_set_string (config, "architecture", oci_arch ());
   json_set_string (config, "os", "linux");
@@ -113,17 +69,38 @@ esbx_remote_push_config (struct esbx_registry *reg, const struct esbx_remote_des
   json_set (rootfs, "diff_ids", diff_ids);
   json_set (config, "rootfs", rootfs);
   json_set (config, "history", history);
+  /* The top layer's record, byte for byte: image tools ignore the member,
+     and the manifest tagged with the layer's id keeps the config (and so
+     the record) for the registry's garbage collector.  */
+  json_set_string (config, ESBX_CONFIG_RECORD, rtext);
   ctext = json_serialize (config, false, &clen);
   esbx_sha256_buf (ctext, clen, hex);
-  cdigest = xasprintf ("sha256:%s", hex);
+  free (d[n - 1].record);
+  d[n - 1].record = xasprintf ("sha256:%s", hex);
+  d[n - 1].record_in_config = true;
+  for (i = 0; i < n; i++)
+    {
+      json_t *l, *annot = json_new (JSON_OBJECT);
+
+      l = descriptor (d[i].gzip ? ESBX_OCI_LAYER_GZ : ESBX_OCI_LAYER, d[i].digest, d[i].size);
+      json_set_string (annot, ESBX_ANNOT_LAYER, d[i].id);
+      json_set_string (annot, d[i].record_in_config ? ESBX_ANNOT_RECORD_CONFIG : ESBX_ANNOT_RECORD,
+                       d[i].record);
+      /* Readers of the manifest alone (the next publish) need it for the
+         config; image tools read the config's diff_ids.  */
+      if (d[i].gzip)
+        json_set_string (annot, ESBX_ANNOT_DIFF_ID, d[i].diff_id);
+      json_set (l, "annotations", annot);
+      json_append (layers, l);
+    }
   json_set_int (manifest, "schemaVersion", 2);
   json_set_string (manifest, "mediaType", ESBX_OCI_MANIFEST);
-  json_set (manifest, "config", descriptor (ESBX_OCI_CONFIG, cdigest, (int64_t)clen));
+  json_set (manifest, "config", descriptor (ESBX_OCI_CONFIG, d[n - 1].record, (int64_t)clen));
   json_set (manifest, "layers", layers);
   m->body = json_serialize (manifest, false, &m->len);
   esbx_sha256_buf (m->body, m->len, hex);
   m->digest = xasprintf ("sha256:%s", hex);
-  if (esbx_registry_push_blob (reg, cdigest, ctext, clen, flags, err) < 0)
+  if (esbx_registry_push_blob (reg, d[n - 1].record, ctext, clen, flags, err) < 0)
     {
       esbx_remote_manifest_free (m);
       return -1;
@@ -132,10 +109,29 @@ esbx_remote_push_config (struct esbx_registry *reg, const struct esbx_remote_des
 }
 
 int
-esbx_remote_push_manifest (struct esbx_registry *reg, const struct esbx_remote_desc *d, size_t n,
-                           const char *tag, struct esbx_remote_manifest *m, esbx_error_t *err)
+esbx_remote_config_record (const char *config, size_t clen, char **text, size_t *len,
+                           esbx_error_t *err)
 {
-  if (esbx_remote_push_config (reg, d, n, 0, m, err) < 0)
+  _cleanup_json_ json_t *j = json_parse (config, clen, err);
+  const char *record;
+
+  *text = NULL;
+  if (j == NULL)
+    return esbx_error_wrap (err, "config");
+  record = json_get_string (j, ESBX_CONFIG_RECORD);
+  if (record == NULL)
+    return esbx_make_error (err, 0, "config: no `%s` string", ESBX_CONFIG_RECORD);
+  *text = xstrdup (record);
+  *len = strlen (record);
+  return 0;
+}
+
+int
+esbx_remote_push_manifest (struct esbx_registry *reg, struct esbx_remote_desc *d, size_t n,
+                           const char *record, size_t len, const char *tag,
+                           struct esbx_remote_manifest *m, esbx_error_t *err)
+{
+  if (esbx_remote_push_config (reg, d, n, record, len, 0, m, err) < 0)
     return -1;
   if (esbx_registry_put_manifest (reg, tag, m->body, m->len, err) < 0)
     {
@@ -195,10 +191,13 @@ esbx_remote_push_diff (struct esbx_registry *reg, int diffd, const char *tmp,
   return esbx_registry_push_blob_fd (reg, d->digest, fd, flags, err);
 }
 
-/* Push layer ID of PROJECT (blob and record) into D.  */
+/* Push layer ID of PROJECT, the top of D[0..N): its blob, then the
+   config carrying its record and the manifest of the stack up to it,
+   tagged ID, into *TOP.  */
 static int
 push_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project, const char *id,
-            const char *tmp, struct esbx_remote_desc *d, esbx_error_t *err)
+            const char *tmp, struct esbx_remote_desc *d, size_t n, struct esbx_remote_manifest *top,
+            esbx_error_t *err)
 {
   _cleanup_free_ char *diff = esbx_layer_file (project, id, "diff");
   _cleanup_free_ char *rec = esbx_layer_file (project, id, "record.json");
@@ -206,13 +205,13 @@ push_layer (esbx_store_t *store, struct esbx_registry *reg, const char *project,
   _cleanup_close_ int diffd = -1;
   size_t len;
 
-  d->id = xstrdup (id);
+  d[n - 1].id = xstrdup (id);
   diffd = esbx_open_dir_at (store->rootfd, diff, err);
-  if (diffd < 0 || esbx_remote_push_diff (reg, diffd, tmp, d, 0, err) < 0)
+  if (diffd < 0 || esbx_remote_push_diff (reg, diffd, tmp, &d[n - 1], 0, err) < 0)
     return -1;
   if (esbx_read_file_at (store->rootfd, rec, JSON_MAX_DOCUMENT, &text, &len, err) < 0)
     return -1;
-  return esbx_remote_push_record (reg, id, text, len, 0, &d->record, err);
+  return esbx_remote_push_manifest (reg, d, n, text, len, id, top, err);
 }
 
 int
@@ -268,8 +267,7 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
     {
       esbx_remote_manifest_free (&top);
       pushed = i + 1;
-      if (push_layer (store, &reg, project, ids[i], tmp, &d[i], err) < 0
-          || esbx_remote_push_manifest (&reg, d, i + 1, ids[i], &top, err) < 0)
+      if (push_layer (store, &reg, project, ids[i], tmp, d, i + 1, &top, err) < 0)
         goto out;
     }
   key = esbx_remote_head_key (project);

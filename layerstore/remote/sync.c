@@ -43,7 +43,7 @@ esbx_remote_sync_locked (esbx_store_t *store, struct esbx_registry *reg, const c
                               project, i, ids[i], h->ids[i]);
   if (n == h->n)
     return 0;
-  if (esbx_registry_get_manifest (reg, h->manifest, &manifest, err) < 0
+  if (esbx_remote_get_manifest (store, reg, project, h->manifest, &manifest, err) < 0
       || esbx_remote_descs_parse (manifest, &d, &nd, err) < 0)
     return esbx_error_wrap (err, "project `%s`", project);
   if (nd != h->n)

@@ -102,6 +102,31 @@ pull_refused() {
   diff <(cat "$HOST_A/projects/p/layers/$ID/record.json") "$HOST_B/projects/p/layers/$ID/record.json"
 }
 
+@test "a record in the config (as esbx pushes it now) pulls byte for byte" {
+  craft --record-in config
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 1 layer fetched"
+  on B esbx_ok fsck p
+  cmp "$HOST_A/projects/p/layers/$ID/record.json" "$HOST_B/projects/p/layers/$ID/record.json"
+}
+
+@test "a config that carries no record, or a record that does not fit, is refused" {
+  local rec other
+  rec=$HOST_A/projects/p/layers/$ID/record.json
+  # The same record under another id: it names a layer the head does not.
+  other=$(jq -c '.id = "0000000000000000"' "$rec")
+  for v in 'not json' '{"os": "linux"}' '{"io.esbx.record": {"id": "x"}}' '{"io.esbx.record": 7}' \
+    "$(jq -cn --arg r "$other" '{"io.esbx.record": $r}')" \
+    "$(jq -cn --arg r 'not a record' '{"io.esbx.record": $r}')"; do
+    craft --record-in config --config-raw "$v"
+    pull_refused "fetch layer \`$ID\`" "record"
+  done
+  # Both forms at once: which record would be read?
+  craft --annot "io.esbx.record-config=sha256:$(printf '0%.0s' $(seq 1 64))"
+  pull_refused "layer 0 is not an esbx layer"
+}
+
 @test "etcd head: layer ids that are paths, empty, huge or not strings are refused" {
   local v
   for v in "\"../../../${CANARY#/}/x\"" '"."' '".."' '""' "\"$(head -c 10240 /dev/zero | tr '\0' a)\"" \

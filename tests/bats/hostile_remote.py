@@ -11,9 +11,11 @@
   hostile_remote.py craft DIR --record FILE --layer FILE --repo R [options]
       writes DIR/routes.json for a pull of the one-layer project whose
       record.json and OCI layer tar (esbx export --format oci-layer) are
-      given: the etcd head, the manifest, the record and the layer blob, all
-      with matching digests, then changed as the options say (every option
-      keeps the digests matching unless it is about the digest itself).
+      given: the etcd head, the manifest, the record (a blob of its own, as
+      esbx pushed it before records went into configs, or with
+      --record-in config in the config) and the layer blob, all with
+      matching digests, then changed as the options say (every option keeps
+      the digests matching unless it is about the digest itself).
 
 A route is {"method", "path" (or "prefix"), "status", "headers", and the
 body: "body" (text), "file", or "gen": {"head", "repeat", "count", "tail",
@@ -171,7 +173,7 @@ def make_tar(entries):
 def craft(a):
     d = a.dir
     # "@FILE": the value is FILE's content (too large for an argument).
-    for k in ("head", "record_raw", "manifest_raw"):
+    for k in ("head", "record_raw", "manifest_raw", "config_raw"):
         v = getattr(a, k)
         if v is not None and v.startswith("@"):
             with open(v[1:]) as f:
@@ -189,17 +191,27 @@ def craft(a):
     else:
         with open(a.layer, "rb") as f:
             layer = f.read()
-    files = {"record": record_bytes, "layer": layer}
-    layer_digest, record_digest = sha(layer), sha(record_bytes)
+    layer_digest = sha(layer)
+    config = {"rootfs": {"type": "layers", "diff_ids": [layer_digest]}}
+    if a.record_in == "config":
+        config["io.esbx.record"] = record_bytes.decode()
+    config = json.dumps(config).encode()
+    if a.config_raw is not None:
+        config = a.config_raw.encode()
+    if a.record_in == "config":
+        # The record's blob is the config; the manifest names it twice.
+        record_bytes, annot = config, "io.esbx.record-config"
+    else:
+        annot = "io.esbx.record"
+    files = {"record": record_bytes, "layer": layer, "config": config}
+    record_digest = sha(record_bytes)
     desc = {"mediaType": OCI_LAYER, "digest": layer_digest, "size": len(layer),
-            "annotations": {"io.esbx.layer": record["id"], "io.esbx.record": record_digest}}
+            "annotations": {"io.esbx.layer": record["id"], annot: record_digest}}
     for kv in a.annot:
         k, v = kv.split("=", 1)
         desc["annotations"][k] = v
     if a.layer_digest is not None:
         desc["digest"] = a.layer_digest
-    config = json.dumps({"rootfs": {"type": "layers", "diff_ids": [layer_digest]}}).encode()
-    files["config"] = config
     manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
                 "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                            "digest": sha(config), "size": len(config)},
@@ -262,6 +274,9 @@ def main():
     c.add_argument("--head", help="the etcd value as it is")
     c.add_argument("--record-changes", help="JSON: the record's change list")
     c.add_argument("--record-raw", help="the record blob as it is")
+    c.add_argument("--record-in", choices=("blob", "config"), default="blob",
+                   help="where the record is: a blob of its own or the config")
+    c.add_argument("--config-raw", help="the config blob as it is")
     c.add_argument("--tar", help="JSON: the layer tar's entries (make_tar)")
     c.add_argument("--annot", action="append", default=[], help="KEY=VALUE of the layer")
     c.add_argument("--layer-digest", help="the layer descriptor's digest field")

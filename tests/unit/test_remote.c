@@ -116,7 +116,8 @@ test_head_key_and_value (void **state)
   assert_string_equal (value, "{\"layers\":[\"l1\",\"l2\"],\"manifest\":\"" D1 "\"}");
 }
 
-/* A layer descriptor as esbx pushes it; FIELDS are added last.  */
+/* A layer descriptor as esbx pushed it before records went into configs;
+   DIFF_ID is added last.  */
 static char *
 layer (const char *media, const char *digest, const char *id, const char *record,
        const char *diff_id)
@@ -127,6 +128,17 @@ layer (const char *media, const char *digest, const char *id, const char *record
   return xasprintf ("{\"mediaType\": \"%s\", \"digest\": \"%s\", \"size\": 1234, "
                     "\"annotations\": {\"io.esbx.layer\": \"%s\", \"io.esbx.record\": \"%s\"%s}}",
                     media, digest, id, record, diff);
+}
+
+/* A layer descriptor as esbx pushes it: its record in the config
+   CONFIG.  */
+static char *
+layer_config (const char *digest, const char *id, const char *config, const char *diff_id)
+{
+  return xasprintf ("{\"mediaType\": \"" ESBX_OCI_LAYER_GZ "\", \"digest\": \"%s\", "
+                    "\"size\": 1234, \"annotations\": {\"io.esbx.layer\": \"%s\", "
+                    "\"io.esbx.record-config\": \"%s\", \"io.esbx.diff-id\": \"%s\"}}",
+                    digest, id, config, diff_id);
 }
 
 /* esbx_remote_descs_parse of a manifest with the layers LAYERS (JSON).  */
@@ -164,7 +176,7 @@ test_descs_parse (void **state)
   _cleanup_free_ char *plain = layer (ESBX_OCI_LAYER, D1, "l1", R1, NULL);
   _cleanup_free_ char *gz = layer (ESBX_OCI_LAYER_GZ, D2, "l2", R1, D3);
   _cleanup_free_ char *both = xasprintf ("%s, %s", plain, gz);
-  _cleanup_free_ char *l = NULL, *two = NULL;
+  char *l = NULL, *two = NULL;
   _cleanup_json_ json_t *none = NULL;
   struct esbx_remote_desc *d = NULL;
   esbx_error_t err = NULL;
@@ -184,6 +196,22 @@ test_descs_parse (void **state)
   assert_true (d[1].gzip);
   assert_string_equal (d[1].digest, D2);
   assert_string_equal (d[1].diff_id, D3);
+  assert_false (d[0].record_in_config);
+  assert_false (d[1].record_in_config);
+  esbx_remote_descs_free (d, n);
+  d = NULL;
+  /* Both forms in one stack: layers pushed before and after records went
+     into configs.  */
+  free (l);
+  l = layer_config (D2, "l3", D1, D3);
+  free (two);
+  two = xasprintf ("%s, %s", plain, l);
+  fixture_ok (parse (two, &d, &n, &err), &err);
+  assert_int_equal (n, 2);
+  assert_false (d[0].record_in_config);
+  assert_true (d[1].record_in_config);
+  assert_string_equal (d[1].record, D1);
+  assert_string_equal (d[1].id, "l3");
   esbx_remote_descs_free (d, n);
   d = NULL;
   fixture_ok (parse ("", &d, &n, &err), &err);
@@ -201,7 +229,9 @@ test_descs_parse (void **state)
 
   /* What a registry answers goes into paths and URLs: the first bad layer
      refuses the whole manifest.  */
+  free (l);
   l = layer (ESBX_OCI_LAYER, D1, "../../etc", R1, NULL);
+  free (two);
   two = xasprintf ("%s, %s", plain, l);
   refused (two, "manifest: layer 1 is not an esbx layer");
   free (l);
@@ -224,23 +254,51 @@ test_descs_parse (void **state)
   l = layer ("application/vnd.docker.image.rootfs.diff.tar.gzip", D1, "l1", R1, D3);
   refused (l, "manifest: layer 0: media type `application/vnd.docker.image.rootfs.diff.tar.gzip` "
               "is not " ESBX_OCI_LAYER " or " ESBX_OCI_LAYER_GZ);
+  free (l);
+  l = layer_config (D2, "l3", "sha256:../../x", D3);
+  refused (l, "manifest: layer 0 is not an esbx layer");
+  /* A record in two places: which one would be read?  */
+  refused ("{\"mediaType\": \"" ESBX_OCI_LAYER "\", \"digest\": \"" D1 "\", \"size\": 1, "
+           "\"annotations\": {\"io.esbx.layer\": \"l1\", \"io.esbx.record\": \"" R1 "\", "
+           "\"io.esbx.record-config\": \"" D2 "\"}}",
+           "manifest: layer 0 is not an esbx layer");
+  free (l);
+  free (two);
+}
+
+/* esbx_remote_config_record of CONFIG: the record, or the error.  */
+static void
+config_record (const char *config, const char *want, const char *msg)
+{
+  _cleanup_free_ char *text = NULL;
+  esbx_error_t err = NULL;
+  size_t len = 0;
+  int r = esbx_remote_config_record (config, strlen (config), &text, &len, &err);
+
+  if (want)
+    {
+      fixture_ok (r, &err);
+      assert_int_equal (len, strlen (want));
+      assert_memory_equal (text, want, len);
+      return;
+    }
+  assert_int_equal (r, -1);
+  assert_null (text);
+  assert_string_equal (err->msg, msg);
+  esbx_error_free (&err);
 }
 
 static void
-test_record_manifest (void **state)
+test_config_record (void **state)
 {
-  _cleanup_free_ char *tag = NULL;
-  _cleanup_free_ char *m = NULL;
-  size_t len = 0;
-
   (void)state;
-  m = esbx_remote_record_manifest ("l1", R1, 321, &len, &tag);
-  assert_string_equal (tag, "l1-record");
-  assert_int_equal (len, strlen (m));
-  assert_string_equal (m, "{\"schemaVersion\":2,\"mediaType\":\"" ESBX_OCI_MANIFEST "\","
-                          "\"config\":{\"mediaType\":\"" ESBX_RECORD_TYPE "\",\"digest\":\"" R1
-                          "\",\"size\":321},\"layers\":[],"
-                          "\"annotations\":{\"io.esbx.layer\":\"l1\"}}");
+  /* The record comes back byte for byte: its id is the hash of it.  */
+  config_record ("{\"os\":\"linux\",\"io.esbx.record\":\"{\\n  \\\"id\\\": \\\"l1\\\"\\n}\"}",
+                 "{\n  \"id\": \"l1\"\n}", NULL);
+  config_record ("{\"os\":\"linux\"}", NULL, "config: no `io.esbx.record` string");
+  config_record ("{\"io.esbx.record\":{\"id\":\"l1\"}}", NULL,
+                 "config: no `io.esbx.record` string");
+  config_record ("[1]", NULL, "config: no `io.esbx.record` string");
 }
 
 static bool
@@ -497,7 +555,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_digest_valid),   cmocka_unit_test (test_read_again),
     cmocka_unit_test (test_etcd_encodings), cmocka_unit_test (test_head_key_and_value),
-    cmocka_unit_test (test_descs_parse),    cmocka_unit_test (test_record_manifest),
+    cmocka_unit_test (test_descs_parse),    cmocka_unit_test (test_config_record),
     cmocka_unit_test (test_challenges),     cmocka_unit_test (test_check_url),
     cmocka_unit_test (test_remote_config),  cmocka_unit_test (test_shared_marker),
     cmocka_unit_test (test_layer_blob),
