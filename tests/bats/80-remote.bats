@@ -242,6 +242,46 @@ with open(sys.argv[1], "r+b") as f:
   [ ! -e "$HOST_A/projects/p/remote" ]
 }
 
+@test "a head pushed in the older form (a record blob per layer) takes publishes; a pull reads both forms in one stack" {
+  local old=$BATS_TEST_TMPDIR/old id
+  mkdir -p "$old"
+  on A make_session p a1
+  echo one >"$m/one.txt"
+  on A esbx_ok publish a1
+  cp "$HOST_A/projects/p/stack" "$old/stack"
+  for id in $(cat "$old/stack"); do
+    cp "$HOST_A/projects/p/layers/$id/record.json" "$old/$id.record"
+    on A esbx_ok export "p@$id" -o "$old/$id.tar" --format oci-layer
+  done
+  in_svc python3 "$BATS_TEST_DIRNAME/old_layout_push.py" "$(REGISTRY_URL)" "$(ETCD_URL)" p "$old"
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 2 layers fetched"
+  on B make_session p b1
+  echo two >"$m/two.txt"
+  on B esbx_ok publish b1
+  # The old layers keep their descriptors; the new one's record is in the
+  # config of its manifest.
+  run in_svc curl -fsS -H "Accept: application/vnd.oci.image.manifest.v1+json" \
+    "http://127.0.0.1:$REGISTRY_PORT/v2/t$BATS_TEST_NUMBER/p/manifests/head"
+  assert_success
+  [ "$(jq -c '[.layers[].annotations | [has("io.esbx.record"), has("io.esbx.record-config")]]' <<<"$output")" \
+    = '[[true,false],[true,false],[false,true]]' ]
+  [ "$(jq -r '.layers[2].annotations["io.esbx.record-config"]' <<<"$output")" = "$(jq -r .config.digest <<<"$output")" ]
+  new_host C
+  run on C "$ESBX" project pull p
+  assert_success
+  assert_output "p: 3 layers fetched"
+  on C esbx_ok fsck p
+  for id in $(cat "$HOST_B/projects/p/stack"); do
+    cmp "$HOST_B/projects/p/layers/$id/record.json" "$HOST_C/projects/p/layers/$id/record.json"
+  done
+  head_tree B p "$BATS_TEST_TMPDIR/b"
+  head_tree C p "$BATS_TEST_TMPDIR/c"
+  diff -r "$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/c"
+  [ "$(cat "$BATS_TEST_TMPDIR/c/two.txt")" = two ]
+}
+
 @test "the registry's garbage-collect keeps every blob a head reaches, records too" {
   on A esbx_ok project push p
   local i
