@@ -91,24 +91,14 @@ parse_exec_args (int argc, char **argv, struct exec_args *a, esbx_error_t *err)
   return 0;
 }
 
-static json_t *
-strings_json (char *const *v)
-{
-  json_t *arr = json_new (JSON_ARRAY);
-
-  for (; v && *v; v++)
-    json_append (arr, json_new_string (*v));
-  return arr;
-}
-
 /* The command's output comes back as it is written (remote.c).  */
 static int
 exec_remote (struct esbx_cli *cli, const struct exec_args *a, esbx_error_t *err)
 {
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT);
 
-  json_set (body, "env", strings_json (a->run.env));
-  json_set (body, "argv", strings_json (a->run.argv));
+  json_set (body, "env", json_new_strings (a->run.env));
+  json_set (body, "argv", json_new_strings (a->run.argv));
   if (a->run.cwd)
     json_set_string (body, "cwd", a->run.cwd);
   if (a->run.user)

@@ -22,16 +22,6 @@ count (const char *opt, const char *s, unsigned max, unsigned *out, esbx_error_t
   return 0;
 }
 
-static json_t *
-strings (const struct strv *v)
-{
-  json_t *arr = json_new (JSON_ARRAY);
-
-  for (size_t i = 0; i < v->n; i++)
-    json_append (arr, json_new_string (v->v[i]));
-  return arr;
-}
-
 int
 cli_project_gate (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err)
 {
@@ -104,8 +94,8 @@ cli_project_gate (struct esbx_cli *cli, int argc, char **argv, esbx_error_t *err
         {
           body = json_new (JSON_OBJECT);
           json_set_string (body, "mode", mode);
-          json_set (body, "checks", strings (&checks));
-          json_set (body, "secrets", strings (&secrets));
+          json_set (body, "checks", json_new_strings (checks.v));
+          json_set (body, "secrets", json_new_strings (secrets.v));
           json_set_int (body, "check_timeout", g.check_timeout);
           json_set_int (body, "approvals", g.approvals);
           json_set_int (body, "parallel", g.parallel);

@@ -27,6 +27,16 @@ json_new_string (const char *s)
 }
 
 json_t *
+json_new_strings (char *const *v)
+{
+  json_t *arr = json_new (JSON_ARRAY);
+
+  for (; v && *v; v++)
+    json_append (arr, json_new_string (*v));
+  return arr;
+}
+
+json_t *
 json_new_int (int64_t v)
 {
   json_t *j = json_new (JSON_NUMBER);

@@ -53,6 +53,8 @@ cleanup_jsonp (json_t **j)
 
 json_t *json_new (enum json_type type);
 json_t *json_new_string (const char *s);
+/* An array of the strings of V (NULL-terminated; NULL: none).  */
+json_t *json_new_strings (char *const *v);
 json_t *json_new_int (int64_t v);
 json_t *json_new_bool (bool v);
 /* A deep copy of J (NULL for NULL).  */

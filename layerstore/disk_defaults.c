@@ -18,17 +18,6 @@
 
 #define PROJECT_FILE "disk.json"
 
-static int
-project_must_exist (esbx_store_t *store, const char *project, esbx_error_t *err)
-{
-  if (esbx_check_name ("project", project, err) < 0)
-    return -1;
-  if (!esbx_project_exists (store, project))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
-                                 project);
-  return 0;
-}
-
 /* PROJECT's default in *BYTES (0: none).  */
 static int
 project_default (esbx_store_t *store, const char *project, int64_t *bytes, esbx_error_t *err)
@@ -93,7 +82,7 @@ esbx_project_disk_set (esbx_store_t *store, const char *project, const char *siz
 
   if (esbx_disk_size_parse (size, &bytes, err) < 0)
     return esbx_error_wrap (err, "project `%s`", project);
-  if (project_must_exist (store, project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return -1;
   dfd = esbx_open_dir_at (store->rootfd, dir, err);
   if (dfd < 0)
@@ -110,7 +99,7 @@ esbx_project_disk_clear (esbx_store_t *store, const char *project, esbx_error_t 
 {
   _cleanup_free_ char *rel = esbx_project_file (project, "%s", PROJECT_FILE);
 
-  if (project_must_exist (store, project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return -1;
   if (unlinkat (store->rootfd, rel, 0) < 0 && errno != ENOENT)
     return esbx_make_error (err, errno, "project `%s`: remove `%s`", project, PROJECT_FILE);
@@ -123,7 +112,7 @@ esbx_project_disk_get (esbx_store_t *store, const char *project, esbx_error_t *e
   int64_t mine = 0, store_default = 0;
   json_t *j;
 
-  if (project_must_exist (store, project, err) < 0
+  if (esbx_project_check (store, project, err) < 0
       || project_default (store, project, &mine, err) < 0
       || esbx_store_disk_default (store, &store_default, err) < 0)
     return NULL;

@@ -336,53 +336,86 @@ path_matches (const struct esbx_egress_rule *r, const char *path)
   return strcmp (path, r->path) == 0;
 }
 
-void
-esbx_egress_decide (const json_t *allow, const char *host, unsigned port, const char *method,
-                    const char *path, struct esbx_egress_verdict *v)
+bool
+esbx_egress_rules_any (const json_t *allow,
+                       bool (*fn) (const struct esbx_egress_rule *r, const char *text, void *data),
+                       void *data)
 {
   const json_t *a;
-  bool host_seen = false;
   size_t i;
+  bool done = false;
 
-  memset (v, 0, sizeof *v);
   json_array_foreach (allow, i, a)
     {
       struct esbx_egress_rule r;
       esbx_error_t e = NULL;
-      bool restricted;
 
       if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
         {
           esbx_error_free (&e);
           continue;
         }
-      if (host_matches (&r, host) && (r.port == 0 || r.port == port))
-        {
-          host_seen = true;
-          restricted = r.methods[0] || r.path;
-          if (method == NULL && !restricted)
-            {
-              v->allowed = true;
-              v->inspect = false;
-              v->rule = a->text;
-              esbx_egress_rule_clear (&r);
-              return;
-            }
-          if (method == NULL)
-            {
-              v->inspect = true;
-              v->rule = v->rule ? v->rule : a->text;
-            }
-          else if (method_matches (&r, method) && path_matches (&r, path))
-            {
-              v->allowed = true;
-              v->rule = a->text;
-              esbx_egress_rule_clear (&r);
-              return;
-            }
-        }
+      done = fn (&r, a->text, data);
       esbx_egress_rule_clear (&r);
+      if (done)
+        break;
     }
+  return done;
+}
+
+struct decide
+{
+  const char *host;
+  unsigned port;
+  const char *method, *path;
+  struct esbx_egress_verdict *v;
+  bool host_seen;
+};
+
+/* Whether R decides D's request: allowed; else notes that a rule for its
+   host and port was seen, and for a connection whose requests are not
+   seen, that an HTTP rule needs them inspected.  */
+static bool
+decide_rule (const struct esbx_egress_rule *r, const char *text, void *data)
+{
+  struct decide *d = data;
+
+  if (!host_matches (r, d->host) || (r->port != 0 && r->port != d->port))
+    return false;
+  d->host_seen = true;
+  if (d->method == NULL && !(r->methods[0] || r->path))
+    {
+      d->v->allowed = true;
+      d->v->inspect = false;
+      d->v->rule = text;
+      return true;
+    }
+  if (d->method == NULL)
+    {
+      d->v->inspect = true;
+      d->v->rule = d->v->rule ? d->v->rule : text;
+      return false;
+    }
+  if (method_matches (r, d->method) && path_matches (r, d->path))
+    {
+      d->v->allowed = true;
+      d->v->rule = text;
+      return true;
+    }
+  return false;
+}
+
+void
+esbx_egress_decide (const json_t *allow, const char *host, unsigned port, const char *method,
+                    const char *path, struct esbx_egress_verdict *v)
+{
+  struct decide d = { .host = host, .port = port, .method = method, .path = path, .v = v };
+  bool host_seen;
+
+  memset (v, 0, sizeof *v);
+  if (esbx_egress_rules_any (allow, decide_rule, &d))
+    return;
+  host_seen = d.host_seen;
   if (v->inspect)
     {
       v->allowed = true;
@@ -392,52 +425,30 @@ esbx_egress_decide (const json_t *allow, const char *host, unsigned port, const 
                         : "host not on the allow-list";
 }
 
+static bool
+name_rule (const struct esbx_egress_rule *r, const char *text, void *data)
+{
+  (void)text;
+  return r->name && name_matches (r->name, data);
+}
+
 bool
 esbx_egress_name_allowed (const json_t *allow, const char *name)
 {
-  const json_t *a;
-  size_t i;
-  bool ok = false;
+  return esbx_egress_rules_any (allow, name_rule, (void *)name);
+}
 
-  json_array_foreach (allow, i, a)
-    {
-      struct esbx_egress_rule r;
-      esbx_error_t e = NULL;
+static bool
+addr_rule (const struct esbx_egress_rule *r, const char *text, void *data)
+{
+  uint32_t addr = *(const uint32_t *)data;
 
-      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      ok = r.name && name_matches (r.name, name);
-      esbx_egress_rule_clear (&r);
-      if (ok)
-        break;
-    }
-  return ok;
+  (void)text;
+  return r->name == NULL && (addr & (r->prefix == 0 ? 0 : ~0u << (32 - r->prefix))) == r->addr;
 }
 
 bool
 esbx_egress_addr_listed (const json_t *allow, uint32_t addr)
 {
-  const json_t *a;
-  size_t i;
-  bool ok = false;
-
-  json_array_foreach (allow, i, a)
-    {
-      struct esbx_egress_rule r;
-      esbx_error_t e = NULL;
-
-      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      ok = r.name == NULL && (addr & (r.prefix == 0 ? 0 : ~0u << (32 - r.prefix))) == r.addr;
-      esbx_egress_rule_clear (&r);
-      if (ok)
-        break;
-    }
-  return ok;
+  return esbx_egress_rules_any (allow, addr_rule, &addr);
 }

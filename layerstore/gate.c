@@ -46,16 +46,6 @@ strings_of (const json_t *arr)
   return v.v ? v.v : xmalloc0 (sizeof (char *));
 }
 
-static json_t *
-json_strings (char *const *v)
-{
-  json_t *arr = json_new (JSON_ARRAY);
-
-  for (; v && *v; v++)
-    json_append (arr, json_new_string (*v));
-  return arr;
-}
-
 int
 esbx_gate_load (esbx_store_t *store, const char *project, struct esbx_gate *g, esbx_error_t *err)
 {
@@ -64,11 +54,8 @@ esbx_gate_load (esbx_store_t *store, const char *project, struct esbx_gate *g, e
   int64_t v;
 
   memset (g, 0, sizeof *g);
-  if (esbx_check_name ("project", project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return -1;
-  if (!esbx_project_exists (store, project))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
-                                 project);
   g->check_timeout = ESBX_GATE_DEFAULT_TIMEOUT;
   rel = esbx_project_file (project, GATE_FILE);
   if (!esbx_exists_at (store->rootfd, rel))
@@ -99,11 +86,11 @@ esbx_gate_json (const struct esbx_gate *g)
   json_t *o = json_new (JSON_OBJECT);
 
   json_set_string (o, "mode", g->mode ? g->mode : "auto");
-  json_set (o, "checks", json_strings (g->checks));
+  json_set (o, "checks", json_new_strings (g->checks));
   json_set_int (o, "check_timeout", g->check_timeout);
   json_set_int (o, "approvals", g->approvals);
   json_set_int (o, "parallel", g->parallel);
-  json_set (o, "secrets", json_strings (g->secrets));
+  json_set (o, "secrets", json_new_strings (g->secrets));
   return o;
 }
 

@@ -49,11 +49,8 @@ esbx_project_wait (esbx_store_t *store, const char *project, const char *after, 
   int64_t deadline;
 
   *head = NULL;
-  if (esbx_check_name ("project", project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return -1;
-  if (!esbx_project_exists (store, project))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
-                                 project);
   shared = esbx_project_is_shared (store, project);
   if (shared && esbx_remote_sync (store, project, NULL, err) < 0)
     return esbx_error_wrap (err, "wait `%s`", project);

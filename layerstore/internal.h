@@ -33,6 +33,17 @@ bool esbx_is_mountpoint_at (int dirfd, const char *rel);
    the same filesystem (mount.c).  */
 int esbx_overlay_upper_in_use (const char *upper, const char *empty);
 
+/* The new mount API's fs context (fs_context.c): one string or fd
+   setting (the syscall's result, errno set); the options of every session
+   overlay and setting them; the error of a failed call, naming WHAT and
+   OBJECT, with the kernel's explanation read from FSFD.  */
+#define ESBX_OVERLAY_PLAIN_OPTIONS 3
+extern const char *const esbx_overlay_plain_options[ESBX_OVERLAY_PLAIN_OPTIONS][2];
+int esbx_fsconfig_string (int fsfd, const char *key, const char *value);
+int esbx_fsconfig_fd (int fsfd, const char *key, int fd);
+int esbx_overlay_set_plain (int fsfd, esbx_error_t *err);
+int esbx_fs_context_error (esbx_error_t *err, int fsfd, const char *what, const char *object);
+
 /* An inotify fd watching the root of the overlay mounted at TARGET (-1
    when none can be made), and, after TARGET is unmounted, whether that
    overlay's superblock ended: no mount of it is left anywhere (mount.c).  */

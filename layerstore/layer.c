@@ -8,10 +8,8 @@
 #include <string.h>
 
 void
-esbx_layer_free (struct esbx_layer *l)
+esbx_layer_clear (struct esbx_layer *l)
 {
-  if (l == NULL)
-    return;
   free (l->id);
   free (l->parent);
   free (l->created);
@@ -21,6 +19,15 @@ esbx_layer_free (struct esbx_layer *l)
   json_free (l->labels);
   json_free (l->gate);
   esbx_changeset_free (&l->changes);
+  memset (l, 0, sizeof *l);
+}
+
+void
+esbx_layer_free (struct esbx_layer *l)
+{
+  if (l == NULL)
+    return;
+  esbx_layer_clear (l);
   free (l);
 }
 
@@ -132,6 +139,16 @@ esbx_project_exists (esbx_store_t *store, const char *name)
     return false;
   path = esbx_project_file (name, "stack");
   return esbx_exists_at (store->rootfd, path);
+}
+
+int
+esbx_project_check (esbx_store_t *store, const char *name, esbx_error_t *err)
+{
+  if (esbx_check_name ("project", name, err) < 0)
+    return -1;
+  if (!esbx_project_exists (store, name))
+    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist", name);
+  return 0;
 }
 
 char **

@@ -160,6 +160,8 @@ struct esbx_layer
                                     "checks"}, or NULL */
 };
 
+/* What L holds, freed (L itself: esbx_layer_free), and L zeroed.  */
+void esbx_layer_clear (struct esbx_layer *l);
 void esbx_layer_free (struct esbx_layer *l);
 int esbx_layer_load (esbx_store_t *store, const char *project, const char *id,
                      struct esbx_layer **out, esbx_error_t *err);
@@ -221,6 +223,8 @@ json_t *esbx_project_pull_git (esbx_store_t *store, const char *project,
 int esbx_project_create (esbx_store_t *store, const char *name, const char *from,
                          esbx_error_t *err);
 bool esbx_project_exists (esbx_store_t *store, const char *name);
+/* NAME is a valid name (usage error) of a project of STORE (not found).  */
+int esbx_project_check (esbx_store_t *store, const char *name, esbx_error_t *err);
 char **esbx_project_list (esbx_store_t *store, esbx_error_t *err);
 int esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* Flatten the stack into one layer; refused while sessions of it exist.  */
@@ -376,6 +380,14 @@ struct esbx_egress_rule
 };
 int esbx_egress_rule_parse (const char *spec, struct esbx_egress_rule *out, esbx_error_t *err);
 void esbx_egress_rule_clear (struct esbx_egress_rule *r);
+/* FN (R, TEXT, DATA) for each entry of the JSON array ALLOW that is a rule
+   (TEXT: the entry as given), in order, until FN returns true: whether it
+   did.  An entry that does not parse is passed over: it was refused when
+   the list was set, and a record edited by hand loses only that entry.  */
+bool esbx_egress_rules_any (const json_t *allow,
+                            bool (*fn) (const struct esbx_egress_rule *r, const char *text,
+                                        void *data),
+                            void *data);
 /* ALLOW (NULL-terminated, may be NULL) checked, as a JSON array of the
    entries as given; the first bad one is an error (ESBX_ERR_USAGE).  */
 int esbx_egress_allow_parse (char *const *allow, json_t **out, esbx_error_t *err);

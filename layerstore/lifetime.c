@@ -104,12 +104,8 @@ esbx_lifetime_set_defaults (esbx_store_t *store, const char *project, int64_t tt
 json_t *
 esbx_lifetime_defaults (esbx_store_t *store, const char *project, esbx_error_t *err)
 {
-  if (esbx_check_name ("project", project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return NULL;
-  if (!esbx_project_exists (store, project))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
-                                 project),
-           NULL;
   return project_defaults (store, project, err);
 }
 

@@ -12,49 +12,16 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-/* Options that keep the upper directory made of plain files: no redirect
-   xattrs, no metacopy-only copy-ups, no index of hard links.  */
-static const char *const plain_options[][2] = {
-  { "redirect_dir", "off" },
-  { "index", "off" },
-  { "metacopy", "off" },
-};
-
-static int
-fsconfig_string (int fd, const char *key, const char *value)
-{
-  return (int)syscall (SYS_fsconfig, fd, FSCONFIG_SET_STRING, key, value, 0);
-}
-
-/* The error of a failed fs context call: errno, saved before anything
-   else runs, and the kernel's explanation read from the context fd (the
-   reads end with ENODATA, which must not replace the cause).  */
-static int
-fs_context_error (esbx_error_t *err, int fd, const char *what, const char *object)
-{
-  int saved = errno;
-  char msg[512];
-  ssize_t r;
-
-  msg[0] = '\0';
-  while ((r = read (fd, msg, sizeof msg - 1)) > 0)
-    msg[r] = '\0';
-  /* "e overlayfs: ..." : drop the severity letter.  */
-  if (msg[0] != '\0' && msg[1] == ' ')
-    memmove (msg, msg + 2, strlen (msg + 2) + 1);
-  return esbx_make_error (err, saved, "%s `%s`%s%s", what, object, msg[0] ? ": " : "", msg);
-}
-
 /* One fsconfig string; on failure an error naming KEY's directory.  */
 static int
 fsconfig_dir (int fsfd, const char *key, const char *dir, esbx_error_t *err)
 {
   _cleanup_free_ char *what = NULL;
 
-  if (fsconfig_string (fsfd, key, dir) == 0)
+  if (esbx_fsconfig_string (fsfd, key, dir) == 0)
     return 0;
   what = xasprintf ("overlay %s", key);
-  return fs_context_error (err, fsfd, what, dir);
+  return esbx_fs_context_error (err, fsfd, what, dir);
 }
 
 /* The new mount API: each lower layer is its own `lowerdir+` string, so the
@@ -71,25 +38,23 @@ mount_fsconfig (char *const *lowers, size_t n, const char *upper, const char *wo
   fsfd = (int)syscall (SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
   if (fsfd < 0)
     return -2;
-  fsconfig_string (fsfd, "source", "esbx");
+  esbx_fsconfig_string (fsfd, "source", "esbx");
   /* lowerdir+ appends below the previous one: add the top layer first.  */
   for (i = n; i > 0; i--)
-    if (fsconfig_string (fsfd, "lowerdir+", lowers[i - 1]) < 0)
+    if (esbx_fsconfig_string (fsfd, "lowerdir+", lowers[i - 1]) < 0)
       {
         if (errno == EINVAL && i == n)
           return -2;
-        return fs_context_error (err, fsfd, "overlay lower layer", lowers[i - 1]);
+        return esbx_fs_context_error (err, fsfd, "overlay lower layer", lowers[i - 1]);
       }
   if (upper
       && (fsconfig_dir (fsfd, "upperdir", upper, err) < 0
           || fsconfig_dir (fsfd, "workdir", work, err) < 0))
     return -1;
-  for (i = 0; i < ARRAY_SIZE (plain_options); i++)
-    if (fsconfig_string (fsfd, plain_options[i][0], plain_options[i][1]) < 0)
-      return esbx_make_error (err, errno, "overlay option %s=%s", plain_options[i][0],
-                              plain_options[i][1]);
+  if (esbx_overlay_set_plain (fsfd, err) < 0)
+    return -1;
   if (syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    return fs_context_error (err, fsfd, "create overlay for", target);
+    return esbx_fs_context_error (err, fsfd, "create overlay for", target);
   mfd = (int)syscall (SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, 0);
   if (mfd < 0)
     return esbx_make_error (err, errno, "fsmount overlay for `%s`", target);
@@ -112,10 +77,10 @@ esbx_overlay_upper_in_use (const char *upper, const char *empty)
   _cleanup_close_ int fsfd = (int)syscall (SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
   int r;
 
-  if (fsfd < 0 || fsconfig_string (fsfd, "lowerdir", empty) < 0
-      || fsconfig_string (fsfd, "upperdir", upper) < 0
-      || fsconfig_string (fsfd, "workdir", "/proc") < 0
-      || fsconfig_string (fsfd, "index", "on") < 0)
+  if (fsfd < 0 || esbx_fsconfig_string (fsfd, "lowerdir", empty) < 0
+      || esbx_fsconfig_string (fsfd, "upperdir", upper) < 0
+      || esbx_fsconfig_string (fsfd, "workdir", "/proc") < 0
+      || esbx_fsconfig_string (fsfd, "index", "on") < 0)
     return 1; /* unknown: in use */
   r = (int)syscall (SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0);
   if (r == 0)
@@ -227,8 +192,8 @@ mount_legacy (char *const *lowers, size_t n, const char *upper, const char *work
     p += sprintf (p, "%s%s", lowers[i - 1] + dirlen + 1, i > 1 ? ":" : "");
   if (upper)
     p += sprintf (p, ",upperdir=%s,workdir=%s", upper, work);
-  for (i = 0; i < ARRAY_SIZE (plain_options); i++)
-    p += sprintf (p, ",%s=%s", plain_options[i][0], plain_options[i][1]);
+  for (i = 0; i < ESBX_OVERLAY_PLAIN_OPTIONS; i++)
+    p += sprintf (p, ",%s=%s", esbx_overlay_plain_options[i][0], esbx_overlay_plain_options[i][1]);
 
   pid = fork ();
   if (pid < 0)

@@ -31,12 +31,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static const char *const plain_options[][2] = {
-  { "redirect_dir", "off" },
-  { "index", "off" },
-  { "metacopy", "off" },
-};
-
 static const char *
 fs_name (long type)
 {
@@ -123,27 +117,6 @@ esbx_mount_idmapped_bind (const char *dir, const char *target, int userns_fd, es
   return 0;
 }
 
-static int
-set_fd (int fsfd, const char *key, int fd)
-{
-  return (int)syscall (SYS_fsconfig, fsfd, FSCONFIG_SET_FD, key, NULL, fd);
-}
-
-static int
-context_error (esbx_error_t *err, int fd, const char *what, const char *object)
-{
-  int saved = errno;
-  char msg[512];
-  ssize_t r;
-
-  msg[0] = '\0';
-  while ((r = read (fd, msg, sizeof msg - 1)) > 0)
-    msg[r] = '\0';
-  if (msg[0] != '\0' && msg[1] == ' ')
-    memmove (msg, msg + 2, strlen (msg + 2) + 1);
-  return esbx_make_error (err, saved, "%s `%s`%s%s", what, object, msg[0] ? ": " : "", msg);
-}
-
 /* FSCONFIG_CMD_CREATE as BASE (see above), then back to fsuid 0.  */
 static int
 create_as (int fsfd, uint32_t base)
@@ -225,9 +198,9 @@ esbx_mount_overlay_idmapped (char *const *lowers, size_t n, const char *upper, c
       esbx_make_error (err, errno, "this kernel has no overlay mount context");
       goto out;
     }
-  syscall (SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, "source", "esbx", 0);
+  esbx_fsconfig_string (fsfd, "source", "esbx");
   for (i = n; i > 0; i--)
-    if (set_fd (fsfd, "lowerdir+", fds[i - 1]) < 0)
+    if (esbx_fsconfig_fd (fsfd, "lowerdir+", fds[i - 1]) < 0)
       {
         if (errno == EINVAL && i == n)
           {
@@ -235,26 +208,21 @@ esbx_mount_overlay_idmapped (char *const *lowers, size_t n, const char *upper, c
             esbx_make_error (err, errno, "this kernel's overlayfs takes no layer by fd");
           }
         else
-          context_error (err, fsfd, "overlay lower layer", lowers[i - 1]);
+          esbx_fs_context_error (err, fsfd, "overlay lower layer", lowers[i - 1]);
         goto out;
       }
-  if (upper && (set_fd (fsfd, "upperdir", upfd) < 0 || set_fd (fsfd, "workdir", workfd) < 0))
+  if (upper
+      && (esbx_fsconfig_fd (fsfd, "upperdir", upfd) < 0
+          || esbx_fsconfig_fd (fsfd, "workdir", workfd) < 0))
     {
-      context_error (err, fsfd, "overlay upper directory", upper);
+      esbx_fs_context_error (err, fsfd, "overlay upper directory", upper);
       goto out;
     }
-  for (i = 0; i < ARRAY_SIZE (plain_options); i++)
-    if (syscall (SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, plain_options[i][0], plain_options[i][1],
-                 0)
-        < 0)
-      {
-        esbx_make_error (err, errno, "overlay option %s=%s", plain_options[i][0],
-                         plain_options[i][1]);
-        goto out;
-      }
+  if (esbx_overlay_set_plain (fsfd, err) < 0)
+    goto out;
   if (create_as (fsfd, map->uid) < 0)
     {
-      context_error (err, fsfd, "create overlay over idmapped layers for", target);
+      esbx_fs_context_error (err, fsfd, "create overlay over idmapped layers for", target);
       goto out;
     }
   mfd = (int)syscall (SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, 0);

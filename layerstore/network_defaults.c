@@ -26,17 +26,6 @@ check_network (const char *network, esbx_error_t *err)
   return 0;
 }
 
-static int
-project_must_exist (esbx_store_t *store, const char *project, esbx_error_t *err)
-{
-  if (esbx_check_name ("project", project, err) < 0)
-    return -1;
-  if (!esbx_project_exists (store, project))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
-                                 project);
-  return 0;
-}
-
 /* The defaults of PROJECT, {} when it has none.  */
 static json_t *
 read_defaults (esbx_store_t *store, const char *project, esbx_error_t *err)
@@ -73,7 +62,7 @@ esbx_project_network_set (esbx_store_t *store, const char *project, const char *
                                  project, allow[0]);
   if (esbx_egress_allow_parse (allow, &list, err) < 0)
     return esbx_error_wrap (err, "project `%s`", project);
-  if (project_must_exist (store, project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return -1;
   dfd = esbx_open_dir_at (store->rootfd, dir, err);
   if (dfd < 0)
@@ -96,7 +85,7 @@ esbx_project_network_get (esbx_store_t *store, const char *project, esbx_error_t
 {
   json_t *j;
 
-  if (project_must_exist (store, project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return NULL;
   j = read_defaults (store, project, err);
   if (j && json_get_string (j, "network") == NULL)

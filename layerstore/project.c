@@ -85,13 +85,7 @@ import_layer (esbx_store_t *store, const char *project, const struct source *src
 
 out:
   esbx_layer_unstage (store, &staged);
-  free (layer.id);
-  free (layer.parent);
-  free (layer.created);
-  free (layer.message);
-  free (layer.git_commit);
-  json_free (layer.labels);
-  esbx_changeset_free (&layer.changes);
+  esbx_layer_clear (&layer);
   return ret;
 }
 
@@ -214,10 +208,8 @@ esbx_project_rm (esbx_store_t *store, const char *name, esbx_error_t *err)
   _cleanup_free_ char *rel = NULL, *grave = NULL, *hex = NULL;
   _cleanup_close_ int lock = -1;
 
-  if (esbx_check_name ("project", name, err) < 0)
+  if (esbx_project_check (store, name, err) < 0)
     return -1;
-  if (!esbx_project_exists (store, name))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist", name);
   lock = esbx_project_lock (store, name, err);
   if (lock < 0)
     return -1;

@@ -169,14 +169,7 @@ esbx_publish_free (struct esbx_publish *p)
   if (p == NULL)
     return;
   esbx_layer_unstage (p->store, &p->staged);
-  free (p->layer.id);
-  free (p->layer.parent);
-  free (p->layer.created);
-  free (p->layer.session);
-  free (p->layer.message);
-  free (p->layer.git_commit);
-  json_free (p->layer.labels);
-  esbx_changeset_free (&p->layer.changes);
+  esbx_layer_clear (&p->layer);
   esbx_changeset_free (&p->ignored);
   esbx_session_free (p->s);
   if (p->ufd >= 0)

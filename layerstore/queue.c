@@ -266,12 +266,8 @@ esbx_queue_list (esbx_store_t *store, const char *project, bool all, esbx_error_
 
   if (project)
     {
-      if (esbx_check_name ("project", project, err) < 0)
+      if (esbx_project_check (store, project, err) < 0)
         return NULL;
-      if (!esbx_project_exists (store, project))
-        return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
-                                     project),
-               NULL;
       list_project (store, project, all, NULL, &recs, &n);
     }
   else
@@ -358,16 +354,6 @@ next_id (esbx_store_t *store, int64_t *seq, esbx_error_t *err)
   return esbx_write_file_atomic_at (store->rootfd, SEQ_FILE, text, strlen (text), 0644, err);
 }
 
-static json_t *
-strings_json (char *const *v)
-{
-  json_t *arr = json_new (JSON_ARRAY);
-
-  for (; v && *v; v++)
-    json_append (arr, json_new_string (*v));
-  return arr;
-}
-
 int
 esbx_queue_file (struct esbx_publish *p, const char *by, bool discard, unsigned flags, char **id,
                  esbx_error_t *err)
@@ -436,7 +422,7 @@ esbx_queue_file (struct esbx_publish *p, const char *by, bool discard, unsigned 
   json_set_string (rec, "session", s->name);
   json_set_string (rec, "session_id", s->id);
   json_set_string (rec, "base", s->base);
-  json_set (rec, "published", strings_json (s->published));
+  json_set (rec, "published", json_new_strings (s->published));
   json_set_string (rec, "message", p->message ? p->message : "");
   json_set (rec, "labels", esbx_labels_copy (s->labels));
   json_set (rec, "discard", json_new_bool (discard));

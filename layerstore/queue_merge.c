@@ -113,16 +113,6 @@ out:
   return ret;
 }
 
-static json_t *
-strings_json (char *const *v)
-{
-  json_t *arr = json_new (JSON_ARRAY);
-
-  for (; v && *v; v++)
-    json_append (arr, json_new_string (*v));
-  return arr;
-}
-
 struct testing
 {
   const char *candidate, *parent;
@@ -181,7 +171,7 @@ install_candidate (esbx_store_t *store, const char *project, const char *id, con
   json_set (g, "approvals",
             json_get (rec, "approvals") ? json_copy (json_get (rec, "approvals"))
                                         : json_new (JSON_ARRAY));
-  json_set (g, "checks", strings_json (gate->checks));
+  json_set (g, "checks", json_new_strings (gate->checks));
   json_free (p->layer.gate);
   p->layer.gate = g;
   if (esbx_layer_adopt_parents (store, project, &p->staged, &p->layer.changes, target, NULL, err)

@@ -69,11 +69,8 @@ esbx_show (esbx_store_t *store, const char *project, const char *ref, const char
   size_t layer;
   int ret = -1;
 
-  if (esbx_check_name ("project", project, err) < 0)
+  if (esbx_project_check (store, project, err) < 0)
     return -1;
-  if (!esbx_project_exists (store, project))
-    return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project `%s` does not exist",
-                                 project);
   if (esbx_clean_relpath (path[0] == '/' ? path + 1 : path, true, &rel, err) < 0)
     return esbx_error_wrap (err, "show `%s`", shown);
   if (esbx_layer_resolve (store, project, ref, &id, err) < 0

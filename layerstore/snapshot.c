@@ -555,17 +555,6 @@ users (esbx_store_t *store, const char *project, const char *name, struct strv *
 }
 
 static json_t *
-strv_json (const struct strv *v)
-{
-  json_t *a = json_new (JSON_ARRAY);
-  size_t i;
-
-  for (i = 0; i < v->n; i++)
-    json_append (a, json_new_string (v->v[i]));
-  return a;
-}
-
-static json_t *
 snapshot_json (esbx_store_t *store, const char *project, const char *name, esbx_error_t *err)
 {
   json_t *j = esbx_snapshot_load_record (store, project, name, err);
@@ -594,8 +583,8 @@ snapshot_json (esbx_store_t *store, const char *project, const char *name, esbx_
       json_free (j);
       return NULL;
     }
-  json_set (j, "sessions", strv_json (&sessions));
-  json_set (j, "children", strv_json (&children));
+  json_set (j, "sessions", json_new_strings (sessions.v));
+  json_set (j, "children", json_new_strings (children.v));
   strv_free (&sessions);
   strv_free (&children);
   return j;

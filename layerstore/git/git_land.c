@@ -346,12 +346,6 @@ out:
   git_tree_free (ptree);
   git_commit_free (c);
   git_commit_free (pc);
-  free (layer.id);
-  free (layer.parent);
-  free (layer.created);
-  free (layer.message);
-  free (layer.git_commit);
-  json_free (layer.labels);
-  esbx_changeset_free (&layer.changes);
+  esbx_layer_clear (&layer);
   return ret;
 }

@@ -732,33 +732,38 @@ struct cidr
   unsigned port;
 };
 
+struct cidrs
+{
+  struct cidr *c;
+  size_t n;
+};
+
+static bool
+add_cidr (const struct esbx_egress_rule *r, const char *text, void *data)
+{
+  struct cidrs *cs = data;
+  uint32_t mask = r->prefix ? ~(uint32_t)0 << (32 - r->prefix) : 0;
+
+  (void)text;
+  if (r->name == NULL && r->methods[0] == NULL && r->path == NULL)
+    {
+      cs->c[cs->n].first = r->addr & mask;
+      cs->c[cs->n].last = cs->c[cs->n].first | ~mask;
+      cs->c[cs->n].port = r->port;
+      cs->n++;
+    }
+  return false;
+}
+
 static size_t
 allowed_cidrs (const json_t *allow, struct cidr **out)
 {
-  struct cidr *c = xmalloc0 ((json_len (allow) + 1) * sizeof *c);
-  const json_t *a;
-  size_t i, j, n = 0, kept = 0;
+  struct cidrs cs = { .c = xmalloc0 ((json_len (allow) + 1) * sizeof (struct cidr)) };
+  struct cidr *c = cs.c;
+  size_t i, j, n, kept = 0;
 
-  json_array_foreach (allow, i, a)
-    {
-      struct esbx_egress_rule r;
-      esbx_error_t e = NULL;
-
-      if (a->type != JSON_STRING || esbx_egress_rule_parse (a->text, &r, &e) < 0)
-        {
-          esbx_error_free (&e);
-          continue;
-        }
-      if (r.name == NULL && r.methods[0] == NULL && r.path == NULL)
-        {
-          uint32_t mask = r.prefix ? ~(uint32_t)0 << (32 - r.prefix) : 0;
-          c[n].first = r.addr & mask;
-          c[n].last = c[n].first | ~mask;
-          c[n].port = r.port;
-          n++;
-        }
-      esbx_egress_rule_clear (&r);
-    }
+  esbx_egress_rules_any (allow, add_cidr, &cs);
+  n = cs.n;
   for (i = 0; i < n; i++)
     {
       bool held = false;
