@@ -914,6 +914,14 @@ int esbx_snapshot_push (esbx_store_t *store, const char *name, char **manifest, 
    record of it.  */
 int esbx_snapshot_pull (esbx_store_t *store, const char *project, const char *name,
                         esbx_error_t *err);
+/* NAME, a session's automatic snapshot that a newer pushed one replaced:
+   removed here unless something here uses it (then it stays, here and on
+   the remote: 0), and, in a shared project, taken off the remote: its
+   etcd record, then its manifest (the registry's garbage-collect removes
+   its blobs), unless a snapshot in etcd names it as its parent or a
+   session's last pushed snapshot is it.  Fails with the remote's error
+   (gone here then, kept there).  */
+int esbx_snapshot_retire (esbx_store_t *store, const char *name, esbx_error_t *err);
 /* The last snapshot pushed of session SESSION of shared PROJECT: *NAME,
    NULL when none was.  */
 int esbx_snapshot_last_pushed (esbx_store_t *store, const char *project, const char *session,

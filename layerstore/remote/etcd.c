@@ -179,6 +179,75 @@ esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *val
   return 0;
 }
 
+int
+esbx_etcd_delete_if (const struct esbx_remote *rm, const char *key, int64_t mod_revision,
+                     bool *done, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *ans = NULL;
+  _cleanup_free_ char *k = b64_encode (key, strlen (key));
+  _cleanup_free_ char *rev = xasprintf ("%lld", (long long)mod_revision);
+  json_t *cmp = json_new (JSON_OBJECT), *del = json_new (JSON_OBJECT);
+  json_t *op = json_new (JSON_OBJECT), *arr;
+
+  json_set_string (cmp, "key", k);
+  json_set_string (cmp, "target", "MOD");
+  json_set_string (cmp, "result", "EQUAL");
+  json_set_string (cmp, "mod_revision", rev);
+  arr = json_new (JSON_ARRAY);
+  json_append (arr, cmp);
+  json_set (body, "compare", arr);
+  json_set_string (del, "key", k);
+  json_set (op, "request_delete_range", del);
+  arr = json_new (JSON_ARRAY);
+  json_append (arr, op);
+  json_set (body, "success", arr);
+  if (call (rm, "/v3/kv/txn", body, &ans, err) < 0)
+    return -1;
+  if (json_get (ans, "header") == NULL)
+    return esbx_make_error (err, 0, "etcd `%s`: txn on `%s`: malformed answer", rm->etcd, key);
+  *done = json_get_bool (ans, "succeeded", false);
+  return 0;
+}
+
+int
+esbx_etcd_any_under (const struct esbx_remote *rm, const char *prefix,
+                     bool (*fn) (const char *value, size_t len, void *data), void *data,
+                     bool *found, esbx_error_t *err)
+{
+  _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *ans = NULL;
+  _cleanup_free_ char *end = xstrdup (prefix), *k = NULL, *e = NULL;
+  size_t n = strlen (end), i;
+  const json_t *kv;
+
+  *found = false;
+  /* The keys from PREFIX up to the next prefix of its length.  */
+  if (n == 0 || (unsigned char)end[n - 1] == 0xff)
+    return esbx_make_error (err, EINVAL, "etcd: prefix `%s`", prefix);
+  end[n - 1]++;
+  k = b64_encode (prefix, n);
+  e = b64_encode (end, n);
+  json_set_string (body, "key", k);
+  json_set_string (body, "range_end", e);
+  if (call (rm, "/v3/kv/range", body, &ans, err) < 0)
+    return -1;
+  json_array_foreach (json_get (ans, "kvs"), i, kv)
+    {
+      _cleanup_free_ char *value = NULL;
+      size_t len;
+      const char *v = json_get_string (kv, "value");
+
+      if (b64_decode (v ? v : "", &value, &len) < 0)
+        return esbx_make_error (err, 0, "etcd `%s`: keys under `%s`: malformed answer", rm->etcd,
+                                prefix);
+      if (fn (value, len, data))
+        {
+          *found = true;
+          return 0;
+        }
+    }
+  return 0;
+}
+
 /* For etcd_watch.c.  */
 char *
 esbx_etcd_b64 (const char *s, size_t len)

@@ -300,6 +300,29 @@ esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char
   return 0;
 }
 
+int
+esbx_registry_delete_manifest (struct esbx_registry *r, const char *digest, esbx_error_t *err)
+{
+  _cleanup_free_ char *url = xasprintf ("%s/v2/%s/manifests/%s", r->base, r->repo, digest);
+  _cleanup_free_ char *what = xasprintf ("delete manifest %s", digest);
+  struct esbx_http_request rq;
+  struct esbx_http_response rs;
+  int ret = 0;
+
+  esbx_http_request_init (&rq, "DELETE", url);
+  if (request (r, &rq, &rs, 0, what, err) < 0)
+    return -1;
+  if (rs.status == 405)
+    ret = esbx_make_error_kind (err, ESBX_ERR_FORBIDDEN, 0,
+                           "registry `%s`: %s: HTTP 405: the registry does not delete "
+                           "(docker-registry: storage.delete.enabled)",
+                           r->shown, what);
+  else if (rs.status != 202 && rs.status != 200 && rs.status != 404)
+    ret = status_error (r, what, &rs, err);
+  esbx_http_response_free (&rs);
+  return ret;
+}
+
 static int
 registry_get_manifest_once (struct esbx_registry *r, const char *ref, json_t **out, char **body,
                             size_t *len, esbx_error_t *err)

@@ -100,6 +100,11 @@ int esbx_registry_blob_answer (struct esbx_registry *r, const char *digest,
                                esbx_error_t *err);
 int esbx_registry_put_manifest (struct esbx_registry *r, const char *tag, const char *body,
                                 size_t len, esbx_error_t *err);
+/* Delete the manifest DIGEST (and so the tags naming it); one already gone
+   is not an error.  A registry that does not delete (docker-registry
+   without storage.delete.enabled) answers 405: an error (ESBX_ERR_FORBIDDEN)
+   that says so.  */
+int esbx_registry_delete_manifest (struct esbx_registry *r, const char *digest, esbx_error_t *err);
 /* Whether DIGEST is "sha256:" and 64 lower-case hex digits: digests a
    manifest or etcd names go into URLs and are compared as text.  */
 bool esbx_registry_digest_valid (const char *digest);
@@ -124,6 +129,15 @@ int esbx_etcd_get (const struct esbx_remote *rm, const char *key, struct esbx_et
    not exist); *WON says whether it was.  */
 int esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *value,
                       int64_t mod_revision, bool *won, esbx_error_t *err);
+/* Delete KEY if its mod_revision is still MOD_REVISION; *DONE says
+   whether it was.  */
+int esbx_etcd_delete_if (const struct esbx_remote *rm, const char *key, int64_t mod_revision,
+                         bool *done, esbx_error_t *err);
+/* FN (VALUE, LEN, DATA) for the value of each key under PREFIX until it
+   returns true; *FOUND says whether it did.  */
+int esbx_etcd_any_under (const struct esbx_remote *rm, const char *prefix,
+                         bool (*fn) (const char *value, size_t len, void *data), void *data,
+                         bool *found, esbx_error_t *err);
 /* ERR of a request to etcd without a client certificate that etcd
    refused for the lack of one: say so.  */
 void esbx_etcd_hint (const struct esbx_remote *rm, esbx_error_t *err);

@@ -4,10 +4,10 @@
  * (esbx_snapshot_policy): before every publish attempt, every N seconds
  * (esbxd's round, esbx_sandbox_push_due), at `--on-expiry snapshot`
  * (sandbox_expire.c).  An automatic snapshot is S-auto-HEX; the one it
- * replaces is removed here once the new one is pushed (when nothing uses
- * it), so a session keeps one.  ROOT/sessions/S/pushed.json says when S
- * was last pushed and its automatic snapshot.  A push that fails is an
- * error, never skipped.  */
+ * replaces is removed here and from the remote once the new one is pushed
+ * (when nothing uses it: esbx_snapshot_retire), so a session keeps one. ROOT/sessions/S/pushed.json
+ * says when S was last pushed and its automatic snapshot.  A push that fails is an error, never
+ * skipped.  */
 #include "sandbox.h"
 #include "events.h"
 #include "fs.h"
@@ -112,9 +112,12 @@ esbx_sandbox_snapshot_auto (esbx_store_t *store, const char *session, char **out
     }
   if (pushed_save (sfd, snap, started, err) < 0)
     return esbx_error_wrap (err, "session `%s`", session);
-  /* The remote keeps it; a session made from it here keeps it too.  */
-  if (old && esbx_snapshot_rm (store, old, &e) < 0)
-    esbx_error_free (&e);
+  /* A session made from it here keeps it, here and on the remote.  */
+  if (old && esbx_snapshot_retire (store, old, &e) < 0)
+    {
+      esbx_warn ("session `%s`: %s", session, e->msg);
+      esbx_error_free (&e);
+    }
   if (out)
     *out = steal_pointer (&snap);
   return 0;

@@ -216,6 +216,58 @@ changed_session_on_a() {
   on A esbx_ok publish s1 -m three
 }
 
+# HTTP status of a GET of the registry's PATH (under the test's repository).
+registry_status() {
+  in_svc curl -s -o /dev/null -w '%{http_code}' \
+    -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    "http://127.0.0.1:$REGISTRY_PORT/v2/t$BATS_TEST_NUMBER/p/$1"
+}
+
+@test "a replaced automatic snapshot leaves the remote too, unless a snapshot builds on it; garbage-collect frees its blobs" {
+  local snap1 snap2 snap3 m1 cfg1
+  on A esbx_ok project snapshot-push p --on-publish on
+  on A make_session p s1
+  echo one >"$m/one.txt"
+  on A esbx_ok publish s1 -m one
+  snap1=$(etcd_value esbx/projects/p/sessions/s1/snapshot | jq -r .snapshot)
+  m1=$(etcd_value "esbx/projects/p/snapshots/$snap1" | jq -r .manifest)
+  cfg1=$(in_svc curl -fsS -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    "http://127.0.0.1:$REGISTRY_PORT/v2/t$BATS_TEST_NUMBER/p/manifests/$m1" | jq -r .config.digest)
+  [ "$(registry_status "blobs/$cfg1")" = 200 ]
+  echo two >"$m/two.txt"
+  on A esbx_ok publish s1 -m two
+  snap2=$(etcd_value esbx/projects/p/sessions/s1/snapshot | jq -r .snapshot)
+  [ "$snap2" != "$snap1" ]
+  # snap1 is gone: here, from etcd, its manifest (and tag) from the registry.
+  [ -z "$(etcd_value "esbx/projects/p/snapshots/$snap1")" ]
+  [ "$(registry_status "manifests/$m1")" = 404 ]
+  run on A "$ESBX" snapshot list --project p
+  refute_output --partial "$snap1"
+  # A session of B made from snap2, and a snapshot of it pushed: snap2 is
+  # that snapshot's parent, so it stays in etcd when s1 moves on.
+  on B esbx_ok session create p --from-snapshot "$snap2" --name r2
+  on B esbx_ok session snapshot r2 --name fork1 --push
+  [ "$(etcd_value esbx/projects/p/snapshots/fork1 | jq -r .parent)" = "$snap2" ]
+  echo three >"$m/three.txt"
+  on A esbx_ok publish s1 -m three
+  snap3=$(etcd_value esbx/projects/p/sessions/s1/snapshot | jq -r .snapshot)
+  [ "$snap3" != "$snap2" ]
+  [ -n "$(etcd_value "esbx/projects/p/snapshots/$snap2")" ]
+  # A third host still gets fork1 with its parent.
+  new_host C
+  on C esbx_ok session create p --from-snapshot fork1 --name c1
+  [ "$(cat "$(on C "$ESBX" session path c1)/two.txt")" = two ]
+  # The registry's garbage-collect frees snap1's blobs; the others stay.
+  stop_registry
+  run docker-registry garbage-collect "$REMOTE_DIR/registry.yml"
+  assert_success
+  start_registry
+  [ "$(registry_status "blobs/$cfg1")" = 404 ]
+  new_host D
+  on D esbx_ok session create p --from-snapshot "$snap3" --name d1
+  [ "$(cat "$(on D "$ESBX" session path d1)/three.txt")" = three ]
+}
+
 @test "project snapshot-push --every: esbxd pushes changed sessions, and only changed ones" {
   on A esbx_ok project snapshot-push p --every 1s
   on A make_session p s1

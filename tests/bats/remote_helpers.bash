@@ -33,6 +33,8 @@ wait_http() {
 
 start_registry() {
   mkdir -p "$REMOTE_DIR/registry"
+  # Deletes on, as Debian's packaged config has them: a replaced
+  # automatic snapshot's manifest is deleted (87-snapshot-push.bats).
   cat >"$REMOTE_DIR/registry.yml" <<YAML
 version: 0.1
 log:
@@ -40,6 +42,8 @@ log:
 storage:
   filesystem:
     rootdirectory: $REMOTE_DIR/registry
+  delete:
+    enabled: true
 http:
   addr: ${REMOTE_ADDR:-127.0.0.1}:$REGISTRY_PORT
 YAML
