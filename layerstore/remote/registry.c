@@ -314,9 +314,9 @@ esbx_registry_delete_manifest (struct esbx_registry *r, const char *digest, esbx
     return -1;
   if (rs.status == 405)
     ret = esbx_make_error_kind (err, ESBX_ERR_FORBIDDEN, 0,
-                           "registry `%s`: %s: HTTP 405: the registry does not delete "
-                           "(docker-registry: storage.delete.enabled)",
-                           r->shown, what);
+                                "registry `%s`: %s: HTTP 405: the registry does not delete "
+                                "(docker-registry: storage.delete.enabled)",
+                                r->shown, what);
   else if (rs.status != 202 && rs.status != 200 && rs.status != 404)
     ret = status_error (r, what, &rs, err);
   esbx_http_response_free (&rs);
