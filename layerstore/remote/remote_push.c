@@ -236,6 +236,14 @@ esbx_project_push (esbx_store_t *store, const char *project, esbx_error_t *err)
   if (!esbx_project_exists (store, project))
     return esbx_make_error_kind (err, ESBX_ERR_NOT_FOUND, 0, "project push `%s`: no such project",
                                  project);
+  /* Another host would pull its layers without the project's git record,
+     and could not publish: its commits would have to be made inside the
+     remote's transaction (docs/GIT.md, "Not yet").  */
+  if (esbx_project_is_git (store, project))
+    return esbx_make_error (err, 0,
+                            "project push `%s`: a git project cannot be shared through a "
+                            "registry yet",
+                            project);
   if (esbx_remote_load (store, &rm, err) < 0 || esbx_registry_open (&rm, project, &reg, err) < 0)
     goto out;
   lock = esbx_project_lock (store, project, err);

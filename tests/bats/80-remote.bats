@@ -282,6 +282,24 @@ with open(sys.argv[1], "r+b") as f:
   [ "$(cat "$BATS_TEST_TMPDIR/c/two.txt")" = two ]
 }
 
+@test "project push of a git project is refused in one line: another host would get it without its history" {
+  local repo=$BATS_TEST_TMPDIR/repo
+  mkdir -p "$repo"
+  git -C "$repo" init -q
+  echo hi >"$repo/a.txt"
+  git -C "$repo" add a.txt
+  git -C "$repo" -c user.name=T -c user.email=t@example.org commit -qm first
+  on A esbx_ok project create g --from-git "$repo"
+  run on A "$ESBX" project push g
+  assert_failure 1
+  [ "${#lines[@]}" -eq 1 ]
+  assert_output --partial "project push \`g\`: a git project"
+  [ ! -e "$HOST_A/projects/g/remote" ]
+  [ -z "$(etcd_head g)" ]
+  run on B "$ESBX" project pull g
+  assert_failure
+}
+
 @test "the registry's garbage-collect keeps every blob a head reaches, records too" {
   on A esbx_ok project push p
   local i
