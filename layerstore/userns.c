@@ -19,6 +19,7 @@
  * on the host's view of the merged directory.  The range therefore needs
  * no record that outlives the mount.  */
 #include "internal.h"
+#include "nskeeper.h"
 #include "fs.h"
 #include "text.h"
 #include "json.h"
@@ -29,15 +30,12 @@
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <sys/fsuid.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define USERNS_RUN_DIR "/run/esbx/userns"
@@ -411,46 +409,18 @@ esbx_userns_gc (esbx_store_t *store, FILE *report)
 int
 esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err)
 {
-  char path[64], map[64], byte;
-  int sync[2], fd = -1, saved = 0;
+  char path[64], map[64];
+  int fd = -1, saved = 0;
   const char *what = NULL;
-  pid_t pid, parent;
+  pid_t pid;
   size_t i;
 
-  if (pipe2 (sync, O_CLOEXEC) < 0)
-    return esbx_make_error (err, errno, "pipe");
-  parent = getpid ();
-  pid = fork ();
+  /* A namespace to open, then nothing: ended once it is opened, or when
+     this process dies first (killed as it starts a holder, say).  */
+  pid = esbx_nskeeper_start (CLONE_NEWUSER, err);
   if (pid < 0)
-    {
-      saved = errno;
-      close (sync[0]);
-      close (sync[1]);
-      return esbx_make_error (err, saved, "fork");
-    }
-  if (pid == 0)
-    {
-      /* A namespace to open, then nothing: killed once it is opened, or
-         when the parent dies first (killed as it starts a holder, say).
-         It keeps none of the parent's files: a lock the parent holds
-         (the session's holder.lock) must not outlive the parent in it.  */
-      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
-        _exit (1);
-      esbx_close_fds_except (sync[1], -1);
-      if (unshare (CLONE_NEWUSER) < 0)
-        _exit (1);
-      if (write (sync[1], "u", 1) != 1)
-        _exit (1);
-      for (;;)
-        pause ();
-    }
-  close (sync[1]);
-  if (TEMP_FAILURE_RETRY (read (sync[0], &byte, 1)) != 1)
-    {
-      saved = EPERM;
-      what = "create a user namespace";
-    }
-  close (sync[0]);
+    return esbx_error_wrap (err, "user namespace of ids %" PRIu32 "-%" PRIu32, uid,
+                            uid + count - 1);
   snprintf (map, sizeof map, "0 %" PRIu32 " %" PRIu32 "\n", uid, count);
   for (i = 0; what == NULL && i < 2; i++)
     {
@@ -474,8 +444,7 @@ esbx_userns_open (uint32_t uid, uint32_t count, esbx_error_t *err)
           what = "open it";
         }
     }
-  kill (pid, SIGKILL);
-  TEMP_FAILURE_RETRY (waitpid (pid, NULL, 0));
+  esbx_nskeeper_stop (pid);
   if (what)
     return esbx_make_error (err, saved, "user namespace of ids %" PRIu32 "-%" PRIu32 ": %s", uid,
                             uid + count - 1, what);

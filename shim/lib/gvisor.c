@@ -44,6 +44,7 @@
 #include "fs.h"
 #include "json.h"
 #include "layerstore.h"
+#include "nskeeper.h"
 #include "proc.h"
 #include "text.h"
 #include "utils.h"
@@ -58,7 +59,6 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -361,55 +361,6 @@ start_sandbox (struct esbx_sandbox_session *ss, const char *cgroup,
   return 0;
 }
 
-/* A child in a net namespace of its own (the keeper), which waits there
-   until killed, in *PID.  */
-static int
-netns_keeper (pid_t *pid, esbx_error_t *err)
-{
-  pid_t parent = getpid (), child;
-  char byte = 0;
-  int p[2];
-
-  if (pipe2 (p, O_CLOEXEC) < 0)
-    return esbx_make_error (err, errno, "pipe");
-  child = fork ();
-  if (child < 0)
-    {
-      int saved = errno;
-      close (p[0]);
-      close (p[1]);
-      return esbx_make_error (err, saved, "fork");
-    }
-  if (child == 0)
-    {
-      sigset_t none;
-
-      /* System calls only: the parent may be threaded.  */
-      sigemptyset (&none);
-      sigprocmask (SIG_SETMASK, &none, NULL);
-      close (p[0]);
-      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
-        _exit (1);
-      byte = unshare (CLONE_NEWNET) == 0 ? 'k' : 'e';
-      if (write (p[1], &byte, 1) != 1 || byte != 'k')
-        _exit (1);
-      close (p[1]);
-      for (;;)
-        pause ();
-    }
-  close (p[1]);
-  if (TEMP_FAILURE_RETRY (read (p[0], &byte, 1)) != 1 || byte != 'k')
-    {
-      close (p[0]);
-      kill (child, SIGKILL);
-      TEMP_FAILURE_RETRY (waitpid (child, NULL, 0));
-      return esbx_make_error (err, 0, "make a net namespace for the sandbox");
-    }
-  close (p[0]);
-  *pid = child;
-  return 0;
-}
-
 int
 esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup,
                    const struct esbx_egress *net, esbx_error_t *err)
@@ -422,8 +373,10 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup,
 
   if (net == NULL || net->slot < 0)
     return start_sandbox (ss, cgroup, &gnet, err);
-  if (netns_keeper (&keeper, err) < 0)
-    return esbx_error_wrap (err, "session `%s`: start its gVisor sandbox", ss->name);
+  keeper = esbx_nskeeper_start (CLONE_NEWNET, err);
+  if (keeper < 0)
+    return esbx_error_wrap (err, "session `%s`: start its gVisor sandbox: a net namespace",
+                            ss->name);
   netns = xasprintf ("/proc/%d/ns/net", (int)keeper);
   gnet.netns = netns;
   gnet.resolv_conf = net->resolv_conf;
@@ -433,8 +386,7 @@ esbx_gvisor_start (struct esbx_sandbox_session *ss, const char *cgroup,
   if (ret == 0)
     ret = start_sandbox (ss, cgroup, &gnet, err);
   /* The sandbox holds the namespace now (or nothing does).  */
-  kill (keeper, SIGKILL);
-  TEMP_FAILURE_RETRY (waitpid (keeper, NULL, 0));
+  esbx_nskeeper_stop (keeper);
   return ret;
 }
 
