@@ -147,16 +147,17 @@ esbx_etcd_get (const struct esbx_remote *rm, const char *key, struct esbx_etcd_k
   return 0;
 }
 
-int
-esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *value,
-                  int64_t mod_revision, bool *won, esbx_error_t *err)
+/* One transaction: OP (a request_put or request_delete_range, its body
+   OPBODY with "key" added) if KEY's mod_revision is still MOD_REVISION;
+   *DONE says whether it was.  */
+static int
+txn_if (const struct esbx_remote *rm, const char *key, int64_t mod_revision, const char *op,
+        json_t *opbody, bool *done, esbx_error_t *err)
 {
   _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *ans = NULL;
   _cleanup_free_ char *k = b64_encode (key, strlen (key));
-  _cleanup_free_ char *v = b64_encode (value, strlen (value));
   _cleanup_free_ char *rev = xasprintf ("%lld", (long long)mod_revision);
-  json_t *cmp = json_new (JSON_OBJECT), *put = json_new (JSON_OBJECT);
-  json_t *op = json_new (JSON_OBJECT), *arr;
+  json_t *cmp = json_new (JSON_OBJECT), *o = json_new (JSON_OBJECT), *arr;
 
   json_set_string (cmp, "key", k);
   json_set_string (cmp, "target", "MOD");
@@ -165,41 +166,10 @@ esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *val
   arr = json_new (JSON_ARRAY);
   json_append (arr, cmp);
   json_set (body, "compare", arr);
-  json_set_string (put, "key", k);
-  json_set_string (put, "value", v);
-  json_set (op, "request_put", put);
+  json_set_string (opbody, "key", k);
+  json_set (o, op, opbody);
   arr = json_new (JSON_ARRAY);
-  json_append (arr, op);
-  json_set (body, "success", arr);
-  if (call (rm, "/v3/kv/txn", body, &ans, err) < 0)
-    return -1;
-  if (json_get (ans, "header") == NULL)
-    return esbx_make_error (err, 0, "etcd `%s`: txn on `%s`: malformed answer", rm->etcd, key);
-  *won = json_get_bool (ans, "succeeded", false);
-  return 0;
-}
-
-int
-esbx_etcd_delete_if (const struct esbx_remote *rm, const char *key, int64_t mod_revision,
-                     bool *done, esbx_error_t *err)
-{
-  _cleanup_json_ json_t *body = json_new (JSON_OBJECT), *ans = NULL;
-  _cleanup_free_ char *k = b64_encode (key, strlen (key));
-  _cleanup_free_ char *rev = xasprintf ("%lld", (long long)mod_revision);
-  json_t *cmp = json_new (JSON_OBJECT), *del = json_new (JSON_OBJECT);
-  json_t *op = json_new (JSON_OBJECT), *arr;
-
-  json_set_string (cmp, "key", k);
-  json_set_string (cmp, "target", "MOD");
-  json_set_string (cmp, "result", "EQUAL");
-  json_set_string (cmp, "mod_revision", rev);
-  arr = json_new (JSON_ARRAY);
-  json_append (arr, cmp);
-  json_set (body, "compare", arr);
-  json_set_string (del, "key", k);
-  json_set (op, "request_delete_range", del);
-  arr = json_new (JSON_ARRAY);
-  json_append (arr, op);
+  json_append (arr, o);
   json_set (body, "success", arr);
   if (call (rm, "/v3/kv/txn", body, &ans, err) < 0)
     return -1;
@@ -207,6 +177,24 @@ esbx_etcd_delete_if (const struct esbx_remote *rm, const char *key, int64_t mod_
     return esbx_make_error (err, 0, "etcd `%s`: txn on `%s`: malformed answer", rm->etcd, key);
   *done = json_get_bool (ans, "succeeded", false);
   return 0;
+}
+
+int
+esbx_etcd_put_if (const struct esbx_remote *rm, const char *key, const char *value,
+                  int64_t mod_revision, bool *won, esbx_error_t *err)
+{
+  _cleanup_free_ char *v = b64_encode (value, strlen (value));
+  json_t *put = json_new (JSON_OBJECT);
+
+  json_set_string (put, "value", v);
+  return txn_if (rm, key, mod_revision, "request_put", put, won, err);
+}
+
+int
+esbx_etcd_delete_if (const struct esbx_remote *rm, const char *key, int64_t mod_revision,
+                     bool *done, esbx_error_t *err)
+{
+  return txn_if (rm, key, mod_revision, "request_delete_range", json_new (JSON_OBJECT), done, err);
 }
 
 int
