@@ -282,6 +282,31 @@ with open(sys.argv[1], "r+b") as f:
   [ "$(cat "$BATS_TEST_TMPDIR/c/two.txt")" = two ]
 }
 
+@test "the kept head manifest is used only when it is the one etcd names: a changed file is read again from the registry" {
+  local kept=$HOST_A/projects/p/remote-manifest
+  on A esbx_ok project push p
+  on A make_session p a1
+  echo one >"$m/one.txt"
+  on A esbx_ok publish a1
+  [ -s "$kept" ]
+  # The same JSON without its first layer: a publish that believed it
+  # would push a head that lacks that layer.
+  jq -c 'del(.layers[0])' "$kept" >"$kept.new"
+  mv "$kept.new" "$kept"
+  on A make_session p a2
+  echo two >"$m/two.txt"
+  on A esbx_ok publish a2
+  run in_svc curl -fsS -H "Accept: application/vnd.oci.image.manifest.v1+json" \
+    "http://127.0.0.1:$REGISTRY_PORT/v2/t$BATS_TEST_NUMBER/p/manifests/head"
+  assert_success
+  [ "$(jq '.layers | length' <<<"$output")" -eq 3 ]
+  [ "$(jq -r '[.layers[].annotations["io.esbx.layer"]] | join(" ")' <<<"$output")" = "$(tr '\n' ' ' <"$HOST_A/projects/p/stack" | sed 's/ $//')" ]
+  run on B "$ESBX" project pull p
+  assert_success
+  assert_output "p: 3 layers fetched"
+  on B esbx_ok fsck p
+}
+
 @test "project push of a git project is refused in one line: another host would get it without its history" {
   local repo=$BATS_TEST_TMPDIR/repo
   mkdir -p "$repo"
